@@ -144,6 +144,7 @@ typedef struct ast_create_args {
 typedef struct ast_fwd_args {
     ast_tensor *mask; /* [B, N]: 1 valid cell, 0 padding; NULL = no padding */
     ast_tensor *time; /* [B, T]: diffusion-time embedding entering this layer */
+    ast_tensor *positions; /* [B, N, 3]: cell positions entering this layer */
     int layer;
 } ast_fwd_args;
 
@@ -246,6 +247,10 @@ typedef struct ast_plugin_desc {
 
     /* monitor: called after every training step, validation and epoch. */
     void (*observe)(void *self, const ast_observation *o);
+
+    /* attention and ffn, optional: parameters one token uses (MoE: the
+     * router and k experts). NULL means all of the instance's parameters. */
+    int64_t (*active_params)(void *self);
 } ast_plugin_desc;
 
 #define AST_PLUGIN_DESC_INIT(kind_, name_, version_, summary_)                       \
