@@ -1,0 +1,62 @@
+/* alphast/diffusion.h: the noise model of spec §3 — per-modality cosine
+ * schedules, forward noising, the reverse step and the limit distribution.
+ *
+ * Convention (as the reference): alpha_bar[t] is the SIGNAL AMPLITUDE and
+ * sigma_bar[t] = sqrt(1 - alpha_bar[t]^2) the noise std. Index 0 of every
+ * per-modality array is expression, 1 is positions. */
+#ifndef ALPHAST_DIFFUSION_H
+#define ALPHAST_DIFFUSION_H
+
+#include "alphast/core.h"
+
+enum { AST_MOD_EXPR = 0, AST_MOD_POS = 1 };
+
+typedef enum ast_train_mode { AST_MODE_JOINT, AST_MODE_EXPR_TO_POS, AST_MODE_POS_TO_EXPR } ast_train_mode;
+
+/* Which modalities a mode generates (noises in training, samples at test). */
+int ast_mode_noises(ast_train_mode mode, int modality);
+const char *ast_mode_name(ast_train_mode mode);
+int ast_mode_parse(const char *s, ast_train_mode *out);
+
+typedef struct ast_schedule {
+    int steps;               /* T_d */
+    float *log_alpha_bar[2]; /* [T_d + 1] */
+    float *alpha_bar[2];
+    float *sigma_bar[2];
+} ast_schedule;
+
+/* Cosine schedule with exponents nu (spec §3.1). */
+int ast_schedule_init(ast_schedule *s, int steps, double nu_expr, double nu_pos, ast_error *e);
+void ast_schedule_free(ast_schedule *s);
+
+/* A batch of B sets of N cells in the diffusion state. */
+typedef struct ast_noised {
+    float *expr;  /* [B, N, G] model input */
+    float *pos;   /* [B, N, 3] model input */
+    float *t;     /* [B] t_int / T_d */
+    int *t_int;   /* [B] */
+} ast_noised;
+
+/* Forward noising (spec §3.3) of the modalities `mode` generates, with
+ * t_int given per set; the other modality is copied clean. Position noise
+ * is centred over each set's valid cells. mask [B, N] (NULL = all valid). */
+void ast_apply_noise(const ast_schedule *s, ast_train_mode mode, ast_rng *rng, int B, int N, int G,
+                     const float *expr, const float *pos, const float *mask, ast_noised *out);
+
+/* The limit distribution (spec §3.5): generated modalities ~ N(0, I) * mask
+ * (positions centred), the conditioning ones clean; t_int = T_d. */
+void ast_limit_sample(const ast_schedule *s, ast_train_mode mode, ast_rng *rng, int B, int N, int G,
+                      const float *expr, const float *pos, const float *mask, ast_noised *out);
+
+/* One reverse step z_t -> z_s (spec §3.4) for the generated modalities,
+ * given the model's x0 predictions; s < t_int for every set. With rng
+ * NULL the posterior noise is skipped (the step returns the mean). */
+void ast_reverse_step(const ast_schedule *s, ast_train_mode mode, ast_rng *rng, int B, int N, int G,
+                      const float *pred_expr, const float *pred_pos, const float *mask, int s_int,
+                      ast_noised *z);
+
+/* Subtract each set's mean over valid cells from x [B, N, D] and zero the
+ * padded rows (remove_mean_with_mask). */
+void ast_center_sets(float *x, const float *mask, int B, int N, int D);
+
+#endif
