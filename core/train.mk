@@ -13,3 +13,10 @@ check_PROGRAMS += tests/test_optim
 tests_test_optim_SOURCES = tests/test_optim.c
 tests_test_optim_CFLAGS = $(TEST_CC)
 tests_test_optim_LDADD = $(TEST_LIBS)
+
+libalphast_la_SOURCES += core/data_h5ad.c core/data_csv.c core/data_prep.c core/data_sets.c
+noinst_HEADERS += core/include/alphast/data.h
+check_PROGRAMS += tests/test_data
+tests_test_data_SOURCES = tests/test_data.c
+tests_test_data_CFLAGS = $(TEST_CC) $(HDF5_CFLAGS)
+tests_test_data_LDADD = $(TEST_LIBS) $(HDF5_LIBS)

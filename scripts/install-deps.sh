@@ -3,7 +3,7 @@
 set -euo pipefail
 packages=(
   build-essential autoconf automake libtool pkg-config
-  libltdl-dev libyaml-dev libopenblas-dev liblua5.4-dev libhdf5-dev libcjson-dev libcriterion-dev
+  libltdl-dev libyaml-dev libopenblas-dev liblua5.4-dev libhdf5-dev libcjson-dev zlib1g-dev libcriterion-dev
 )
 missing=()
 for p in "${packages[@]}"; do
