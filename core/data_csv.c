@@ -273,7 +273,7 @@ int ast_data_read_csv(const char *path, const ast_data_opts *o, ast_dataset *out
 {
     reader r;
     memset(out, 0, sizeof *out);
-    if (!open_reader(&r, path, e)) return 0;
+    if (!open_reader(&r, path, e)) return -1;
     int ok = o->genes_by_cells ? read_genes_by_cells(&r, out, e) : read_cells_by_genes(&r, out, e);
     close_reader(&r);
     if (ok && out->n_cells < 1) {
@@ -295,7 +295,7 @@ int ast_data_read_csv(const char *path, const ast_data_opts *o, ast_dataset *out
     } else {
         ast_dataset_free(out);
     }
-    return ok;
+    return ok ? 0 : -1;
 }
 
 int ast_data_read(const char *path, const ast_data_opts *o, ast_dataset *out, ast_error *e)

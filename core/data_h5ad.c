@@ -355,18 +355,18 @@ int ast_data_read_h5ad(const char *path, const ast_data_opts *o, ast_dataset *ou
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* errors are reported once, by us */
     if (H5Fis_hdf5(path) <= 0) {
         ast_error_set(e, "%s: not an HDF5/AnnData file (missing, truncated or another format)", path);
-        return 0;
+        return -1;
     }
     h5ad h = {H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), path, e, 0};
     if (h.file < 0) {
         ast_error_set(e, "%s: cannot open as HDF5 (truncated or damaged?)", path);
-        return 0;
+        return -1;
     }
     int ok = read_all(&h, o, out);
     H5Fclose(h.file);
     out->source = ast_xstrdup(path);
     if (!ok) ast_dataset_free(out);
-    return ok;
+    return ok ? 0 : -1;
 }
 
 void ast_dataset_free(ast_dataset *d)

@@ -114,7 +114,7 @@ static void center_slice(ast_dataset *d, int slice, int axes)
 
 int ast_data_preprocess(ast_dataset *d, const ast_data_opts *o, ast_error *e)
 {
-    if (o->genes && !align_genes(d, o->genes, o->n_genes, e)) return 0;
+    if (o->genes && !align_genes(d, o->genes, o->n_genes, e)) return -1;
     if (o->log_normalize) log_normalize(d);
     for (int s = 0; s < d->n_slices; s++) {
         if (o->scale) scale_slice(d, s, o->clip);
@@ -124,5 +124,5 @@ int ast_data_preprocess(ast_dataset *d, const ast_data_opts *o, ast_error *e)
             for (int64_t c = 0; c < d->n_cells; c++)
                 if (d->slice[c] == s) d->pos[c * 3 + 2] = (float)s * o->z_spacing;
     }
-    return 1;
+    return 0;
 }

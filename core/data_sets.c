@@ -60,7 +60,7 @@ int ast_data_split(const ast_dataset *d, double val, double test, ast_split out[
     memset(out, 0, 3 * sizeof *out);
     if (val < 0 || test < 0 || val + test >= 1.0) {
         ast_error_set(e, "data.val_ratio + data.test_ratio must be in [0, 1) (got %g + %g)", val, test);
-        return 0;
+        return -1;
     }
     if (d->n_slices >= 3) { /* whole slices: the last ones in order go to val, then test */
         int n_test = test > 0 ? (int)fmax(1.0, round(d->n_slices * test)) : 0;
@@ -75,9 +75,9 @@ int ast_data_split(const ast_dataset *d, double val, double test, ast_split out[
         ast_error_set(e, "%s: the training split has %lld cells; lower data.val_ratio/test_ratio or add data",
                       d->source, (long long)out[AST_SPLIT_TRAIN].n);
         ast_split_free(out);
-        return 0;
+        return -1;
     }
-    return 1;
+    return 0;
 }
 
 /* Indices of the k cells of the split nearest to `centre` in its slice, nearest first. */

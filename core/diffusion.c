@@ -18,9 +18,9 @@ int ast_mode_parse(const char *s, ast_train_mode *out)
     for (int i = 0; i < 3; i++)
         if (!strcmp(s, mode_names[i])) {
             *out = (ast_train_mode)i;
-            return 1;
+            return 0;
         }
-    return 0;
+    return -1;
 }
 
 int ast_mode_noises(ast_train_mode mode, int modality)
@@ -57,11 +57,11 @@ int ast_schedule_init(ast_schedule *s, int steps, double nu_expr, double nu_pos,
     memset(s, 0, sizeof *s);
     if (steps < 1) {
         ast_error_set(e, "diffusion.diffusion_steps must be at least 1 (got %d)", steps);
-        return 0;
+        return -1;
     }
     if (!(nu_expr > 0.0) || !(nu_pos > 0.0)) {
         ast_error_set(e, "diffusion.nu_expression and nu_position must be positive (got %g, %g)", nu_expr, nu_pos);
-        return 0;
+        return -1;
     }
     s->steps = steps;
     for (int m = 0; m < 2; m++) {
@@ -70,7 +70,7 @@ int ast_schedule_init(ast_schedule *s, int steps, double nu_expr, double nu_pos,
         s->sigma_bar[m] = ast_xmalloc((size_t)(steps + 1) * sizeof(float));
         fill_modality(s, m, m == AST_MOD_EXPR ? nu_expr : nu_pos);
     }
-    return 1;
+    return 0;
 }
 
 void ast_schedule_free(ast_schedule *s)

@@ -16,7 +16,7 @@ static ast_dataset read_ok(const char *path, const ast_data_opts *o)
 {
     ast_dataset d;
     ast_error e = {""};
-    int ok = ast_data_read(path, o, &d, &e);
+    int ok = ast_data_read(path, o, &d, &e) == 0;
     cr_assert(ok, "%s", e.msg);
     return d;
 }
@@ -25,7 +25,7 @@ static void expect_error(const char *path, const ast_data_opts *o, const char *n
 {
     ast_dataset d;
     ast_error e = {""};
-    cr_assert_not(ast_data_read(path, o, &d, &e), "%s should fail", path);
+    cr_assert(ast_data_read(path, o, &d, &e) < 0, "%s should fail", path);
     cr_assert(strstr(e.msg, needle), "message '%s' lacks '%s'", e.msg, needle);
     cr_assert(strstr(e.msg, path), "message '%s' does not name the file", e.msg);
 }
@@ -71,7 +71,7 @@ Test(data, preprocessing_normalises_per_gene)
     ast_data_opts_default(&o);
     ast_dataset d = read_ok(STARMAP "starmap3d.h5ad", &o);
     ast_error e;
-    cr_assert(ast_data_preprocess(&d, &o, &e), "%s", e.msg);
+    cr_assert(ast_data_preprocess(&d, &o, &e) == 0, "%s", e.msg);
     for (int g = 0; g < d.n_genes; g++) {
         double s = 0, sq = 0;
         for (int64_t c = 0; c < d.n_cells; c++) s += d.expr[c * d.n_genes + g];
@@ -97,7 +97,7 @@ Test(data, gene_alignment_fills_missing_genes_with_zero)
     o.n_genes = 2;
     ast_dataset d = read_ok(STARMAP "starmap3d.h5ad", &o);
     ast_error e;
-    cr_assert(ast_data_preprocess(&d, &o, &e), "%s", e.msg);
+    cr_assert(ast_data_preprocess(&d, &o, &e) == 0, "%s", e.msg);
     cr_assert_eq(d.n_genes, 2);
     cr_assert_eq(d.expr[0], 0.0f);
     cr_assert_eq(d.expr[1], 34999.0f);
@@ -110,9 +110,9 @@ Test(data, splits_are_spatial_and_sets_are_neighbourhoods)
     ast_data_opts_default(&o);
     ast_dataset d = read_ok(STARMAP "starmap3d.h5ad", &o);
     ast_error e;
-    cr_assert(ast_data_preprocess(&d, &o, &e));
+    cr_assert(ast_data_preprocess(&d, &o, &e) == 0);
     ast_split sp[3];
-    cr_assert(ast_data_split(&d, 0.1, 0.1, sp, &e), "%s", e.msg);
+    cr_assert(ast_data_split(&d, 0.1, 0.1, sp, &e) == 0, "%s", e.msg);
     cr_assert_eq(sp[0].n + sp[1].n + sp[2].n, 4000);
     cr_assert_eq(sp[1].n, 400);
     /* x spans the tissue most widely: every training cell lies left of every validation cell */
@@ -236,7 +236,7 @@ Test(data_errors, truncated_h5ad)
     ast_data_opts_default(&o);
     ast_dataset d;
     ast_error e = {""};
-    cr_assert_not(ast_data_read(tmp_path("cut.h5ad"), &o, &d, &e));
+    cr_assert(ast_data_read(tmp_path("cut.h5ad"), &o, &d, &e) < 0);
     cr_assert(strstr(e.msg, "cut.h5ad") && (strstr(e.msg, "truncated") || strstr(e.msg, "damaged")), "%s", e.msg);
 }
 

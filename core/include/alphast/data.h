@@ -6,6 +6,8 @@
 
 #include "alphast/core.h"
 
+/* Functions returning int give 0 on success and -1 with the error set. */
+
 typedef struct ast_data_opts {
     const char *position_key;  /* obsm key of the coordinates ("spatial") */
     const char *cell_type_key; /* obs column, or NULL */

@@ -9,6 +9,8 @@
 
 #include "alphast/core.h"
 
+/* Functions returning int give 0 on success and -1 with the error set. */
+
 enum { AST_MOD_EXPR = 0, AST_MOD_POS = 1 };
 
 typedef enum ast_train_mode { AST_MODE_JOINT, AST_MODE_EXPR_TO_POS, AST_MODE_POS_TO_EXPR } ast_train_mode;
