@@ -151,6 +151,23 @@ Test(ops_shape, permute_gradients)
     ast_params_free(p);
 }
 
+/* x used twice: the permutation's backward must add to the gradient the
+ * other use already left, not overwrite it. */
+static ast_tensor *fwd_transpose_plus_self(ast_ctx *c, ast_tensor *const *in, void *ud)
+{
+    (void)ud;
+    return ast_add(c, ast_permute(c, in[0], (int[]){1, 0}), in[0]);
+}
+
+Test(ops_shape, permute_gradient_accumulates)
+{
+    ast_params *p = ast_params_new(14);
+    ast_tensor *x = gc_input(p, "x", 2, (int64_t[]){4, 4}, 1.0f);
+    gc_result r = gc_check(fwd_transpose_plus_self, &x, 1, NULL, 1e-2f, 1e-2);
+    ASSERT_GRADS(r);
+    ast_params_free(p);
+}
+
 Test(ops_shape, permute_with_a_repeated_axis_aborts, .signal = SIGABRT)
 {
     ast_ctx *c = ast_ctx_new(0);
