@@ -104,6 +104,7 @@ static int parse_shape(const char *path, const char *name, const cJSON *item, st
 {
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(item, "shape");
     int ndim = cJSON_IsArray(shape) ? cJSON_GetArraySize(shape) : -1;
+    /* Keeps numel * dtype size far from overflowing uint64 and int64. */
     uint64_t numel = 1, limit = UINT64_MAX / 8 / ast_st_dtype_size(t->dtype);
     const cJSON *d;
     if (ndim < 0 || ndim > AST_ST_MAX_DIMS) goto bad;

@@ -78,8 +78,9 @@ typedef struct ast_st_writer ast_st_writer;
 
 ast_st_writer *ast_st_writer_new(void);
 void ast_st_writer_free(ast_st_writer *w);
-/* `data` (numel elements of F32 floats or I64 int64_t) is not copied: keep
- * it alive until ast_st_writer_write. Names must be unique. */
+/* `data` (numel little-endian elements of dtype, e.g. float for F32,
+ * int64_t for I64) is not copied: keep it alive until ast_st_writer_write.
+ * Names must be unique. */
 void ast_st_writer_add(ast_st_writer *w, const char *name, ast_st_dtype dtype, int ndim, const int64_t *shape,
                        const void *data);
 /* Copied; setting a key again replaces its value. */
