@@ -262,8 +262,8 @@ static int parse_json(ast_st_file *f, const char *text, size_t n, ast_error *e)
     cJSON *root = cJSON_ParseWithLengthOpts(text, n, &end, 0);
     while (root && end < text + n && *end == ' ') end++;
     if (!cJSON_IsObject(root) || end != text + n) {
-        ast_error_set(e, "%s: the %zu-byte header is not a JSON object (parsing stopped at file byte %ld); the file is not "
-                      "safetensors or is corrupt", f->path, n, end ? (long)(end - text) + 8 : 8L);
+        ast_error_set(e, "%s: the %zu-byte header is not a JSON object (parsing stopped at file byte %ld); the "
+                      "file is not safetensors or is corrupt", f->path, n, end ? (long)(end - text) + 8 : 8L);
         cJSON_Delete(root);
         return -1;
     }
@@ -287,9 +287,14 @@ static int parse_header(ast_st_file *f, ast_error *e)
         return -1;
     }
     uint64_t n = le64(f->bytes);
-    if (n > f->size - 8 || n > MAX_HEADER_BYTES) {
+    if (n > f->size - 8) {
         ast_error_set(e, "%s: header length %llu exceeds the %zu bytes that follow it; the file is truncated "
                       "or not safetensors", f->path, (unsigned long long)n, f->size - 8);
+        return -1;
+    }
+    if (n > MAX_HEADER_BYTES) {
+        ast_error_set(e, "%s: header length %llu is over the format's limit of %llu bytes; the file is not "
+                      "safetensors", f->path, (unsigned long long)n, MAX_HEADER_BYTES);
         return -1;
     }
     f->buffer = f->bytes + 8 + n;
