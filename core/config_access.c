@@ -99,7 +99,7 @@ static int resolve(const char *path, target *t, ast_error *e)
             break;
         }
         if (t->n && k->type != CFG_MAP)
-            return fail_override(e, prefix, "takes a single value, it has no keys below it; set it directly");
+            return fail_override(e, prefix, "has no keys below it; set it as a whole");
         char parent[1024];
         snprintf(parent, sizeof parent, "%s", prefix);
         snprintf(prefix + strlen(prefix), sizeof prefix - strlen(prefix), "%s%s", t->n ? "." : "", t->parts[t->n]);
@@ -113,8 +113,8 @@ static int resolve(const char *path, target *t, ast_error *e)
     return 0;
 }
 
-/* Validates `value` as it will sit under `parent_path` with `key`, with its
- * paths set by a stand-in parent so errors name the final key path. */
+/* Validates `value` where it will sit, its paths set by a stand-in parent
+ * so that errors name the final key path. */
 static int check_value(ast_cfg_node *value, const target *t, ast_error *e)
 {
     ast_cfg_node *stand_in = cfg_node_new(AST_CFG_MAP, CFG_OVERRIDE_FILE, 1, 1);
@@ -125,10 +125,7 @@ static int check_value(ast_cfg_node *value, const target *t, ast_error *e)
     stand_in->path = ast_xstrdup(parent);
     cfg_node_attach(stand_in, t->parts[t->n - 1], value);
     int rc = t->key ? cfg_validate_node(value, t->key, e) : cfg_validate_option(value, e);
-    stand_in->n_items = 0; /* hand value back, detached */
-    value->parent = NULL;
-    free((char *)value->key);
-    value->key = NULL;
+    cfg_node_detach(value);
     cfg_node_free(stand_in);
     return rc;
 }

@@ -22,6 +22,8 @@ ast_cfg_node *cfg_node_new(ast_cfg_kind kind, const char *file, int line, int co
 void cfg_node_attach(ast_cfg_node *parent, const char *key, ast_cfg_node *child);
 /* Puts `child` in the place of `old` (same key) and frees old. */
 void cfg_node_replace(ast_cfg_node *old, ast_cfg_node *child);
+/* Takes child out of its parent (its paths stay until it is attached again). */
+void cfg_node_detach(ast_cfg_node *child);
 void cfg_node_free(ast_cfg_node *n);
 ast_cfg_node *cfg_child(const ast_cfg_node *map, const char *key);
 /* YAML 1.1 null when unquoted: empty, ~ or null. */

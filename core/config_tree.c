@@ -81,6 +81,17 @@ void cfg_node_replace(ast_cfg_node *old, ast_cfg_node *child)
     cfg_node_free(old);
 }
 
+void cfg_node_detach(ast_cfg_node *child)
+{
+    ast_cfg_node *parent = child->parent;
+    int i = index_in_parent(child);
+    memmove(parent->items + i, parent->items + i + 1, (size_t)(parent->n_items - i - 1) * sizeof *parent->items);
+    parent->n_items--;
+    child->parent = NULL;
+    free((char *)child->key);
+    child->key = NULL;
+}
+
 void cfg_node_free(ast_cfg_node *n)
 {
     if (!n) return;
@@ -188,7 +199,8 @@ static int parse_map_entry(parser *ps, ast_cfg_node *map, yaml_event_t *kev)
     const ast_cfg_node *first = cfg_child(map, key);
     if (first) {
         cfg_fail(ps->e, ps->file, line_of(kev), col_of(kev), first->path,
-                 "duplicate key (first given at line %d); remove one of the two", first->key_line);
+                 "duplicate key (first given at line %d, column %d); remove one of the two", first->key_line,
+                 first->key_col);
         return -1;
     }
     yaml_event_t vev;
@@ -331,7 +343,7 @@ const ast_cfg_node *ast_cfg_get(const ast_cfg *cfg, const char *path)
     char part[256];
     while (n && *path) {
         size_t len = strcspn(path, ".");
-        AST_ASSERT(len < sizeof part, "config path component too long: %s", path);
+        if (len >= sizeof part) return NULL; /* no key is that long */
         memcpy(part, path, len);
         part[len] = '\0';
         n = cfg_child(n, part);

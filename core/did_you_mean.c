@@ -1,6 +1,6 @@
-/* "Did you mean ...?" for unknown names: the closest candidate by
- * edit distance (Levenshtein with swaps), ignoring case (PositionMLP_setting typed in lower
- * case is still the same key). */
+/* "Did you mean ...?" for unknown names: the closest candidate by edit
+ * distance (Levenshtein with swaps), ignoring case (PositionMLP_setting
+ * typed in lower case is still the same key). */
 #include <ctype.h>
 #include <string.h>
 
@@ -24,8 +24,8 @@ static int distance(const char *a, const char *b)
     for (int i = 1; i <= na; i++)
         for (int j = 1; j <= nb; j++) {
             d[i][j] = min3(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + !same(a[i - 1], b[j - 1]));
-            if (i > 1 && j > 1 && same(a[i - 1], b[j - 2]) && same(a[i - 2], b[j - 1]) && d[i - 2][j - 2] + 1 < d[i][j])
-                d[i][j] = d[i - 2][j - 2] + 1;
+            int swapped = i > 1 && j > 1 && same(a[i - 1], b[j - 2]) && same(a[i - 2], b[j - 1]);
+            if (swapped && d[i - 2][j - 2] + 1 < d[i][j]) d[i][j] = d[i - 2][j - 2] + 1;
         }
     return d[na][nb];
 }

@@ -140,6 +140,38 @@ Test(config, base_config_is_compare_configs_base)
     cr_assert_eq(m.n_attention_opts + m.n_ffn_opts, 0);
 }
 
+Test(config, yaml_scalar_helpers_take_only_their_own_spelling)
+{
+    static const char *floats[] = {"1", "-0.5", "+1.", ".5E+3", "1e-4", "3.0e10"};
+    static const double values[] = {1, -0.5, 1, 500, 1e-4, 3e10};
+    static const char *not_floats[] = {"", ".", "e3", "1e", "1e+", "inf", "nan", "0x10", "1.5x", " 1", "1,5"};
+    static const char *not_ints[] = {"", "+", "1.0", "0x1", "1e3", "99999999999999999999", "7 "};
+    double f;
+    int64_t i;
+    int b;
+    for (size_t k = 0; k < sizeof floats / sizeof *floats; k++) {
+        cr_assert_eq(ast_yaml_float(floats[k], &f), 0, "%s", floats[k]);
+        cr_assert_eq(f, values[k], "%s", floats[k]);
+    }
+    for (size_t k = 0; k < sizeof not_floats / sizeof *not_floats; k++)
+        cr_assert_eq(ast_yaml_float(not_floats[k], &f), -1, "'%s' accepted", not_floats[k]);
+    for (size_t k = 0; k < sizeof not_ints / sizeof *not_ints; k++)
+        cr_assert_eq(ast_yaml_int(not_ints[k], &i), -1, "'%s' accepted", not_ints[k]);
+    cr_assert(ast_yaml_int("-42", &i) == 0 && i == -42);
+    cr_assert(ast_yaml_bool("OFF", &b) == 0 && b == 0);
+    cr_assert(ast_yaml_bool("Yes", &b) == 0 && b == 1);
+    cr_assert_eq(ast_yaml_bool("1", &b), -1, "1 is an integer, not a bool, in YAML 1.1");
+}
+
+Test(config, did_you_mean_only_suggests_plausible_typos)
+{
+    static const char *const names[] = {"learning_rate", "epochs", "patience"};
+    cr_assert_str_eq(ast_did_you_mean("epoch", names, 3), "epochs");
+    cr_assert_str_eq(ast_did_you_mean("LEARNING_RTAE", names, 3), "learning_rate");
+    cr_assert_null(ast_did_you_mean("lr", names, 3));
+    cr_assert_null(ast_did_you_mean("batch_size", names, 3));
+}
+
 /* ---- plugins ------------------------------------------------------------------ */
 
 Test(config, plugin_maps_pass_their_options_through)
@@ -261,7 +293,7 @@ Test(config, enum_values_must_be_a_choice)
 Test(config, duplicates_aliases_and_shapes_are_rejected)
 {
     load_fails("training:\n  epochs: 5\n  epochs: 6\n",
-               "t.yaml:3:3: training.epochs: duplicate key (first given at line 2); remove one of the two");
+               "t.yaml:3:3: training.epochs: duplicate key (first given at line 2, column 3); remove one of the two");
     load_fails("training:\n  epochs: &n 5\n  patience: *n\n",
                "t.yaml:3:13: training: YAML aliases (*n) are not supported; write the value out");
     load_fails("- a\n- b\n", "t.yaml:1:1: the config must be a mapping of keys; write 'key: value' lines");
@@ -353,7 +385,7 @@ Test(config, bad_overrides_leave_the_config_unchanged)
     override_fails(cfg, "training.epochs=abc",
                    "override:1:1: training.epochs: expected an integer, got 'abc'; write a whole number like 100");
     override_fails(cfg, "training.epochs.x=1",
-                   "override:1:1: training.epochs: takes a single value, it has no keys below it; set it directly");
+                   "override:1:1: training.epochs: has no keys below it; set it as a whole");
     override_fails(cfg, "training.scheduler.type=linear",
                    "override:1:1: training.scheduler.type: expected one of cosine, got 'linear'; use one of the "
                    "listed values");

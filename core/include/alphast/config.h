@@ -58,7 +58,8 @@ void ast_cfg_free(ast_cfg *cfg);
 
 /* Sets KEY.PATH to a YAML value ("1e-3", "gated", "{name: moe, top_k: 1}",
  * "[grad_norm]"), creating missing mappings on the way and checking the key
- * and value against the schema (errors are located at "override:1:COL").
+ * and value against the schema (errors are located at "override:LINE:COL"
+ * of the value text).
  * Setting an option under a plugin given by name alone
  * (attention.gate_type=headwise on `attention: gated`) turns it into
  * {name: gated, gate_type: headwise}. 0 on success, -1 with e set. The
