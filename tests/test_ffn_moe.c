@@ -38,13 +38,43 @@ static ast_tensor *param_j(const ffn_layer *l, const char *fmt, int j)
 
 /* ---- naive reference ------------------------------------------------- */
 
-static void naive_logits(const ffn_layer *l, const float *x, double *logit)
+/* gate(x) + extra (router noise or time term; NULL = none). */
+static void naive_logits(const ffn_layer *l, const float *x, const double *extra, double *logit)
 {
     const float *g = ffn_param(l, "expression_ffn.ffn.router.gate.weight")->data;
     for (int e = 0; e < NE; e++) {
-        logit[e] = 0;
+        logit[e] = extra ? extra[e] : 0;
         for (int i = 0; i < E; i++) logit[e] += g[e * E + i] * x[i];
     }
+}
+
+/* The time term of the router logits, time_proj(time[set of t]), per token. */
+static void naive_time_term(const ffn_layer *l, const float *time, int T, int N, double *extra)
+{
+    const float *w = ffn_param(l, "expression_ffn.ffn.router.time_proj.weight")->data;
+    const float *b = ffn_param(l, "expression_ffn.ffn.router.time_proj.bias")->data;
+    for (int t = 0; t < T; t++)
+        for (int e = 0; e < NE; e++) {
+            double s = b[e];
+            for (int j = 0; j < NE; j++) s += w[e * NE + j] * time[(t / N) * NE + j];
+            extra[t * NE + e] = s;
+        }
+}
+
+/* The training noise eps * N(0,1) * softplus(w_noise x), drawn as the
+ * plugin draws it: one normal per (token, expert), row-major, from a step
+ * RNG seeded with `seed` (gc_check seeds 1234 before every forward). */
+static void naive_noise(const ffn_layer *l, const float *x, int T, double eps, uint64_t seed, double *extra)
+{
+    const float *w = ffn_param(l, "expression_ffn.ffn.router.w_noise.weight")->data;
+    ast_rng r;
+    ast_rng_seed(&r, seed);
+    for (int t = 0; t < T; t++)
+        for (int e = 0; e < NE; e++) {
+            double s = 0;
+            for (int i = 0; i < E; i++) s += w[e * E + i] * x[t * E + i];
+            extra[t * NE + e] = eps * ast_rng_gauss(&r) * log1p(exp(s));
+        }
 }
 
 static void naive_softmax(const double *v, int n, double *p)
@@ -101,13 +131,13 @@ typedef struct margins {
 
 /* The reference top-k MoE evaluated densely: every expert on every token,
  * combined with the softmax-over-selected weights (0 for the others). */
-static margins naive_topk(const ffn_layer *l, const float *x, int T, int k, double *out)
+static margins naive_topk(const ffn_layer *l, const float *x, const double *extra, int T, int k, double *out)
 {
     margins m = {INFINITY, INFINITY};
     for (int t = 0; t < T; t++) {
         double logit[NE], sel[NE], w[NE], gate[NE] = {0};
         int order[NE];
-        naive_logits(l, x + t * E, logit);
+        naive_logits(l, x + t * E, extra ? extra + t * NE : NULL, logit);
         naive_order(logit, NE, order);
         m.route = fmin(m.route, logit[order[0]] - logit[order[1]]);
         if (k < NE) m.route = fmin(m.route, logit[order[k - 1]] - logit[order[k]]);
@@ -131,7 +161,7 @@ static double naive_aux(const ffn_layer *l, const float *x, int T, double w)
     for (int t = 0; t < T; t++) {
         double logit[NE], p[NE];
         int order[NE];
-        naive_logits(l, x + t * E, logit);
+        naive_logits(l, x + t * E, NULL, logit);
         naive_softmax(logit, NE, p);
         naive_order(logit, NE, order);
         f[order[0]] += 1.0 / T;
@@ -225,7 +255,7 @@ Test(ffn_moe, routed_output_equals_dense_evaluation)
         ast_ctx *c = ast_ctx_new(0);
         ast_tensor *y = ffn_forward(&l, c, x, NULL, NULL);
         double want[12 * E];
-        naive_topk(&l, x->data, 12, v ? 1 : 2, want);
+        naive_topk(&l, x->data, NULL, 12, v ? 1 : 2, want);
         cr_assert_eq(y->ndim, 3);
         assert_close(y->data, want, 12 * E, VAL_TOL, hidden[v]);
         ast_ctx_free(c);
@@ -337,7 +367,7 @@ Test(ffn_moe, capacity_drops_overflow_assignments)
         cr_assert_eq(tpe->values[1], expect_kept[v]);
         cr_assert_eq(tpe->values[2] + tpe->values[3], 0.0f);
         double want[8 * E];
-        margins m = naive_topk(&l, x->data, 8, 2, want);
+        margins m = naive_topk(&l, x->data, NULL, 8, 2, want);
         cr_assert_gt(m.route, 0.5, "the constructed routing is unambiguous");
         int kept = (int)expect_kept[v];
         assert_close(y->data, want, kept * E, VAL_TOL, "tokens within capacity");
@@ -394,7 +424,7 @@ Test(ffn_moe, expert_choice_fills_each_expert_to_capacity)
     int picked[MAX_T] = {0}, dropped = 0;
     for (int t = 0; t < T; t++) {
         double logit[NE];
-        naive_logits(&l, x->data + t * E, logit);
+        naive_logits(&l, x->data + t * E, NULL, logit);
         naive_softmax(logit, NE, prob[t]);
     }
     for (int e = 0; e < NE; e++) {
@@ -550,7 +580,7 @@ Test(ffn_moe, padding_changes_nothing)
     cr_assert_eq(aux[0], aux[1], "aux loss ignores padded content");
     for (int i = 6 * E; i < 8 * E; i++) cr_assert_eq(y[1][i], 0.0f, "padded outputs are 0");
     double want[6 * E];
-    naive_topk(&l, x->data, 6, 2, want);
+    naive_topk(&l, x->data, NULL, 6, 2, want);
     assert_close(y[0], want, 6 * E, VAL_TOL, "valid cells");
     double hand = naive_aux(&l, x->data, 6, 0.01);
     cr_assert_float_eq(aux[0], hand, 1e-6 * hand, "aux over the 6 valid cells (float32 means)");
@@ -577,33 +607,73 @@ static ast_tensor *fwd_moe(ast_ctx *c, ast_tensor *const *in, void *ud)
     return aux ? ast_add(c, y, aux) : y;
 }
 
-static void check_gradients(ffn_layer *l, ast_params *p, int B, int N, int with_time)
+static void check_gradients(ffn_layer *l, ast_tensor *x, ast_tensor *time, int training)
 {
-    ast_tensor *in[64] = {input(p, B, N, 1.0f)};
-    int n = 1;
-    if (with_time) in[n++] = gc_input(p, "time", 2, (int64_t[]){B, NE}, 1.0f);
+    ast_tensor *in[64] = {x, time};
+    int n = time ? 2 : 1;
     for (int i = 0; i < ast_params_count(l->params); i++) in[n++] = ast_params_at(l->params, i);
-    gc_moe g = {l, with_time, 0};
+    gc_moe g = {l, time != NULL, training};
     gc_result r = gc_check(fwd_moe, in, n, &g, GRAD_H, 1e-2);
     cr_assert_lt(r.max_err, GRAD_TOL, "%s[%lld]: analytic %g numeric %g", in[r.worst_input]->name,
                  (long long)r.worst_index, r.analytic, r.numeric);
 }
 
+static void assert_margins(margins m)
+{
+    cr_assert_gt(m.route, MIN_MARGIN, "routing margin %g: pick another seed", m.route);
+    cr_assert_gt(m.kink, MIN_MARGIN, "ReLU margin %g: pick another seed", m.kink);
+}
+
+static ffn_layer *open_wide(ffn_layer *l, const char *opts, uint64_t seed)
+{
+    cr_assert(ffn_layer_open(l, "ffn_moe", &dims, opts, seed), "%s", l->err);
+    float *g = ffn_param(l, "expression_ffn.ffn.router.gate.weight")->data;
+    for (int i = 0; i < NE * E; i++) g[i] *= 3.0f; /* wider routing margins */
+    return l;
+}
+
+/* Eval mode: the routed experts, the softmax over the selected logits and
+ * the balance loss (weight 1 so its gradient is not lost in rounding). */
 Test(ffn_moe, gradients_wrt_input_and_every_parameter)
 {
     ffn_layer l;
-    cr_assert(ffn_layer_open(&l, "ffn_moe", &dims, "num_experts=4,top_k=2,load_balance_weight=1", 21), "%s", l.err);
-    float *g = ffn_param(&l, "expression_ffn.ffn.router.gate.weight")->data;
-    for (int i = 0; i < NE * E; i++) g[i] *= 3.0f; /* wider routing margins */
+    open_wide(&l, "num_experts=4,top_k=2,load_balance_weight=1", 21);
     ast_params *p = ast_params_new(22);
     ast_tensor *x = input(p, 2, 3, 1.0f);
     double scratch[6 * E];
-    margins m = naive_topk(&l, x->data, 6, 2, scratch);
-    cr_assert_gt(m.route, MIN_MARGIN, "routing margin %g: pick another seed", m.route);
-    cr_assert_gt(m.kink, MIN_MARGIN, "ReLU margin %g: pick another seed", m.kink);
+    assert_margins(naive_topk(&l, x->data, NULL, 6, 2, scratch));
+    check_gradients(&l, x, NULL, 0);
     ast_params_free(p);
-    p = ast_params_new(22); /* the same x again, now as the first checked input */
-    check_gradients(&l, p, 2, 3, 0);
+    ffn_layer_close(&l);
+}
+
+/* Time projection (and the time input) and shared experts. */
+Test(ffn_moe, gradients_with_time_conditioning_and_shared_experts)
+{
+    ffn_layer l;
+    open_wide(&l, "num_experts=4,top_k=2,time_conditioned=true,num_shared_experts=1", 23);
+    ast_params *p = ast_params_new(24);
+    ast_tensor *x = input(p, 2, 3, 1.0f);
+    ast_tensor *time = gc_input(p, "time", 2, (int64_t[]){2, NE}, 1.0f);
+    double extra[6 * NE], scratch[6 * E];
+    naive_time_term(&l, time->data, 6, 3, extra);
+    assert_margins(naive_topk(&l, x->data, extra, 6, 2, scratch));
+    check_gradients(&l, x, time, 0);
+    ast_params_free(p);
+    ffn_layer_close(&l);
+}
+
+/* Training mode (dropout 0): the noise path reaches w_noise. */
+Test(ffn_moe, gradients_through_router_noise)
+{
+    ffn_layer l;
+    open_wide(&l, "num_experts=4,top_k=2,noise_epsilon=0.5", 25);
+    ast_params *p = ast_params_new(26);
+    ast_tensor *x = input(p, 2, 3, 1.0f);
+    double extra[6 * NE], scratch[6 * E];
+    naive_noise(&l, x->data, 6, 0.5, 1234, extra);
+    assert_margins(naive_topk(&l, x->data, extra, 6, 2, scratch));
+    check_gradients(&l, x, NULL, 1);
     ast_params_free(p);
     ffn_layer_close(&l);
 }

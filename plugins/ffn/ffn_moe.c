@@ -162,6 +162,10 @@ static const int32_t *select_tokens(const moe *m, ast_ctx *c, ast_tensor *x, con
     return n == rows ? NULL : keep;
 }
 
+/* For monitors, per layer: moe.tokens_per_expert [n] (kept assignments),
+ * moe.router_prob_mean [n] (P_e), moe.dropped_tokens [1] (topk: (token,
+ * slot) assignments over capacity; expert_choice: tokens no expert took)
+ * and moe.aux_loss [1] (the weighted balance loss; 0 unless balance: loss). */
 static void publish_stats(const moe *m, ast_ctx *c, int layer, const moe_routing *r, ast_tensor *probs,
                           ast_tensor *aux)
 {

@@ -64,7 +64,7 @@ typedef struct moe_routing {
     int64_t *offset;   /* [num_experts + 1] expert e owns [offset[e], offset[e+1]) */
     ast_tensor *weights; /* [M, 1] */
     int64_t n_pairs;
-    int64_t dropped;   /* see the moe.dropped_tokens statistic */
+    int64_t dropped;   /* the moe.dropped_tokens statistic (ffn_moe.c) */
     float *load;       /* [num_experts] tokens that selected each expert, before capacity */
 } moe_routing;
 
