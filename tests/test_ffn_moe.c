@@ -664,16 +664,21 @@ Test(ffn_moe, gradients_with_time_conditioning_and_shared_experts)
     ffn_layer_close(&l);
 }
 
-/* Training mode (dropout 0): the noise path reaches w_noise. */
+/* Training mode (dropout 0): the noisy logits route as the reference's
+ * noisy gating (value check), and the noise path reaches w_noise. */
 Test(ffn_moe, gradients_through_router_noise)
 {
     ffn_layer l;
-    open_wide(&l, "num_experts=4,top_k=2,noise_epsilon=0.5", 25);
+    open_wide(&l, "num_experts=4,top_k=2,noise_epsilon=0.5", 31);
     ast_params *p = ast_params_new(26);
     ast_tensor *x = input(p, 2, 3, 1.0f);
-    double extra[6 * NE], scratch[6 * E];
+    double extra[6 * NE], want[6 * E];
     naive_noise(&l, x->data, 6, 0.5, 1234, extra);
-    assert_margins(naive_topk(&l, x->data, extra, 6, 2, scratch));
+    assert_margins(naive_topk(&l, x->data, extra, 6, 2, want));
+    ast_ctx *c = ast_ctx_new(1234);
+    ast_ctx_set_training(c, 1);
+    assert_close(ffn_forward(&l, c, x, NULL, NULL)->data, want, 6 * E, VAL_TOL, "noisy routing");
+    ast_ctx_free(c);
     check_gradients(&l, x, NULL, 1);
     ast_params_free(p);
     ffn_layer_close(&l);
