@@ -34,7 +34,7 @@ static const ast_option_spec moe_options[] = {
     [OPT_EXPERT_HIDDEN] = {"expert_hidden", AST_OPT_ENUM, "split", 1, 0, "split|full",
                            "expert width: split = max(1, F/num_experts) (reference HEAD), full = F (legacy)"},
     [OPT_CAPACITY_FACTOR] = {"capacity_factor", AST_OPT_FLOAT, "0", 0, 1e6, NULL,
-                             "0 = dropless; else an expert keeps at most ceil(tokens*k/num_experts*cf) "
+                             "topk router: 0 = dropless; else an expert keeps at most ceil(tokens*k/num_experts*cf) "
                              "assignments and the overflow passes through the residual"},
     [OPT_NUM_SHARED] = {"num_shared_experts", AST_OPT_INT, "0", 0, 4096, NULL,
                         "always-on experts of the same width, added unweighted"},
