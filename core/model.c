@@ -81,7 +81,7 @@ static const ast_plugin *load_plugin(ast_plugin_kind kind, const char *name, con
                                      ast_optval *out, ast_error *e)
 {
     const ast_plugin *p = ast_plugin_load(kind, name, e);
-    if (!p || ast_plugin_options(p, src, n, out, e)) return NULL;
+    if (!p || !ast_plugin_options(p, src, n, out, e)) return NULL;
     return p;
 }
 
@@ -103,6 +103,9 @@ static int build(ast_model *m, ast_error *e)
 ast_model *ast_model_new(const ast_model_config *cfg, uint64_t seed, ast_error *e)
 {
     if (check_config(cfg, e)) return NULL;
+    /* The model holds a reference on the plugin registry, so the plugins'
+     * code stays loaded as long as their instances live. */
+    if (!ast_plugins_init(e)) return NULL;
     ast_model *m = ast_xcalloc(1, sizeof *m);
     copy_config(&m->cfg, cfg);
     m->params = ast_params_new(seed);
@@ -133,6 +136,7 @@ void ast_model_free(ast_model *m)
     free_opts(m->cfg.attention_opts, m->cfg.n_attention_opts);
     free_opts(m->cfg.ffn_opts, m->cfg.n_ffn_opts);
     free(m);
+    ast_plugins_shutdown();
 }
 
 ast_params *ast_model_params(ast_model *m) { return m->params; }

@@ -2,12 +2,6 @@
 
 #include "model_fixture.h"
 
-void mf_plugins(void)
-{
-    ast_error e = {""};
-    cr_assert_eq(ast_plugins_init(&e), 0, "plugins: %s", e.msg);
-}
-
 static void push(ast_optsrc *list, int *n, const char *key, const char *value)
 {
     cr_assert_lt(*n, AST_MAX_PLUGIN_OPTS);

@@ -1,12 +1,8 @@
-/* Shared by the model tests: configurations with plugin options, and
- * loading the plugins from the build tree. */
+/* Shared by the model tests: configurations with plugin options. */
 #ifndef ALPHAST_TEST_MODEL_FIXTURE_H
 #define ALPHAST_TEST_MODEL_FIXTURE_H
 
 #include "alphast/model.h"
-
-/* Loads the plugin search path once per test process (fails the test on error). */
-void mf_plugins(void);
 
 /* Appends one plugin option (key, YAML value) to the attention or FFN list. */
 void mf_attn_opt(ast_model_config *cfg, const char *key, const char *value);

@@ -8,8 +8,6 @@
 #include "gradcheck.h"
 #include "model_fixture.h"
 
-TestSuite(model, .init = mf_plugins);
-
 /* ---- parameter counts (spec §1.11, BASE_CONFIG with G = 100) ---------- */
 
 typedef struct count_case {

@@ -28,8 +28,6 @@
 /* Reference tensors are O(1e-3..1e2); below 1e-12 a tensor counts as zero. */
 #define TINY 1e-12
 
-TestSuite(golden, .init = mf_plugins);
-
 /* ---- the case's JSON description ------------------------------------------ */
 
 static char *golden_path(char *buf, size_t n, const char *file)
