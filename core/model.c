@@ -6,14 +6,6 @@
 
 #include "model_internal.h"
 
-void ast_model_config_base(ast_model_config *cfg, int num_genes)
-{
-    *cfg = (ast_model_config){.num_genes = num_genes, .expr_hidden = 64, .d_model = 128, .time_hidden = 32,
-                              .d_time = 32, .pos_hidden = 32, .num_layers = 2, .num_heads = 4, .d_ff = 256,
-                              .d_ff_time = 64, .out_expr_hidden = 128, .out_pos_hidden = 64, .dropout = 0.1f,
-                              .ln_eps = 1e-6f, .honour_mask = 1, .attention = "linear", .ffn = "dense"};
-}
-
 static int check_positive(const char *key, int v, ast_error *e)
 {
     if (v > 0) return 0;
