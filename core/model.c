@@ -135,19 +135,6 @@ ast_params *ast_model_params(ast_model *m) { return m->params; }
 const ast_model_config *ast_model_cfg(const ast_model *m) { return &m->cfg; }
 int64_t ast_model_param_count(const ast_model *m) { return ast_params_numel(m->params); }
 
-/* Parameters of a plugin instance that one token does not use. */
-static int64_t inactive(const model_plugin *p)
-{
-    return p->desc->active_params ? p->numel - p->desc->active_params(p->self) : 0;
-}
-
-int64_t ast_model_active_param_count(const ast_model *m)
-{
-    int64_t n = ast_model_param_count(m);
-    for (int i = 0; i < m->cfg.num_layers; i++) n -= inactive(&m->layers[i].attn) + inactive(&m->layers[i].ffn);
-    return n;
-}
-
 static void check_inputs(const ast_model *m, ast_tensor *x, ast_tensor *t, ast_tensor *pos, ast_tensor *mask)
 {
     char s1[64], s2[64];

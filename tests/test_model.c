@@ -40,6 +40,19 @@ Test(model, parameter_counts_match_the_spec)
                      (long long)ast_model_param_count(m), (long long)k->total);
         cr_expect_eq(ast_model_active_param_count(m), k->active, "%s: active %lld, spec %lld", k->what,
                      (long long)ast_model_active_param_count(m), (long long)k->active);
+        /* the groups partition the parameters; only the ffn plugin has idle ones */
+        ast_param_group g[AST_N_PARAM_GROUPS];
+        ast_model_param_groups(m, g);
+        int64_t sum = 0;
+        for (int j = 0; j < AST_N_PARAM_GROUPS; j++) {
+            sum += g[j].total;
+            if (j != 3) cr_expect_eq(g[j].active, g[j].total, "%s: group %s", k->what, g[j].name);
+        }
+        cr_expect_eq(sum, k->total, "%s: groups sum to %lld", k->what, (long long)sum);
+        /* spec §1.11 worked numbers for G = 100: P_glob split into encoders and heads */
+        cr_expect_eq(g[0].total + g[5].total, 58150, "%s: global parameters", k->what);
+        cr_expect_eq(g[1].total, 2 * 56038, "%s: wrappers", k->what);
+        cr_expect_eq(g[4].total, 2 * 4833, "%s: norms and time branch", k->what);
         ast_model_free(m);
     }
 }
