@@ -15,3 +15,9 @@ check_PROGRAMS += tests/test_model_golden
 tests_test_model_golden_SOURCES = tests/test_model_golden.c tests/model_fixture.c tests/model_fixture.h
 tests_test_model_golden_CFLAGS = $(TEST_CC) $(CJSON_CFLAGS)
 tests_test_model_golden_LDADD = $(TEST_LIBS) $(CJSON_LIBS)
+
+check_PROGRAMS += tests/test_cli_model
+tests_test_cli_model_SOURCES = tests/test_cli_model.c
+tests_test_cli_model_CFLAGS = $(TEST_CC)
+tests_test_cli_model_LDADD = $(TEST_LIBS)
+EXTRA_DIST += tests/data/model/base.yaml tests/data/model/gated_moe.yaml
