@@ -71,7 +71,7 @@ static int parse_genes(const char *text, int *out)
 int cmd_params(int argc, char **argv)
 {
     const char *value[N_OPTS], *args[1];
-    int n_args, genes;
+    int n_args, genes = 0;
     int rc = cli_parse(&spec, argc, argv, value, args, &n_args);
     if (rc != CLI_CONTINUE) return rc;
     if (n_args != 1) return cli_usage_error(spec.name, "give the config file (CONFIG.yaml)");
