@@ -15,16 +15,19 @@
 #define PREFIX "attention"
 enum { B = 2, N = 5, E = 8, H = 2 };
 
-/* float32 against the double reference on O(1) values: rounding of sums of
- * <= 10 terms through two linears, RMSNorm and softmax stays below 1e-5 of
- * the output scale. */
+/* float32 against the double reference on O(1) values through two linears,
+ * RMSNorm and softmax: measured 1.6e-7 of the output scale; 1e-5 leaves
+ * room for another BLAS summation order. */
 #define VAL_TOL 1e-5
 /* Tiled vs naive: same products, summed in another order and rescaled by
- * exp(m_old - m_new); float32 rounding over N <= 150 keys is ~1e-6. */
+ * exp(m_old - m_new); float32 rounding over N = 150 keys measures 6.5e-7
+ * of each tensor's scale (output and every gradient). */
 #define KERNEL_TOL 1e-5
-/* Central differences in float32, h = 1e-2, smooth functions: O(h^2)
- * truncation plus rounding of L/h stay below ~5e-3 relative. */
-#define GRAD_H 1e-2f
+/* Central differences in float32 (floor 1e-2 for near-zero gradients):
+ * the O(h^2) truncation through RMSNorm over dh = 4 and softmax dominates
+ * at h = 1e-2 (2.3e-2 relative), rounding of L / h below 1e-3; at
+ * h = 3e-3 the worst element over all configurations measures 7e-3. */
+#define GRAD_H 3e-3f
 #define GRAD_FLOOR 1e-2
 #define GRAD_TOL 2e-2
 

@@ -12,15 +12,16 @@
 enum { B = 2, N = 5, E = 8, H = 2 };
 
 /* float32 through LN, two softmaxes, three matmul chains and a GELU MLP of
- * O(1) values: rounding stays below 1e-5 of the output scale (double
- * reference). */
+ * O(1) values against the double reference: measured 1.5e-7 of the output
+ * scale; 1e-5 leaves room for another BLAS summation order. */
 #define VAL_TOL 1e-5
-/* Central differences in float32 with h = 1e-2 on smooth functions: the
- * O(h^2) truncation and float32 rounding of L/h keep errors below ~5e-3
- * relative (floor 1e-2 for near-zero gradients). */
+/* Central differences in float32 (floor 1e-2 for near-zero gradients):
+ * rounding of L (80 outputs through LN, softmax, GELU) divided by h
+ * dominates below h = 1e-2, where the worst element measures 1.3e-2
+ * relative (5e-2 at h = 3e-3); a wrong backward gives O(1). */
 #define GRAD_H 1e-2f
 #define GRAD_FLOOR 1e-2
-#define GRAD_TOL 2e-2
+#define GRAD_TOL 3e-2
 
 static const ast_layer_dims dims = {.d_model = E, .heads = H, .d_ff = 16, .d_time = 4, .num_layers = 1, .ln_eps = 1e-6f};
 
