@@ -27,3 +27,8 @@ tests_test_attn_gated_SOURCES = tests/test_attn_gated.c $(ATTN_TEST_SOURCES) \
 tests_test_attn_gated_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/attention
 tests_test_attn_gated_CFLAGS = $(TEST_CC)
 tests_test_attn_gated_LDADD = $(TEST_LIBS) $(LTDL_LIBS)
+
+check_PROGRAMS += tests/test_attn_golden
+tests_test_attn_golden_SOURCES = tests/test_attn_golden.c tests/plugin_fixture.c tests/plugin_fixture.h
+tests_test_attn_golden_CFLAGS = $(TEST_CC)
+tests_test_attn_golden_LDADD = $(TEST_LIBS) $(LTDL_LIBS)
