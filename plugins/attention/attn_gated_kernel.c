@@ -9,7 +9,6 @@
  * Naive: stores P and derives the row sums from the full tile instead,
  * which makes it an independent check of the tiled path. */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "attn_gated_kernel.h"
@@ -229,13 +228,16 @@ static void naive_backward_head(const core_saved *s, const head_io *io, const ti
 
 /* ---- driver ------------------------------------------------------------- */
 
+/* Tiled: one tile of each kind. Naive: full N x N rows for Pd and dPd; its
+ * probabilities live in the saved rows. */
 static tile_buf tile_buf_new(const core_saved *s, ast_ctx *c)
 {
-    int64_t t = s->kernel == ATTN_KERNEL_TILED ? s->tile : s->N;
+    int tiled = s->kernel == ATTN_KERNEL_TILED;
+    int64_t t = tiled ? s->tile : s->N;
     size_t sq = (size_t)(t * t) * sizeof(float), row = (size_t)t * sizeof(float);
     const ast_host *h = s->host;
-    return (tile_buf){h->alloc(c, sq), h->alloc(c, sq), h->alloc(c, sq), h->alloc(c, row), h->alloc(c, row),
-                      h->alloc(c, row)};
+    return (tile_buf){tiled ? h->alloc(c, sq) : NULL, h->alloc(c, sq), h->alloc(c, sq),
+                      h->alloc(c, row), h->alloc(c, row), h->alloc(c, row)};
 }
 
 static head_io head_of(const core_saved *s, const ast_node *n, int64_t bh, float *gq, float *gk, float *gv)
