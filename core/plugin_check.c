@@ -14,9 +14,8 @@
 int ast_desc_adopt(const ast_plugin_desc *raw, ast_plugin_desc *out, char *why, size_t n)
 {
     if (raw->abi_major != AST_ABI_MAJOR || raw->abi_minor > AST_ABI_MINOR) {
-        snprintf(why, n, "was built for plugin ABI %u.%u but this alphast speaks ABI %d.%d (same major, minor up to %d); "
-                 "rebuild it against this alphast's plugin.h", raw->abi_major, raw->abi_minor, AST_ABI_MAJOR,
-                 AST_ABI_MINOR, AST_ABI_MINOR);
+        snprintf(why, n, "was built for plugin ABI %u.%u, which this alphast (ABI %d.%d) cannot load; "
+                 "rebuild it against this alphast's plugin.h", raw->abi_major, raw->abi_minor, AST_ABI_MAJOR, AST_ABI_MINOR);
         return 0;
     }
     if (raw->struct_size < DESC_MIN_SIZE) {
@@ -89,12 +88,12 @@ static int check_option(const ast_plugin_desc *d, int i, char *why, size_t n)
 
 int ast_desc_validate(const ast_plugin_desc *d, ast_plugin_kind kind, const char *name, char *why, size_t n)
 {
-    if (!check_identity(d, kind, name, why, n) || !check_entry_points(d, why, n)) return 0;
+    if (!check_identity(d, kind, name, why, n)) return 0;
     if (d->n_options < 0 || (d->n_options > 0 && !d->options)) {
         snprintf(why, n, "has n_options = %d but %s", d->n_options, d->n_options < 0 ? "that is negative" : "no options table");
         return 0;
     }
     for (int i = 0; i < d->n_options; i++)
         if (!check_option(d, i, why, n)) return 0;
-    return 1;
+    return check_entry_points(d, why, n);
 }
