@@ -77,7 +77,7 @@ static void no_such_plugin(ast_plugin_kind kind, const char *name, ast_error *e)
     ast_search_list(kind, &names);
     ast_error_set(e, "no %s plugin named '%s' (found: %s; searched %s)", ast_kind_name(kind), name,
                   ast_strlist_join(&names, ", ", "none", found, sizeof found),
-                  ast_strlist_join(ast_search_dirs(kind), ":", "nothing", dirs, sizeof dirs));
+                  ast_plugins_search_path(kind, dirs, sizeof dirs));
     ast_strlist_free(&names);
 }
 
@@ -136,6 +136,12 @@ const ast_plugin *ast_plugin_load(ast_plugin_kind kind, const char *name, ast_er
     reg.loaded = ast_xrealloc(reg.loaded, (size_t)(reg.n_loaded + 1) * sizeof *reg.loaded);
     reg.loaded[reg.n_loaded++] = p;
     return p;
+}
+
+const char *ast_plugins_search_path(ast_plugin_kind kind, char *buf, size_t n)
+{
+    AST_ASSERT(reg.users && kind_ok(kind), "search path of kind %d before ast_plugins_init", (int)kind);
+    return ast_strlist_join(ast_search_dirs(kind), ":", "", buf, n);
 }
 
 const ast_plugin_desc *ast_plugin_desc_of(const ast_plugin *p) { return &p->desc; }

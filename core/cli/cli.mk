@@ -1,1 +1,7 @@
-# (empty until this area lands)
+# alphast-run: main.c dispatches to the subcommands listed in commands.c,
+# one file cmd_<name>.c each; cli_args.c parses options and prints --help.
+bin_PROGRAMS += alphast-run
+alphast_run_SOURCES = core/cli/main.c core/cli/commands.c core/cli/commands.h \
+	core/cli/cli.h core/cli/cli_args.c core/cli/cmd_plugins.c
+alphast_run_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core
+alphast_run_LDADD = libalphast.la
