@@ -5,3 +5,8 @@ alphast_run_SOURCES = core/cli/main.c core/cli/commands.c core/cli/commands.h \
 	core/cli/cli.h core/cli/cli_args.c core/cli/cmd_plugins.c
 alphast_run_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core
 alphast_run_LDADD = libalphast.la
+
+check_PROGRAMS += tests/test_cli
+tests_test_cli_SOURCES = tests/test_cli.c
+tests_test_cli_CFLAGS = $(TEST_CC)
+tests_test_cli_LDADD = $(TEST_LIBS)
