@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs everything alphast needs to build and test on Debian 12 (run as root).
+set -euo pipefail
+packages=(
+  build-essential autoconf automake libtool pkg-config
+  libltdl-dev libyaml-dev libopenblas-dev liblua5.4-dev libhdf5-dev libcjson-dev libcriterion-dev
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "alphast: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Sums the Criterion "Synthesis" lines of a build's test logs into one
+# closing line, and shows the log of every test binary that failed.
+set -euo pipefail
+name=$1 dir=$2
+passed=0 failed=0
+for log in "$dir"/tests/*.log; do
+  [ -e "$log" ] || continue
+  line=$(grep -a "Synthesis:" "$log" | tail -n 1 || true)
+  if [ -z "$line" ]; then
+    echo "alphast: $(basename "$log" .log) printed no Criterion synthesis:"; tail -n 20 "$log"
+    failed=$((failed + 1)); continue
+  fi
+  p=$(sed -E 's/.*Passing: ([0-9]+).*/\1/' <<<"$line")
+  f=$(sed -E 's/.*Failing: ([0-9]+).*/\1/' <<<"$line")
+  c=$(sed -E 's/.*Crashing: ([0-9]+).*/\1/' <<<"$line")
+  passed=$((passed + p)); failed=$((failed + f + c))
+  if ((f + c)); then echo "--- $(basename "$log")"; grep -a -E "\[FAIL\]|\[----\]|CRASH|Assertion" "$log" | head -n 40; fi
+done
+echo "$name: $passed passed, $failed failed"
