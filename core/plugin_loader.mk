@@ -36,3 +36,19 @@ tests_test_loader_SOURCES = tests/test_loader.c
 tests_test_loader_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core
 tests_test_loader_CFLAGS = $(TEST_CC)
 tests_test_loader_LDADD = $(TEST_LIBS)
+
+# pkg-config prefers <name>-uninstalled.pc when PKG_CONFIG_PATH holds the
+# build tree, so plugins build against the source tree's headers before
+# `make install`; test_out_of_tree does exactly that.
+noinst_DATA = alphast-plugin-uninstalled.pc
+CLEANFILES += alphast-plugin-uninstalled.pc
+alphast-plugin-uninstalled.pc: Makefile
+	$(AM_V_GEN)printf '%s\n' 'Name: alphast-plugin' \
+	  'Description: Header for alphast plugins, from the build tree (uninstalled)' \
+	  'Version: $(PACKAGE_VERSION)' 'Cflags: -I$(abs_top_srcdir)/core/include' >$@
+
+check_PROGRAMS += tests/test_out_of_tree
+tests_test_out_of_tree_SOURCES = tests/test_out_of_tree.c
+tests_test_out_of_tree_CPPFLAGS = $(AM_CPPFLAGS) -DAST_TEST_CC='"$(CC)"' -DAST_TEST_PKG_CONFIG='"$(PKG_CONFIG)"'
+tests_test_out_of_tree_CFLAGS = $(TEST_CC)
+tests_test_out_of_tree_LDADD = $(TEST_LIBS)
