@@ -11,9 +11,15 @@
 
 #include "plugin_internal.h"
 
-/* .la first: lt_dlopenext prefers it and it finds the uninstalled .so in .libs/. */
-static const char *const module_ext[] = {".la", ".so", ".dylib", ".dll"};
+/* What lt_dlopenext tries, in its order: the libtool archive (which also
+ * finds an uninstalled module in .libs/), then the module itself (libtool
+ * modules are .so on ELF systems and on macOS alike). */
+static const char *const module_ext[] = {".la", ".so"};
 #define N_EXT ((int)(sizeof module_ext / sizeof module_ext[0]))
+
+/* Paths longer than this are not plugin paths anyone uses; they simply
+ * fail to match. */
+#define PATH_BUF 4096
 
 static ast_strlist dirs_of[AST_KIND_MONITOR + 1];
 
@@ -26,7 +32,7 @@ static int is_dir(const char *path)
 /* Is the running executable inside dir? (Linux; elsewhere: no.) */
 static int running_from(const char *dir)
 {
-    char exe[4096];
+    char exe[PATH_BUF];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     char *real = realpath(dir, NULL);
     int inside = 0;
@@ -70,7 +76,7 @@ int ast_search_init(ast_error *e)
         return 0;
     }
     for (int k = AST_KIND_ATTENTION; k <= AST_KIND_MONITOR; k++) {
-        char dir[4096];
+        char dir[PATH_BUF];
         for (int i = 0; i < env.n; i++) ast_strlist_push(&dirs_of[k], env.v[i]);
         if (build) snprintf(dir, sizeof dir, "%s/plugins/%s", build, ast_kind_name((ast_plugin_kind)k));
         else snprintf(dir, sizeof dir, "%s", ALPHAST_PLUGIN_DIR);
@@ -114,7 +120,7 @@ static int plugin_name_of(const char *file, const char *prefix, char name[AST_PL
 static int has_module(const char *stem)
 {
     for (int i = 0; i < N_EXT; i++) {
-        char path[4096];
+        char path[PATH_BUF + 8];
         struct stat st;
         snprintf(path, sizeof path, "%s%s", stem, module_ext[i]);
         if (!stat(path, &st) && S_ISREG(st.st_mode)) return 1;
@@ -126,7 +132,7 @@ char *ast_search_find(ast_plugin_kind kind, const char *name)
 {
     const ast_strlist *dirs = &dirs_of[kind];
     for (int i = 0; i < dirs->n; i++) {
-        char stem[4096];
+        char stem[PATH_BUF];
         snprintf(stem, sizeof stem, "%s/%s_%s", dirs->v[i], ast_kind_prefix(kind), name);
         if (has_module(stem)) return ast_xstrdup(stem);
     }

@@ -51,10 +51,11 @@ Test(loader, loads_the_valid_fixture)
 
 Test(loader, fixture_runs_through_the_host_table)
 {
-    const ast_plugin_desc *d = ast_plugin_desc_of(load_ok(AST_KIND_ATTENTION, "fixture"));
+    const ast_plugin *p = load_ok(AST_KIND_ATTENTION, "fixture");
+    const ast_plugin_desc *d = ast_plugin_desc_of(p);
     ast_optval opts[6];
     ast_error e;
-    cr_assert(ast_plugin_options(load_ok(AST_KIND_ATTENTION, "fixture"), NULL, 0, opts, &e), "%s", e.msg);
+    cr_assert(ast_plugin_options(p, NULL, 0, opts, &e), "%s", e.msg);
     char err[128] = "";
     ast_create_args args = {.host = ast_host_table(), .opts = opts};
     void *self = d->create(&args, err, sizeof err);

@@ -52,7 +52,8 @@ static int width(int w, const char *s)
 
 static void print_options(const ast_plugin_desc *d)
 {
-    int wn = 6, wt = 4, wd = 7, wa = 7;
+    static const char *const head[] = {"option", "type", "default", "allowed", "meaning"};
+    int wn = width(0, head[0]), wt = width(0, head[1]), wd = width(0, head[2]), wa = width(0, head[3]);
     char buf[64];
     if (!d->n_options) {
         printf("    no options\n");
@@ -65,7 +66,7 @@ static void print_options(const ast_plugin_desc *d)
         wd = width(wd, o->def);
         wa = width(wa, allowed(o, buf, sizeof buf));
     }
-    printf("    %-*s  %-*s  %-*s  %-*s  %s\n", wn, "option", wt, "type", wd, "default", wa, "allowed", "meaning");
+    printf("    %-*s  %-*s  %-*s  %-*s  %s\n", wn, head[0], wt, head[1], wd, head[2], wa, head[3], head[4]);
     for (int i = 0; i < d->n_options; i++) {
         const ast_option_spec *o = &d->options[i];
         printf("    %-*s  %-*s  %-*s  %-*s  %s\n", wn, o->name, wt, type_names[o->type], wd, o->def, wa,
