@@ -85,7 +85,7 @@ Test(loader, rejects_a_name_that_is_a_path)
 
 Test(loader, abi_major_mismatch_names_both_versions)
 {
-    char want[64];
+    char want[128];
     const char *msg = load_err(AST_KIND_ATTENTION, "badabi");
     snprintf(want, sizeof want, "built for plugin ABI %d.0, which this alphast (ABI %d.%d) cannot load",
              AST_ABI_MAJOR + 1, AST_ABI_MAJOR, AST_ABI_MINOR);
@@ -95,7 +95,7 @@ Test(loader, abi_major_mismatch_names_both_versions)
 
 Test(loader, newer_minor_abi_is_refused)
 {
-    char want[64];
+    char want[128];
     snprintf(want, sizeof want, "built for plugin ABI %d.%d", AST_ABI_MAJOR, AST_ABI_MINOR + 1);
     assert_has(load_err(AST_KIND_ATTENTION, "newminor"), want);
 }
