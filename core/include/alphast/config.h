@@ -1,0 +1,120 @@
+/* alphast/config.h: the run configuration (spec §9.4): a YAML file read with
+ * libyaml into a tree of nodes that remember where they were written,
+ * checked against the schema of every known key, with typed getters,
+ * Hydra-style overrides, a YAML dump and the model's sizes and plugins.
+ *
+ * Layout: the reference config.yaml (every key of spec §9.4, model blocks
+ * at the top level) plus alphast's own keys:
+ *   attention: gated                       # a plugin name, or
+ *   attention: {name: gated, gate_type: headwise}   # name + plugin options
+ *   ffn:       moe | {name: moe, num_experts: 4, top_k: 2}
+ *   monitors:  [grad_norm, {name: moe_balance, every: 10}]
+ *   TransformerLayer_setting.honour_mask: true
+ * Plugin options are not known to the schema; they pass through as
+ * ast_optsrc and the plugin loader checks them against the plugin's table.
+ *
+ * Every error is one line "FILE:LINE:COL: KEY.PATH: message; fix", e.g.
+ *   run.yaml:12:3: training.learnig_rate: unknown key; did you mean 'learning_rate'?
+ *
+ * Values follow YAML 1.1 as the reference's PyYAML read them, but typed by
+ * the schema rather than by their spelling: a float key takes 1e-4 (a
+ * string to PyYAML) as well as 0.0001 and 3; an int key rejects 1.5; a bool
+ * key takes true/false, yes/no, on/off. Quoting does not change the type. */
+#ifndef ALPHAST_CONFIG_H
+#define ALPHAST_CONFIG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "alphast/core.h"
+#include "alphast/model.h"
+
+typedef enum ast_cfg_kind { AST_CFG_NULL, AST_CFG_SCALAR, AST_CFG_MAP, AST_CFG_SEQ } ast_cfg_kind;
+
+/* One node of the tree, read-only for users (the config owns it). */
+typedef struct ast_cfg_node {
+    ast_cfg_kind kind;
+    const char *key;   /* its key in the parent mapping; NULL for list items and the root */
+    const char *path;  /* "training.scheduler.type", "monitors[1].name"; "" for the root */
+    const char *value; /* scalar text as written (quotes removed); NULL unless SCALAR */
+    const char *where; /* "file:line:col" of the value (1-based) */
+    const char *file;
+    int line, col;         /* of the value */
+    int key_line, key_col; /* of the key (= line, col for list items) */
+    struct ast_cfg_node *parent;
+    struct ast_cfg_node **items; /* MAP: values in file order (each has its key); SEQ: items */
+    int n_items;
+} ast_cfg_node;
+
+typedef struct ast_cfg ast_cfg;
+
+/* Parse and validate; NULL with e set on any error (the file cannot be
+ * read, malformed YAML, the top level is not a mapping, duplicate key,
+ * unknown key, wrong type, value not among an enum's choices, YAML alias).
+ * `name` is the file name used in messages. */
+ast_cfg *ast_cfg_load_file(const char *path, ast_error *e);
+ast_cfg *ast_cfg_load_string(const char *text, const char *name, ast_error *e);
+void ast_cfg_free(ast_cfg *cfg);
+
+/* Sets KEY.PATH to a YAML value ("1e-3", "gated", "{name: moe, top_k: 1}",
+ * "[grad_norm]"), creating missing mappings on the way and checking the key
+ * and value against the schema (errors are located at "override:LINE:COL"
+ * of the value text).
+ * Setting an option under a plugin given by name alone
+ * (attention.gate_type=headwise on `attention: gated`) turns it into
+ * {name: gated, gate_type: headwise}. 0 on success, -1 with e set. The
+ * config is unchanged on failure. */
+int ast_cfg_set(ast_cfg *cfg, const char *path, const char *yaml_value, ast_error *e);
+/* The same from one "KEY.PATH=VALUE" command-line argument. */
+int ast_cfg_override(ast_cfg *cfg, const char *assignment, ast_error *e);
+
+/* The node at a dotted path, NULL if the config does not write it. */
+const ast_cfg_node *ast_cfg_get(const ast_cfg *cfg, const char *path);
+
+/* Typed values: the config's value, else the schema default. The path must
+ * be a schema key of that type (else a programming error aborts). str
+ * serves string and enum keys and returns NULL for null/no default. */
+int64_t ast_cfg_int(const ast_cfg *cfg, const char *path);
+double ast_cfg_float(const ast_cfg *cfg, const char *path);
+int ast_cfg_bool(const ast_cfg *cfg, const char *path);
+const char *ast_cfg_str(const ast_cfg *cfg, const char *path);
+
+/* Writes the config as it stands (file + overrides, in file order) as YAML,
+ * loadable again with the same values. 0 on success, -1 with e set. */
+int ast_cfg_dump(const ast_cfg *cfg, FILE *out, ast_error *e);
+
+/* A plugin as the config names it: `name` or {name: x, options...}. */
+typedef struct ast_cfg_plugin {
+    const char *name;
+    const char *where; /* of the name */
+    ast_optsrc opts[AST_MAX_PLUGIN_OPTS];
+    int n_opts;
+} ast_cfg_plugin;
+
+/* The plugin written at a validated node: `attention`, `ffn`, or one item
+ * of `monitors` (ast_cfg_get(cfg, "monitors")->items[i]). Strings point
+ * into the config. */
+void ast_cfg_plugin_of(const ast_cfg_node *n, ast_cfg_plugin *out);
+
+/* The model's sizes and plugins (spec §0) for G = num_genes. The reference
+ * switches still work: TransformerLayer_setting.use_gated_attention selects
+ * attention gated (options gate_type, use_qk_norm) or linear; use_moe
+ * selects ffn moe (num_experts, top_k <- moe_top_k, load_balance_weight <-
+ * moe_load_balance_loss_weight) or dense. `attention:` / `ffn:` name the
+ * plugin directly and must agree with a switch that is also written; an
+ * option given both ways is an error. Checks E % H == 0. Strings in `out`
+ * point into cfg: keep it alive. 0 on success, -1 with e set. */
+int ast_cfg_model(const ast_cfg *cfg, int num_genes, ast_model_config *out, ast_error *e);
+
+/* ---- helpers shared with the plugin loader ------------------------------ */
+
+/* YAML 1.1 scalars by their text: 0 if the text is such a value. */
+int ast_yaml_int(const char *text, int64_t *out);   /* [-+]?[0-9]+ */
+int ast_yaml_float(const char *text, double *out);  /* 1, -0.5, 1e-4, .5E+3 */
+int ast_yaml_bool(const char *text, int *out);      /* true/false yes/no on/off, any case */
+
+/* The candidate closest to `word` by edit distance (case-insensitive), or
+ * NULL if none is close enough to be a plausible typo. */
+const char *ast_did_you_mean(const char *word, const char *const *candidates, int n);
+
+#endif

@@ -1,0 +1,326 @@
+/* Elementwise ops: broadcasting add/sub/mul/div and the unary activations
+ * (affine, relu, gelu, sigmoid, softplus, dropout). Each backward adds into
+ * the input grads; a broadcast operand's grad sums over the dims it
+ * repeats along. */
+#include <math.h>
+
+#include "alphast/core.h"
+
+/* ---- broadcasting binary ops ------------------------------------------ */
+
+/* One innermost run of n output elements; a, b (and their grads) advance by
+ * sa, sb elements per output element (0 = the operand repeats). */
+typedef struct run {
+    int64_t n, sa, sb;
+    const float *a, *b, *gy;
+    float *y, *ga, *gb;
+} run;
+
+typedef void (*run_fn)(const run *r);
+
+typedef struct binary_op {
+    const char *name;
+    run_fn forward, backward;
+} binary_op;
+
+/* The output's dims after merging neighbours that both operands traverse
+ * contiguously (or both repeat), with each operand's stride per dim. Equal
+ * shapes collapse to one contiguous run and a trailing vector such as [E]
+ * over [B,N,E] to contiguous runs of E: the fast paths every layer hits. */
+typedef struct binary_plan {
+    const binary_op *op;
+    int nd;
+    int64_t dim[AST_MAX_DIMS], sa[AST_MAX_DIMS], sb[AST_MAX_DIMS];
+} binary_plan;
+
+/* Shape right-aligned to AST_MAX_DIMS dims, padded with leading 1s. */
+static void padded_shape(const ast_tensor *t, int64_t *shape)
+{
+    int pad = AST_MAX_DIMS - t->ndim;
+    for (int i = 0; i < AST_MAX_DIMS; i++) shape[i] = i < pad ? 1 : t->shape[i - pad];
+}
+
+/* Row-major strides of a padded shape, 0 along its size-1 dims. */
+static void broadcast_strides(const int64_t *shape, int64_t *stride)
+{
+    int64_t s = 1;
+    for (int i = AST_MAX_DIMS - 1; i >= 0; i--) {
+        stride[i] = shape[i] == 1 ? 0 : s;
+        s *= shape[i];
+    }
+}
+
+static void append_dim(binary_plan *p, int64_t dim, int64_t sa, int64_t sb)
+{
+    int last = p->nd - 1;
+    if (p->nd > 0 && p->sa[last] == sa * dim && p->sb[last] == sb * dim) {
+        p->dim[last] *= dim;
+        p->sa[last] = sa;
+        p->sb[last] = sb;
+        return;
+    }
+    p->dim[p->nd] = dim;
+    p->sa[p->nd] = sa;
+    p->sb[p->nd] = sb;
+    p->nd++;
+}
+
+/* Fills out[AST_MAX_DIMS] with the padded broadcast shape. */
+static binary_plan *plan_binary(ast_ctx *c, const binary_op *op, const ast_tensor *a, const ast_tensor *b,
+                                int64_t *out)
+{
+    char s1[64], s2[64];
+    int64_t as[AST_MAX_DIMS], bs[AST_MAX_DIMS], sa[AST_MAX_DIMS], sb[AST_MAX_DIMS];
+    padded_shape(a, as);
+    padded_shape(b, bs);
+    for (int i = 0; i < AST_MAX_DIMS; i++) {
+        AST_ASSERT(as[i] == bs[i] || as[i] == 1 || bs[i] == 1, "%s: shapes %s and %s do not broadcast", op->name,
+                   ast_shape_str(a, s1, sizeof s1), ast_shape_str(b, s2, sizeof s2));
+        out[i] = as[i] == 1 ? bs[i] : as[i];
+    }
+    broadcast_strides(as, sa);
+    broadcast_strides(bs, sb);
+    binary_plan *p = ast_alloc(c, sizeof *p);
+    p->op = op;
+    for (int i = 0; i < AST_MAX_DIMS; i++)
+        if (out[i] != 1) append_dim(p, out[i], sa[i], sb[i]);
+    if (p->nd == 0) append_dim(p, 1, 0, 0);
+    return p;
+}
+
+/* Calls kernel on every innermost run, base pointers offset to the run. */
+static void walk(const binary_plan *p, const run *base, run_fn kernel)
+{
+    int last = p->nd - 1;
+    int64_t runs = 1;
+    for (int d = 0; d < last; d++) runs *= p->dim[d];
+    for (int64_t k = 0; k < runs; k++) {
+        int64_t oa = 0, ob = 0, rest = k, oy = k * p->dim[last];
+        for (int d = last - 1; d >= 0; d--) {
+            int64_t i = rest % p->dim[d];
+            rest /= p->dim[d];
+            oa += i * p->sa[d];
+            ob += i * p->sb[d];
+        }
+        run r = {.n = p->dim[last], .sa = p->sa[last], .sb = p->sb[last], .a = base->a + oa, .b = base->b + ob,
+                 .gy = base->gy ? base->gy + oy : NULL, .y = base->y + oy,
+                 .ga = base->ga ? base->ga + oa : NULL, .gb = base->gb ? base->gb + ob : NULL};
+        kernel(&r);
+    }
+}
+
+/* The contiguous case gets its own loop so the compiler vectorises it. */
+#define BINARY_FORWARD(name, OP)                                                        \
+    static void name(const run *r)                                                      \
+    {                                                                                   \
+        const float *a = r->a, *b = r->b;                                               \
+        float *y = r->y;                                                                \
+        if (r->sa == 1 && r->sb == 1)                                                   \
+            for (int64_t i = 0; i < r->n; i++) y[i] = a[i] OP b[i];                     \
+        else                                                                            \
+            for (int64_t i = 0; i < r->n; i++) y[i] = a[i * r->sa] OP b[i * r->sb];     \
+    }
+BINARY_FORWARD(add_forward, +)
+BINARY_FORWARD(sub_forward, -)
+BINARY_FORWARD(mul_forward, *)
+BINARY_FORWARD(div_forward, /)
+#undef BINARY_FORWARD
+
+/* g[i * stride] += sign * gy[i]; a zero stride sums the run into one value. */
+static void accumulate(int64_t n, const float *gy, float sign, float *g, int64_t stride)
+{
+    if (!g) return;
+    for (int64_t i = 0; i < n; i++) g[i * stride] += sign * gy[i];
+}
+
+static void add_backward(const run *r)
+{
+    accumulate(r->n, r->gy, 1.0f, r->ga, r->sa);
+    accumulate(r->n, r->gy, 1.0f, r->gb, r->sb);
+}
+
+static void sub_backward(const run *r)
+{
+    accumulate(r->n, r->gy, 1.0f, r->ga, r->sa);
+    accumulate(r->n, r->gy, -1.0f, r->gb, r->sb);
+}
+
+static void mul_backward(const run *r)
+{
+    for (int64_t i = 0; r->ga && i < r->n; i++) r->ga[i * r->sa] += r->gy[i] * r->b[i * r->sb];
+    for (int64_t i = 0; r->gb && i < r->n; i++) r->gb[i * r->sb] += r->gy[i] * r->a[i * r->sa];
+}
+
+/* d(a/b)/db = -a/b^2 = -y/b. */
+static void div_backward(const run *r)
+{
+    for (int64_t i = 0; r->ga && i < r->n; i++) r->ga[i * r->sa] += r->gy[i] / r->b[i * r->sb];
+    for (int64_t i = 0; r->gb && i < r->n; i++) r->gb[i * r->sb] -= r->gy[i] * r->y[i] / r->b[i * r->sb];
+}
+
+static const binary_op OP_ADD = {"add", add_forward, add_backward};
+static const binary_op OP_SUB = {"sub", sub_forward, sub_backward};
+static const binary_op OP_MUL = {"mul", mul_forward, mul_backward};
+static const binary_op OP_DIV = {"div", div_forward, div_backward};
+
+static void binary_node_backward(ast_ctx *c, const ast_node *n)
+{
+    const binary_plan *p = n->saved;
+    ast_tensor *a = n->in[0], *b = n->in[1], *y = n->out;
+    run base = {.a = a->data, .b = b->data, .y = y->data, .gy = y->grad, .ga = ast_grad(c, a), .gb = ast_grad(c, b)};
+    walk(p, &base, p->op->backward);
+}
+
+static ast_tensor *binary(ast_ctx *c, const binary_op *op, ast_tensor *a, ast_tensor *b)
+{
+    int64_t out[AST_MAX_DIMS];
+    binary_plan *p = plan_binary(c, op, a, b, out);
+    int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
+    ast_tensor *y = ast_zeros(c, nd, out + AST_MAX_DIMS - nd);
+    walk(p, &(run){.a = a->data, .b = b->data, .y = y->data}, op->forward);
+    ast_record(c, &(ast_node){.op = op->name, .backward = binary_node_backward, .out = y, .in = {a, b}, .n_in = 2,
+                              .saved = p});
+    return y;
+}
+
+ast_tensor *ast_add(ast_ctx *c, ast_tensor *a, ast_tensor *b) { return binary(c, &OP_ADD, a, b); }
+ast_tensor *ast_sub(ast_ctx *c, ast_tensor *a, ast_tensor *b) { return binary(c, &OP_SUB, a, b); }
+ast_tensor *ast_mul(ast_ctx *c, ast_tensor *a, ast_tensor *b) { return binary(c, &OP_MUL, a, b); }
+ast_tensor *ast_div(ast_ctx *c, ast_tensor *a, ast_tensor *b) { return binary(c, &OP_DIV, a, b); }
+
+/* ---- unary ops ---------------------------------------------------------- */
+
+static ast_tensor *same_shape(ast_ctx *c, const ast_tensor *x) { return ast_zeros(c, x->ndim, x->shape); }
+
+static void record_unary(ast_ctx *c, const char *op, ast_backward_fn backward, ast_tensor *x, ast_tensor *y)
+{
+    ast_record(c, &(ast_node){.op = op, .backward = backward, .out = y, .in = {x}, .n_in = 1});
+}
+
+static void affine_backward(ast_ctx *c, const ast_node *n)
+{
+    float *gx = ast_grad(c, n->in[0]);
+    const float *gy = n->out->grad;
+    for (int64_t i = 0; gx && i < n->out->size; i++) gx[i] += gy[i] * n->farg[0];
+}
+
+ast_tensor *ast_affine(ast_ctx *c, ast_tensor *x, float scale, float shift)
+{
+    ast_tensor *y = same_shape(c, x);
+    for (int64_t i = 0; i < x->size; i++) y->data[i] = x->data[i] * scale + shift;
+    ast_record(c, &(ast_node){.op = "affine", .backward = affine_backward, .out = y, .in = {x}, .n_in = 1,
+                              .farg = {scale}});
+    return y;
+}
+
+/* The gradient at 0 is 0, as in torch. */
+static void relu_backward(ast_ctx *c, const ast_node *n)
+{
+    float *gx = ast_grad(c, n->in[0]);
+    const float *x = n->in[0]->data, *gy = n->out->grad;
+    for (int64_t i = 0; gx && i < n->out->size; i++)
+        if (x[i] > 0.0f) gx[i] += gy[i];
+}
+
+ast_tensor *ast_relu(ast_ctx *c, ast_tensor *x)
+{
+    ast_tensor *y = same_shape(c, x);
+    for (int64_t i = 0; i < x->size; i++) y->data[i] = x->data[i] > 0.0f ? x->data[i] : 0.0f;
+    record_unary(c, "relu", relu_backward, x, y);
+    return y;
+}
+
+/* gelu'(x) = Phi(x) + x phi(x), Phi/phi the standard normal cdf/density. */
+static void gelu_backward(ast_ctx *c, const ast_node *n)
+{
+    float *gx = ast_grad(c, n->in[0]);
+    const float *x = n->in[0]->data, *gy = n->out->grad;
+    const float inv_sqrt_2pi = 0.3989422804014327f;
+    for (int64_t i = 0; gx && i < n->out->size; i++) {
+        float cdf = 0.5f * (1.0f + erff(x[i] * (float)M_SQRT1_2));
+        float pdf = inv_sqrt_2pi * expf(-0.5f * x[i] * x[i]);
+        gx[i] += gy[i] * (cdf + x[i] * pdf);
+    }
+}
+
+ast_tensor *ast_gelu(ast_ctx *c, ast_tensor *x)
+{
+    ast_tensor *y = same_shape(c, x);
+    for (int64_t i = 0; i < x->size; i++) y->data[i] = 0.5f * x->data[i] * (1.0f + erff(x->data[i] * (float)M_SQRT1_2));
+    record_unary(c, "gelu", gelu_backward, x, y);
+    return y;
+}
+
+/* exp of a non-positive argument only, so neither tail overflows. */
+static float stable_sigmoid(float x)
+{
+    if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
+    float e = expf(x);
+    return e / (1.0f + e);
+}
+
+static void sigmoid_backward(ast_ctx *c, const ast_node *n)
+{
+    float *gx = ast_grad(c, n->in[0]);
+    const float *y = n->out->data, *gy = n->out->grad;
+    for (int64_t i = 0; gx && i < n->out->size; i++) gx[i] += gy[i] * y[i] * (1.0f - y[i]);
+}
+
+ast_tensor *ast_sigmoid(ast_ctx *c, ast_tensor *x)
+{
+    ast_tensor *y = same_shape(c, x);
+    for (int64_t i = 0; i < x->size; i++) y->data[i] = stable_sigmoid(x->data[i]);
+    record_unary(c, "sigmoid", sigmoid_backward, x, y);
+    return y;
+}
+
+/* torch's defaults (beta 1, threshold 20): identity above the threshold,
+ * where log1p(exp(x)) equals x to float precision anyway. */
+#define SOFTPLUS_THRESHOLD 20.0f
+
+static void softplus_backward(ast_ctx *c, const ast_node *n)
+{
+    float *gx = ast_grad(c, n->in[0]);
+    const float *x = n->in[0]->data, *gy = n->out->grad;
+    for (int64_t i = 0; gx && i < n->out->size; i++)
+        gx[i] += x[i] > SOFTPLUS_THRESHOLD ? gy[i] : gy[i] * stable_sigmoid(x[i]);
+}
+
+ast_tensor *ast_softplus(ast_ctx *c, ast_tensor *x)
+{
+    ast_tensor *y = same_shape(c, x);
+    for (int64_t i = 0; i < x->size; i++) {
+        float v = x->data[i];
+        y->data[i] = v > SOFTPLUS_THRESHOLD ? v : log1pf(expf(v));
+    }
+    record_unary(c, "softplus", softplus_backward, x, y);
+    return y;
+}
+
+static void dropout_backward(ast_ctx *c, const ast_node *n)
+{
+    float *gx = ast_grad(c, n->in[0]);
+    const uint8_t *keep = n->saved;
+    const float *gy = n->out->grad;
+    for (int64_t i = 0; gx && i < n->out->size; i++)
+        if (keep[i]) gx[i] += gy[i] * n->farg[0];
+}
+
+/* Returns x itself when it is the identity, so eval draws nothing from the
+ * RNG and costs nothing. The mask is kept as bytes: a quarter of a copy. */
+ast_tensor *ast_dropout(ast_ctx *c, ast_tensor *x, float p)
+{
+    AST_ASSERT(p >= 0.0f && p <= 1.0f, "dropout probability %g is outside [0, 1]", (double)p);
+    if (!ast_training(c) || p == 0.0f) return x;
+    ast_rng *rng = ast_ctx_rng(c);
+    float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+    uint8_t *keep = ast_alloc(c, (size_t)x->size);
+    ast_tensor *y = same_shape(c, x);
+    for (int64_t i = 0; i < x->size; i++) {
+        keep[i] = ast_rng_uniform01(rng) >= p;
+        y->data[i] = keep[i] ? x->data[i] * scale : 0.0f;
+    }
+    ast_record(c, &(ast_node){.op = "dropout", .backward = dropout_backward, .out = y, .in = {x}, .n_in = 1,
+                              .saved = keep, .farg = {scale}});
+    return y;
+}

@@ -1,0 +1,455 @@
+/* The configuration layer: the reference config.yaml loads and gives the
+ * spec's sizes; every error is one located line; overrides; dump/reload. */
+#include <criterion/criterion.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alphast/config.h"
+
+static ast_cfg *load_reference(void)
+{
+    const char *dir = getenv("ALPHAST_TEST_DATA");
+    cr_assert(dir, "ALPHAST_TEST_DATA is not set");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/reference_config.yaml", dir);
+    ast_error e = {{0}};
+    ast_cfg *cfg = ast_cfg_load_file(path, &e);
+    cr_assert(cfg, "%s", e.msg);
+    return cfg;
+}
+
+static ast_cfg *load(const char *text)
+{
+    ast_error e = {{0}};
+    ast_cfg *cfg = ast_cfg_load_string(text, "t.yaml", &e);
+    cr_assert(cfg, "%s", e.msg);
+    return cfg;
+}
+
+/* Loading `text` fails with exactly `expected`. */
+static void load_fails(const char *text, const char *expected)
+{
+    ast_error e = {{0}};
+    ast_cfg *cfg = ast_cfg_load_string(text, "t.yaml", &e);
+    cr_assert_null(cfg, "loaded although it should fail with: %s", expected);
+    cr_assert_str_eq(e.msg, expected);
+}
+
+static const ast_optsrc *opt(const ast_optsrc *opts, int n, const char *key)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(opts[i].key, key)) return &opts[i];
+    cr_assert_fail("option %s missing", key);
+    return NULL;
+}
+
+static void assert_opt(const ast_optsrc *opts, int n, const char *key, const char *value, const char *where)
+{
+    const ast_optsrc *o = opt(opts, n, key);
+    cr_assert_str_eq(o->value, value, "option %s", key);
+    if (where) cr_assert(strstr(o->where, where), "option %s at %s, expected %s", key, o->where, where);
+}
+
+/* ---- the reference config ---------------------------------------------------- */
+
+Test(config, reference_config_gives_the_spec_model)
+{
+    ast_cfg *cfg = load_reference();
+    ast_model_config m;
+    ast_error e = {{0}};
+    cr_assert_eq(ast_cfg_model(cfg, 100, &m, &e), 0, "%s", e.msg);
+    int got[] = {m.num_genes, m.expr_hidden, m.d_model, m.time_hidden, m.d_time, m.pos_hidden, m.num_layers,
+                 m.num_heads, m.d_ff, m.d_ff_time, m.out_expr_hidden, m.out_pos_hidden, m.honour_mask};
+    int want[] = {100, 128, 256, 64, 64, 64, 6, 8, 1024, 256, 512, 128, 1}; /* spec §0, config.yaml column */
+    for (size_t i = 0; i < sizeof got / sizeof got[0]; i++) cr_assert_eq(got[i], want[i], "size %zu", i);
+    cr_assert_eq(m.dropout, 0.1f);
+    cr_assert_eq(m.ln_eps, 1e-6f);
+    cr_assert_str_eq(m.attention, "gated");
+    cr_assert_eq(m.n_attention_opts, 2);
+    assert_opt(m.attention_opts, 2, "gate_type", "elementwise", "reference_config.yaml:86:14");
+    assert_opt(m.attention_opts, 2, "use_qk_norm", "true", "reference_config.yaml:87:16");
+    cr_assert_str_eq(m.ffn, "dense");
+    cr_assert_eq(m.n_ffn_opts, 0);
+    ast_cfg_free(cfg);
+}
+
+Test(config, reference_config_reads_yaml11_strings_as_numbers)
+{
+    ast_cfg *cfg = load_reference();
+    /* strtod of the same text: exact, no tolerance needed */
+    cr_assert_eq(ast_cfg_float(cfg, "training.learning_rate"), 1e-4);
+    cr_assert_eq(ast_cfg_float(cfg, "training.weight_decay"), 1e-5);
+    cr_assert_eq(ast_cfg_float(cfg, "training.scheduler.eta_min"), 1e-6);
+    cr_assert_eq(ast_cfg_int(cfg, "seed.value"), 42);
+    cr_assert_eq(ast_cfg_int(cfg, "distributed.deepspeed.stage"), 2);
+    cr_assert_eq(ast_cfg_bool(cfg, "training.early_stopping"), 1);
+    cr_assert_eq(ast_cfg_bool(cfg, "data.preprocessing.normalize_position"), 0);
+    cr_assert_str_eq(ast_cfg_str(cfg, "training.precision"), "bf16-mixed");
+    cr_assert_str_eq(ast_cfg_str(cfg, "data.preprocessing.position_key"), "ccf");
+    cr_assert_null(ast_cfg_str(cfg, "data.preprocessing.gene_list_file"));
+    cr_assert_eq(ast_cfg_float(cfg, "data.split_ratio.test"), 0.1);
+    cr_assert_str_eq(ast_cfg_get(cfg, "distributed.devices")->value, "auto");
+    ast_cfg_free(cfg);
+}
+
+Test(config, missing_keys_take_the_code_defaults)
+{
+    ast_cfg *cfg = load("training:\n  epochs: 5\n");
+    cr_assert_eq(ast_cfg_int(cfg, "training.epochs"), 5);
+    cr_assert_eq(ast_cfg_int(cfg, "training.batch_size"), 32);
+    cr_assert_eq(ast_cfg_float(cfg, "training.learning_rate"), 1e-4);
+    cr_assert_str_eq(ast_cfg_str(cfg, "training.precision"), "16-mixed"); /* code default, not config.yaml's */
+    cr_assert_null(ast_cfg_get(cfg, "training.scheduler"), "absent scheduler means a constant rate");
+    ast_model_config m;
+    ast_error e = {{0}};
+    cr_assert_eq(ast_cfg_model(cfg, 7, &m, &e), 0, "%s", e.msg);
+    cr_assert_eq(m.d_model, 256);
+    cr_assert_eq(m.num_layers, 6);
+    cr_assert_str_eq(m.attention, "linear");
+    cr_assert_str_eq(m.ffn, "dense");
+    cr_assert_eq(m.n_attention_opts + m.n_ffn_opts, 0);
+    ast_cfg_free(cfg);
+}
+
+Test(config, scalars_follow_yaml11_by_the_key_type)
+{
+    ast_cfg *cfg = load("training:\n  learning_rate: 3\n  weight_decay: \"2.5e-3\"\n  gradient_clip_val: .5\n"
+                        "  early_stopping: yes\nmasking:\n  enable: On\n  mask_position: off\n");
+    cr_assert_eq(ast_cfg_float(cfg, "training.learning_rate"), 3.0);
+    cr_assert_eq(ast_cfg_float(cfg, "training.weight_decay"), 2.5e-3);
+    cr_assert_eq(ast_cfg_float(cfg, "training.gradient_clip_val"), 0.5);
+    cr_assert_eq(ast_cfg_bool(cfg, "training.early_stopping"), 1);
+    cr_assert_eq(ast_cfg_bool(cfg, "masking.enable"), 1);
+    cr_assert_eq(ast_cfg_bool(cfg, "masking.mask_position"), 0);
+    ast_cfg_free(cfg);
+}
+
+Test(config, base_config_is_compare_configs_base)
+{
+    ast_model_config m;
+    ast_model_config_base(&m, 100);
+    int got[] = {m.num_genes, m.expr_hidden, m.d_model, m.time_hidden, m.d_time, m.pos_hidden, m.num_layers,
+                 m.num_heads, m.d_ff, m.d_ff_time, m.out_expr_hidden, m.out_pos_hidden, m.honour_mask};
+    int want[] = {100, 64, 128, 32, 32, 32, 2, 4, 256, 64, 128, 64, 1}; /* spec §0 BASE_CONFIG column */
+    for (size_t i = 0; i < sizeof got / sizeof got[0]; i++) cr_assert_eq(got[i], want[i], "size %zu", i);
+    cr_assert_eq(m.dropout, 0.1f);
+    cr_assert_eq(m.ln_eps, 1e-6f);
+    cr_assert_str_eq(m.attention, "linear");
+    cr_assert_str_eq(m.ffn, "dense");
+    cr_assert_eq(m.n_attention_opts + m.n_ffn_opts, 0);
+}
+
+Test(config, yaml_scalar_helpers_take_only_their_own_spelling)
+{
+    static const char *floats[] = {"1", "-0.5", "+1.", ".5E+3", "1e-4", "3.0e10"};
+    static const double values[] = {1, -0.5, 1, 500, 1e-4, 3e10};
+    static const char *not_floats[] = {"", ".", "e3", "1e", "1e+", "inf", "nan", "0x10", "1.5x", " 1", "1,5"};
+    static const char *not_ints[] = {"", "+", "1.0", "0x1", "1e3", "99999999999999999999", "7 "};
+    double f;
+    int64_t i;
+    int b;
+    for (size_t k = 0; k < sizeof floats / sizeof *floats; k++) {
+        cr_assert_eq(ast_yaml_float(floats[k], &f), 0, "%s", floats[k]);
+        cr_assert_eq(f, values[k], "%s", floats[k]);
+    }
+    for (size_t k = 0; k < sizeof not_floats / sizeof *not_floats; k++)
+        cr_assert_eq(ast_yaml_float(not_floats[k], &f), -1, "'%s' accepted", not_floats[k]);
+    for (size_t k = 0; k < sizeof not_ints / sizeof *not_ints; k++)
+        cr_assert_eq(ast_yaml_int(not_ints[k], &i), -1, "'%s' accepted", not_ints[k]);
+    cr_assert(ast_yaml_int("-42", &i) == 0 && i == -42);
+    cr_assert(ast_yaml_bool("OFF", &b) == 0 && b == 0);
+    cr_assert(ast_yaml_bool("Yes", &b) == 0 && b == 1);
+    cr_assert_eq(ast_yaml_bool("1", &b), -1, "1 is an integer, not a bool, in YAML 1.1");
+}
+
+Test(config, did_you_mean_only_suggests_plausible_typos)
+{
+    static const char *const names[] = {"learning_rate", "epochs", "patience"};
+    cr_assert_str_eq(ast_did_you_mean("epoch", names, 3), "epochs");
+    cr_assert_str_eq(ast_did_you_mean("LEARNING_RTAE", names, 3), "learning_rate");
+    cr_assert_null(ast_did_you_mean("lr", names, 3));
+    cr_assert_null(ast_did_you_mean("batch_size", names, 3));
+}
+
+/* ---- plugins ------------------------------------------------------------------ */
+
+Test(config, plugin_maps_pass_their_options_through)
+{
+    ast_cfg *cfg = load("attention: {name: gated, gate_type: headwise, qk_eps: 1e-5}\n"
+                        "ffn:\n  name: moe\n  num_experts: 4\n  capacity_factor: 1.5\n");
+    ast_model_config m;
+    ast_error e = {{0}};
+    cr_assert_eq(ast_cfg_model(cfg, 10, &m, &e), 0, "%s", e.msg);
+    cr_assert_str_eq(m.attention, "gated");
+    cr_assert_eq(m.n_attention_opts, 2, "no switch options join an explicit plugin");
+    assert_opt(m.attention_opts, 2, "gate_type", "headwise", "t.yaml:1:37");
+    assert_opt(m.attention_opts, 2, "qk_eps", "1e-5", "t.yaml:1:55");
+    cr_assert_str_eq(m.ffn, "moe");
+    cr_assert_eq(m.n_ffn_opts, 2);
+    assert_opt(m.ffn_opts, 2, "num_experts", "4", "t.yaml:4:16");
+    assert_opt(m.ffn_opts, 2, "capacity_factor", "1.5", "t.yaml:5:20");
+    ast_cfg_free(cfg);
+}
+
+Test(config, moe_switch_maps_reference_keys_to_options)
+{
+    ast_cfg *cfg = load("TransformerLayer_setting:\n  use_moe: true\n  num_experts: 4\n"
+                        "  expert_capacity_factor: 1.25\n");
+    ast_model_config m;
+    ast_error e = {{0}};
+    cr_assert_eq(ast_cfg_model(cfg, 10, &m, &e), 0, "%s", e.msg);
+    cr_assert_str_eq(m.ffn, "moe");
+    cr_assert_eq(m.n_ffn_opts, 3, "expert_capacity_factor is ignored");
+    assert_opt(m.ffn_opts, 3, "num_experts", "4", "t.yaml:3:16");
+    assert_opt(m.ffn_opts, 3, "top_k", "2", "t.yaml:2:12");
+    assert_opt(m.ffn_opts, 3, "load_balance_weight", "0.01", NULL);
+    cr_assert_str_eq(m.attention, "linear");
+    ast_cfg_free(cfg);
+}
+
+Test(config, agreeing_switch_and_plugin_merge_options)
+{
+    ast_cfg *cfg = load("attention: {name: gated, use_qk_norm: false}\n"
+                        "TransformerLayer_setting:\n  use_gated_attention: true\n  gate_type: none\n");
+    ast_model_config m;
+    ast_error e = {{0}};
+    cr_assert_eq(ast_cfg_model(cfg, 10, &m, &e), 0, "%s", e.msg);
+    cr_assert_eq(m.n_attention_opts, 2);
+    assert_opt(m.attention_opts, 2, "use_qk_norm", "false", "t.yaml:1:39");
+    assert_opt(m.attention_opts, 2, "gate_type", "none", "t.yaml:4:14");
+    ast_cfg_free(cfg);
+}
+
+Test(config, monitors_are_names_or_maps)
+{
+    ast_cfg *cfg = load("monitors:\n  - grad_norm\n  - {name: moe_balance, every: 10}\n");
+    const ast_cfg_node *list = ast_cfg_get(cfg, "monitors");
+    cr_assert_eq(list->n_items, 2);
+    ast_cfg_plugin p;
+    ast_cfg_plugin_of(list->items[0], &p);
+    cr_assert_str_eq(p.name, "grad_norm");
+    cr_assert_eq(p.n_opts, 0);
+    ast_cfg_plugin_of(list->items[1], &p);
+    cr_assert_str_eq(p.name, "moe_balance");
+    cr_assert_eq(p.n_opts, 1);
+    assert_opt(p.opts, 1, "every", "10", "t.yaml:3:32");
+    cr_assert_str_eq(list->items[1]->path, "monitors[1]");
+    ast_cfg_free(cfg);
+}
+
+/* ---- errors: one located line each -------------------------------------------- */
+
+Test(config, malformed_yaml_names_line_column_and_key)
+{
+    load_fails("training:\n  epochs: 5\n   batch_size: 3\n",
+               "t.yaml:3:14: training: YAML syntax error: mapping values are not allowed in this context; "
+               "check the indentation, the ': ' after each key and the quotes");
+    load_fails("training: [1, 2\n",
+               "t.yaml:2:1: training: YAML syntax error: did not find expected ',' or ']' while parsing a flow "
+               "sequence; check the indentation, the ': ' after each key and the quotes");
+}
+
+Test(config, unknown_key_suggests_the_closest_sibling)
+{
+    load_fails("training:\n  learnig_rate: 1e-3\n", "t.yaml:2:3: training.learnig_rate: unknown key; did you mean "
+                                                    "'learning_rate'?");
+    load_fails("positionmlp_setting:\n  hidden_dims: 3\n",
+               "t.yaml:1:1: positionmlp_setting: unknown key; did you mean 'PositionMLP_setting'?");
+    load_fails("training:\n  zzz: 1\n",
+               "t.yaml:2:3: training.zzz: unknown key; the keys here are: learning_rate, weight_decay, "
+               "batch_size, epochs, precision, gradient_clip_val, accumulate_grad_batches, early_stopping, "
+               "patience, scheduler");
+}
+
+Test(config, wrong_types_say_what_was_expected)
+{
+    load_fails("training:\n  learning_rate: abc\n",
+               "t.yaml:2:18: training.learning_rate: expected a number, got 'abc'; write a number like 1e-4");
+    load_fails("training:\n  epochs: 1.5\n",
+               "t.yaml:2:11: training.epochs: expected an integer, got '1.5'; write a whole number like 100");
+    load_fails("masking:\n  enable: maybe\n",
+               "t.yaml:2:11: masking.enable: expected true or false, got 'maybe'; write true or false");
+    load_fails("training: 3\n",
+               "t.yaml:1:11: training: expected a mapping, got '3'; write its keys indented below it");
+    load_fails("TransformerLayer_setting:\n  dropout: 1.5\n",
+               "t.yaml:2:12: TransformerLayer_setting.dropout: expected a value between 0 and 1, got '1.5'; "
+               "the default is 0.1");
+    load_fails("attention: [gated]\n", "t.yaml:1:12: attention: expected a plugin, got a list; write a plugin "
+                                      "name, or {name: <plugin>, <option>: <value>, ...}");
+    load_fails("ffn: {top_k: 1}\n", "t.yaml:1:6: ffn: the plugin's 'name' is missing; write a plugin name, or "
+                                   "{name: <plugin>, <option>: <value>, ...}");
+}
+
+Test(config, enum_values_must_be_a_choice)
+{
+    load_fails("training_mode: jiont\n", "t.yaml:1:16: training_mode: expected one of joint, expr_to_pos, "
+                                         "pos_to_expr, got 'jiont'; did you mean 'joint'?");
+    load_fails("TransformerLayer_setting:\n  gate_type: all\n",
+               "t.yaml:2:14: TransformerLayer_setting.gate_type: expected one of headwise, elementwise, none, "
+               "got 'all'; use one of the listed values");
+}
+
+Test(config, duplicates_aliases_and_shapes_are_rejected)
+{
+    load_fails("training:\n  epochs: 5\n  epochs: 6\n",
+               "t.yaml:3:3: training.epochs: duplicate key (first given at line 2, column 3); remove one of the two");
+    load_fails("training:\n  epochs: &n 5\n  patience: *n\n",
+               "t.yaml:3:13: training: YAML aliases (*n) are not supported; write the value out");
+    load_fails("- a\n- b\n", "t.yaml:1:1: the config must be a mapping of keys; write 'key: value' lines");
+    load_fails("training.epochs: 5\n", "t.yaml:1:1: training.epochs: a key cannot contain '.'; nest it as 'a:' "
+                                       "then '  b: value' on the next line");
+    load_fails("seed: {value: 1}\n---\nseed: {value: 2}\n",
+               "t.yaml:2:1: a second YAML document (---); keep one document per config");
+}
+
+Test(config, missing_file_names_the_path)
+{
+    ast_error e = {{0}};
+    cr_assert_null(ast_cfg_load_file("/nonexistent/run.yaml", &e));
+    cr_assert_str_eq(e.msg, "/nonexistent/run.yaml: cannot open the config: No such file or directory; check "
+                            "the path");
+}
+
+Test(config, model_errors_point_at_the_key)
+{
+    ast_cfg *cfg = load("attention: linear\nTransformerLayer_setting:\n  use_gated_attention: true\n");
+    ast_model_config m;
+    ast_error e = {{0}};
+    cr_assert_eq(ast_cfg_model(cfg, 10, &m, &e), -1);
+    cr_assert_str_eq(e.msg, "t.yaml:1:12: attention: 'linear' disagrees with "
+                            "TransformerLayer_setting.use_gated_attention: true at t.yaml:3:24; remove one of the two");
+    ast_cfg_free(cfg);
+
+    cfg = load("attention: {name: gated, gate_type: headwise}\nTransformerLayer_setting:\n  gate_type: none\n");
+    cr_assert_eq(ast_cfg_model(cfg, 10, &m, &e), -1);
+    cr_assert_str_eq(e.msg, "t.yaml:3:14: TransformerLayer_setting.gate_type: also given as attention.gate_type at "
+                            "t.yaml:1:37; keep one of the two");
+    ast_cfg_free(cfg);
+
+    cfg = load("mlp_in_expression_setting:\n  mlp_out_expression_dims: 250\n");
+    cr_assert_eq(ast_cfg_model(cfg, 10, &m, &e), -1);
+    cr_assert_str_eq(e.msg, "t.yaml:2:28: TransformerLayer_setting.num_heads: 8 heads do not divide d_model 250 "
+                            "(mlp_in_expression_setting.mlp_out_expression_dims); choose a divisor of d_model");
+    ast_cfg_free(cfg);
+}
+
+/* ---- overrides ------------------------------------------------------------------ */
+
+Test(config, overrides_set_values_and_create_maps)
+{
+    ast_cfg *cfg = load("training:\n  epochs: 5\n");
+    ast_error e = {{0}};
+    cr_assert_eq(ast_cfg_override(cfg, "training.learning_rate=1e-3", &e), 0, "%s", e.msg);
+    cr_assert_eq(ast_cfg_override(cfg, "training.epochs=7", &e), 0, "%s", e.msg);
+    cr_assert_eq(ast_cfg_set(cfg, "training.scheduler.T_max", "50", &e), 0, "%s", e.msg);
+    cr_assert_eq(ast_cfg_float(cfg, "training.learning_rate"), 1e-3);
+    cr_assert_eq(ast_cfg_int(cfg, "training.epochs"), 7);
+    cr_assert_eq(ast_cfg_int(cfg, "training.scheduler.T_max"), 50);
+    cr_assert_str_eq(ast_cfg_get(cfg, "training.scheduler.T_max")->path, "training.scheduler.T_max");
+    cr_assert_str_eq(ast_cfg_get(cfg, "training.scheduler.T_max")->where, "override:1:1");
+    cr_assert_eq(ast_cfg_set(cfg, "ffn", "{name: moe, top_k: 1}", &e), 0, "%s", e.msg);
+    ast_model_config m;
+    cr_assert_eq(ast_cfg_model(cfg, 10, &m, &e), 0, "%s", e.msg);
+    cr_assert_str_eq(m.ffn, "moe");
+    assert_opt(m.ffn_opts, m.n_ffn_opts, "top_k", "1", "override:1:");
+    ast_cfg_free(cfg);
+}
+
+Test(config, override_option_turns_a_plugin_name_into_a_map)
+{
+    ast_cfg *cfg = load("attention: gated\n");
+    ast_error e = {{0}};
+    cr_assert_eq(ast_cfg_override(cfg, "attention.gate_type=headwise", &e), 0, "%s", e.msg);
+    ast_model_config m;
+    cr_assert_eq(ast_cfg_model(cfg, 10, &m, &e), 0, "%s", e.msg);
+    cr_assert_str_eq(m.attention, "gated");
+    cr_assert_eq(m.n_attention_opts, 1);
+    assert_opt(m.attention_opts, 1, "gate_type", "headwise", "override:1:1");
+    cr_assert_str_eq(ast_cfg_get(cfg, "attention.name")->where, "t.yaml:1:12");
+    ast_cfg_free(cfg);
+}
+
+static void override_fails(ast_cfg *cfg, const char *assignment, const char *expected)
+{
+    ast_error e = {{0}};
+    cr_assert_eq(ast_cfg_override(cfg, assignment, &e), -1, "%s was accepted", assignment);
+    cr_assert_str_eq(e.msg, expected);
+}
+
+Test(config, bad_overrides_leave_the_config_unchanged)
+{
+    ast_cfg *cfg = load("training:\n  epochs: 5\n");
+    override_fails(cfg, "training.lerning_rate=1",
+                   "override:1:1: training.lerning_rate: unknown key; did you mean 'learning_rate'?");
+    override_fails(cfg, "training.epochs=abc",
+                   "override:1:1: training.epochs: expected an integer, got 'abc'; write a whole number like 100");
+    override_fails(cfg, "training.epochs.x=1",
+                   "override:1:1: training.epochs: has no keys below it; set it as a whole");
+    override_fails(cfg, "training.scheduler.type=linear",
+                   "override:1:1: training.scheduler.type: expected one of cosine, got 'linear'; use one of the "
+                   "listed values");
+    override_fails(cfg, "epochs", "override: 'epochs' is not an override; write KEY.PATH=VALUE, e.g. "
+                                  "training.epochs=10");
+    override_fails(cfg, "training.epochs=[1", "override:2:1: training.epochs: YAML syntax error: did not find "
+                                              "expected ',' or ']' while parsing a flow sequence; check the "
+                                              "indentation, the ': ' after each key and the quotes");
+    cr_assert_eq(ast_cfg_int(cfg, "training.epochs"), 5);
+    cr_assert_null(ast_cfg_get(cfg, "training.scheduler"), "a failed override created no maps");
+    ast_cfg_free(cfg);
+}
+
+/* ---- dump -------------------------------------------------------------------- */
+
+static char *dump_to_string(const ast_cfg *cfg)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    ast_error e = {{0}};
+    cr_assert_eq(ast_cfg_dump(cfg, f, &e), 0, "%s", e.msg);
+    fclose(f);
+    return text;
+}
+
+Test(config, dump_and_reload_keeps_every_value)
+{
+    ast_cfg *cfg = load_reference();
+    ast_error e = {{0}};
+    const char *overrides[] = {"training.learning_rate=3e-4", "logging.wandb_project='null'",
+                               "TransformerLayer_setting.use_moe=on", "ffn={name: moe, capacity_factor: 2.0}",
+                               "monitors=[grad_norm, {name: x, every: 5}]",
+                               "data.raw_data_dir='a: b'"};
+    for (size_t i = 0; i < sizeof overrides / sizeof *overrides; i++)
+        cr_assert_eq(ast_cfg_override(cfg, overrides[i], &e), 0, "%s: %s", overrides[i], e.msg);
+    char *text = dump_to_string(cfg);
+    ast_cfg *again = ast_cfg_load_string(text, "dumped.yaml", &e);
+    cr_assert(again, "%s\n%s", e.msg, text);
+
+    cr_assert_eq(ast_cfg_float(again, "training.learning_rate"), 3e-4);
+    cr_assert_eq(ast_cfg_float(again, "training.weight_decay"), 1e-5);
+    cr_assert_str_eq(ast_cfg_str(again, "logging.wandb_project"), "null", "a quoted 'null' stays a string");
+    cr_assert_null(ast_cfg_str(again, "data.preprocessing.gene_list_file"));
+    cr_assert_str_eq(ast_cfg_str(again, "data.raw_data_dir"), "a: b");
+    cr_assert_eq(ast_cfg_get(again, "monitors")->n_items, 2);
+    ast_model_config a, b;
+    cr_assert_eq(ast_cfg_model(cfg, 50, &a, &e), 0, "%s", e.msg);
+    cr_assert_eq(ast_cfg_model(again, 50, &b, &e), 0, "%s", e.msg);
+    cr_assert_eq(memcmp(&a, &b, offsetof(ast_model_config, attention)), 0, "sizes differ after reload");
+    cr_assert_str_eq(a.attention, b.attention);
+    cr_assert_str_eq(a.ffn, b.ffn);
+    cr_assert_eq(a.n_attention_opts, b.n_attention_opts);
+    for (int i = 0; i < a.n_attention_opts; i++)
+        assert_opt(b.attention_opts, b.n_attention_opts, a.attention_opts[i].key, a.attention_opts[i].value, NULL);
+    cr_assert_eq(a.n_ffn_opts, 4, "capacity_factor and the three written MoE switch keys");
+    cr_assert_eq(b.n_ffn_opts, 4);
+    for (int i = 0; i < a.n_ffn_opts; i++)
+        assert_opt(b.ffn_opts, b.n_ffn_opts, a.ffn_opts[i].key, a.ffn_opts[i].value, NULL);
+
+    char *text2 = dump_to_string(again);
+    cr_assert_str_eq(text2, text, "dumping the reloaded config changes nothing");
+    free(text2);
+    free(text);
+    ast_cfg_free(again);
+    ast_cfg_free(cfg);
+}
