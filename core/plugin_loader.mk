@@ -1,7 +1,6 @@
 # The plugin loader (libltdl): search path, ABI and descriptor checks, options.
 libalphast_la_SOURCES += core/plugin_loader.c core/plugin_search.c core/plugin_check.c \
-	core/plugin_options.c core/plugin_internal.h core/suggest.c core/suggest.h \
-	core/strlist.c core/strlist.h
+	core/plugin_options.c core/plugin_internal.h core/strlist.c core/strlist.h
 
 # Loader test fixtures: tiny plugins built only for `make check`, each
 # exercising one thing the loader must accept or refuse.
@@ -33,7 +32,6 @@ tests_plugins_monitor_legacy_la_LDFLAGS = $(LOADER_FIXTURE_LINK)
 
 check_PROGRAMS += tests/test_loader
 tests_test_loader_SOURCES = tests/test_loader.c
-tests_test_loader_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core
 tests_test_loader_CFLAGS = $(TEST_CC)
 tests_test_loader_LDADD = $(TEST_LIBS)
 

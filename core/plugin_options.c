@@ -1,44 +1,10 @@
 /* Plugin options: YAML scalars checked against the plugin's declarative
  * table (type, range, choices), with defaults for the ones not given. */
-#include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
+#include "alphast/config.h"
 #include "plugin_internal.h"
-#include "suggest.h"
-
-/* YAML 1.1 booleans, which is what PyYAML configs use. */
-static int parse_bool(const char *t, int64_t *v)
-{
-    static const char *const yes[] = {"true", "yes", "on"}, *const no[] = {"false", "no", "off"};
-    for (int i = 0; i < 3; i++) {
-        if (!strcasecmp(t, yes[i])) return *v = 1, 1;
-        if (!strcasecmp(t, no[i])) return *v = 0, 1;
-    }
-    return 0;
-}
-
-static int parse_int(const char *t, int64_t *v)
-{
-    char *end;
-    errno = 0;
-    long long x = strtoll(t, &end, 10);
-    if (!*t || *end || errno) return 0;
-    *v = x;
-    return 1;
-}
-
-static int parse_float(const char *t, double *v)
-{
-    char *end;
-    errno = 0;
-    double x = strtod(t, &end);
-    if (!*t || *end || errno || !isfinite(x)) return 0;
-    *v = x;
-    return 1;
-}
 
 /* Index of t among "a|b|c", or -1. */
 static int choice_index(const char *choices, const char *t)
@@ -78,21 +44,22 @@ static void choices_list(const char *choices, char *buf, size_t n)
 int ast_option_parse(const ast_option_spec *s, const char *t, ast_optval *out, char *why, size_t n)
 {
     char list[512];
+    int flag;
     *out = (ast_optval){0};
     switch (s->type) {
     case AST_OPT_BOOL:
-        if (parse_bool(t, &out->i)) return out->f = (double)out->i, 1;
+        if (!ast_yaml_bool(t, &flag)) return out->i = flag, out->f = flag, 1;
         snprintf(why, n, "expected a boolean (true/false, yes/no, on/off), got '%s'", t);
         return 0;
     case AST_OPT_INT:
-        if (!parse_int(t, &out->i)) {
+        if (ast_yaml_int(t, &out->i)) {
             snprintf(why, n, "expected an integer, got '%s'", t);
             return 0;
         }
         out->f = (double)out->i;
         return in_range(s, out->f, t, why, n);
     case AST_OPT_FLOAT:
-        if (!parse_float(t, &out->f)) {
+        if (ast_yaml_float(t, &out->f)) {
             snprintf(why, n, "expected a number (like 0.5 or 1e-4), got '%s'", t);
             return 0;
         }
@@ -124,17 +91,13 @@ static int find_option(const ast_plugin_desc *d, const char *key)
 static void unknown_option(const ast_plugin *p, const ast_optsrc *o, ast_error *e)
 {
     const ast_plugin_desc *d = &p->desc;
-    ast_suggest sg;
     ast_strlist names = {0};
     char list[512];
-    ast_suggest_init(&sg, o->key);
-    for (int i = 0; i < d->n_options; i++) {
-        ast_suggest_add(&sg, d->options[i].name);
-        ast_strlist_push(&names, d->options[i].name);
-    }
-    if (ast_suggest_best(&sg))
+    for (int i = 0; i < d->n_options; i++) ast_strlist_push(&names, d->options[i].name);
+    const char *near = ast_did_you_mean(o->key, (const char *const *)names.v, names.n);
+    if (near)
         ast_error_set(e, "%s: %s plugin '%s' has no option '%s' (did you mean '%s'?)", where_of(o), ast_kind_name(p->kind),
-                      p->name, o->key, ast_suggest_best(&sg));
+                      p->name, o->key, near);
     else
         ast_error_set(e, "%s: %s plugin '%s' has no option '%s' (its options: %s)", where_of(o), ast_kind_name(p->kind),
                       p->name, o->key, ast_strlist_join(&names, ", ", "none", list, sizeof list));

@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "alphast/loader.h"
-#include "suggest.h"
 
 #define FIXTURES ALPHAST_BUILD_DIR "/tests/plugins"
 
@@ -253,25 +252,4 @@ Test(loader, option_given_twice)
     ast_error e;
     cr_assert_not(parse(src, 2, v, &e));
     assert_has(e.msg, "a.yaml:2:1: option 'heads' of attention plugin 'fixture' is already given at a.yaml:1:1");
-}
-
-/* ---- did you mean ------------------------------------------------------- */
-
-Test(suggest, edit_distance_by_hand)
-{
-    cr_assert_eq(ast_edit_distance("kitten", "sitting"), 3);
-    cr_assert_eq(ast_edit_distance("", "abc"), 3);
-    cr_assert_eq(ast_edit_distance("heads", "hedas"), 2);
-    cr_assert_eq(ast_edit_distance("same", "same"), 0);
-}
-
-Test(suggest, only_near_misses_are_suggested)
-{
-    ast_suggest s;
-    ast_suggest_init(&s, "dropout");
-    ast_suggest_add(&s, "heads");
-    ast_suggest_add(&s, "gate");
-    cr_assert_null(ast_suggest_best(&s));
-    ast_suggest_add(&s, "drop_out");
-    cr_assert_str_eq(ast_suggest_best(&s), "drop_out");
 }

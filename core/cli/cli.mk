@@ -3,7 +3,6 @@
 bin_PROGRAMS += alphast-run
 alphast_run_SOURCES = core/cli/main.c core/cli/commands.c core/cli/commands.h \
 	core/cli/cli.h core/cli/cli_args.c core/cli/cmd_plugins.c
-alphast_run_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core
 alphast_run_LDADD = libalphast.la
 
 check_PROGRAMS += tests/test_cli

@@ -1,10 +1,11 @@
 /* Option parsing and --help from a command's declarative option table:
  * --name, --name=VALUE, --name VALUE, -x, -x VALUE and "--". */
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "alphast/config.h"
 #include "cli.h"
-#include "suggest.h"
 
 static const cli_option help_option = {"help", 'h', NULL, "show this help and exit"};
 
@@ -27,13 +28,14 @@ int cli_fail(const ast_error *e)
 
 static int unknown_option(const cli_spec *s, const char *arg, size_t len)
 {
-    ast_suggest sg;
+    const char **names = ast_xmalloc((size_t)(s->n_options + 1) * sizeof *names);
     char word[128];
     snprintf(word, sizeof word, "%.*s", (int)len, arg);
-    ast_suggest_init(&sg, word + strspn(word, "-"));
-    for (int i = 0; i < s->n_options; i++) ast_suggest_add(&sg, s->options[i].name);
-    ast_suggest_add(&sg, help_option.name);
-    if (ast_suggest_best(&sg)) return cli_usage_error(s->name, "unknown option '%s' (did you mean '--%s'?)", word, ast_suggest_best(&sg));
+    for (int i = 0; i < s->n_options; i++) names[i] = s->options[i].name;
+    names[s->n_options] = help_option.name;
+    const char *near = ast_did_you_mean(word + strspn(word, "-"), names, s->n_options + 1);
+    free(names);
+    if (near) return cli_usage_error(s->name, "unknown option '%s' (did you mean '--%s'?)", word, near);
     return cli_usage_error(s->name, "unknown option '%s'", word);
 }
 

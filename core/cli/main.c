@@ -1,10 +1,11 @@
 /* alphast-run: global flags, then dispatch to a subcommand from the table
  * in commands.c. */
+#include <stdlib.h>
 #include <string.h>
 
+#include "alphast/config.h"
 #include "cli.h"
 #include "commands.h"
-#include "suggest.h"
 
 enum { OPT_VERSION, OPT_LIST_PLUGINS, N_OPTS };
 
@@ -35,10 +36,11 @@ static const cli_spec spec = {
 
 static int unknown_command(const char *name)
 {
-    ast_suggest sg;
-    ast_suggest_init(&sg, name);
-    for (int i = 0; i < cli_n_commands; i++) ast_suggest_add(&sg, cli_commands[i].name);
-    if (ast_suggest_best(&sg)) return cli_usage_error(NULL, "unknown command '%s' (did you mean '%s'?)", name, ast_suggest_best(&sg));
+    const char **names = ast_xmalloc((size_t)cli_n_commands * sizeof *names);
+    for (int i = 0; i < cli_n_commands; i++) names[i] = cli_commands[i].name;
+    const char *near = ast_did_you_mean(name, names, cli_n_commands);
+    free(names);
+    if (near) return cli_usage_error(NULL, "unknown command '%s' (did you mean '%s'?)", name, near);
     return cli_usage_error(NULL, "unknown command '%s'", name);
 }
 
