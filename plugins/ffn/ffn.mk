@@ -1,1 +1,22 @@
-# (empty until this area lands)
+# FFN plugins: the reference dense FFN and the mixture of experts.
+plugin_LTLIBRARIES += plugins/ffn/ffn_dense.la
+plugins_ffn_ffn_dense_la_SOURCES = plugins/ffn/ffn_dense.c
+plugins_ffn_ffn_dense_la_CPPFLAGS = $(PLUGIN_CPP)
+plugins_ffn_ffn_dense_la_LDFLAGS = $(PLUGIN_LINK)
+plugins_ffn_ffn_dense_la_LIBADD = -lm
+
+plugin_LTLIBRARIES += plugins/ffn/ffn_moe.la
+plugins_ffn_ffn_moe_la_SOURCES = plugins/ffn/ffn_moe.c plugins/ffn/moe.h plugins/ffn/moe_expert.c \
+	plugins/ffn/moe_router.c plugins/ffn/moe_dispatch.c
+plugins_ffn_ffn_moe_la_CPPFLAGS = $(PLUGIN_CPP)
+plugins_ffn_ffn_moe_la_LDFLAGS = $(PLUGIN_LINK)
+plugins_ffn_ffn_moe_la_LIBADD = -lm
+
+# Tests load the plugins above from the build tree through libltdl.
+check_PROGRAMS += tests/test_ffn_dense tests/test_ffn_moe
+tests_test_ffn_dense_SOURCES = tests/test_ffn_dense.c tests/ffn_fixture.c tests/ffn_fixture.h
+tests_test_ffn_dense_CFLAGS = $(TEST_CC)
+tests_test_ffn_dense_LDADD = $(TEST_LIBS) $(LTDL_LIBS) -lm
+tests_test_ffn_moe_SOURCES = tests/test_ffn_moe.c tests/ffn_fixture.c tests/ffn_fixture.h
+tests_test_ffn_moe_CFLAGS = $(TEST_CC)
+tests_test_ffn_moe_LDADD = $(TEST_LIBS) $(LTDL_LIBS) -lm

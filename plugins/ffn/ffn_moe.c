@@ -1,0 +1,238 @@
+/* Mixture-of-experts FFN (spec §1.7): the reference's noisy top-k router
+ * with ReLU experts and the load-balance loss, plus capacity limits,
+ * shared experts, expert-choice routing, aux-loss-free bias balancing and
+ * time-conditioned routing as options. Padded cells (fwd mask) are neither
+ * routed nor counted in the balance statistics. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "moe.h"
+
+enum {
+    OPT_NUM_EXPERTS,
+    OPT_TOP_K,
+    OPT_LB_WEIGHT,
+    OPT_NOISE_EPS,
+    OPT_EXPERT_HIDDEN,
+    OPT_CAPACITY_FACTOR,
+    OPT_NUM_SHARED,
+    OPT_ROUTER,
+    OPT_BALANCE,
+    OPT_BIAS_RATE,
+    OPT_TIME_CONDITIONED
+};
+
+static const ast_option_spec moe_options[] = {
+    [OPT_NUM_EXPERTS] = {"num_experts", AST_OPT_INT, "8", 1, 4096, NULL, "routed experts per layer"},
+    [OPT_TOP_K] = {"top_k", AST_OPT_INT, "2", 1, 4096, NULL,
+                   "experts per token (expert_choice: average experts per token)"},
+    [OPT_LB_WEIGHT] = {"load_balance_weight", AST_OPT_FLOAT, "0.01", 0, 1e6, NULL,
+                       "weight of the load-balance loss n * sum_e f_e P_e (balance: loss)"},
+    [OPT_NOISE_EPS] = {"noise_epsilon", AST_OPT_FLOAT, "0.01", 0, 1e6, NULL,
+                       "training-time router noise eps * N(0,1) * softplus(w_noise x); 0 = off"},
+    [OPT_EXPERT_HIDDEN] = {"expert_hidden", AST_OPT_ENUM, "split", 1, 0, "split|full",
+                           "expert width: split = max(1, F/num_experts) (reference HEAD), full = F (legacy)"},
+    [OPT_CAPACITY_FACTOR] = {"capacity_factor", AST_OPT_FLOAT, "0", 0, 1e6, NULL,
+                             "topk router: 0 = dropless; else an expert keeps at most ceil(tokens*k/num_experts*cf) "
+                             "assignments and the overflow passes through the residual"},
+    [OPT_NUM_SHARED] = {"num_shared_experts", AST_OPT_INT, "0", 0, 4096, NULL,
+                        "always-on experts of the same width, added unweighted"},
+    [OPT_ROUTER] = {"router", AST_OPT_ENUM, "topk", 1, 0, "topk|expert_choice",
+                    "topk: each token picks k experts; expert_choice: each expert picks tokens*k/num_experts tokens"},
+    [OPT_BALANCE] = {"balance", AST_OPT_ENUM, "loss", 1, 0, "loss|bias|none",
+                     "loss: auxiliary load-balance loss; bias: aux-loss-free selection bias (DeepSeek-V3)"},
+    [OPT_BIAS_RATE] = {"bias_update_rate", AST_OPT_FLOAT, "1e-3", 0, 1e6, NULL,
+                       "balance: bias step per training forward"},
+    [OPT_TIME_CONDITIONED] = {"time_conditioned", AST_OPT_BOOL, "false", 1, 0, NULL,
+                              "add a projection of the diffusion-time embedding to the router logits"},
+};
+
+static int read_opts(const ast_create_args *a, moe_opts *o, char *err, size_t errlen)
+{
+    const ast_optval *v = a->opts;
+    o->num_experts = (int)v[OPT_NUM_EXPERTS].i;
+    o->top_k = (int)v[OPT_TOP_K].i;
+    o->lb_weight = (float)v[OPT_LB_WEIGHT].f;
+    o->noise_eps = (float)v[OPT_NOISE_EPS].f;
+    o->capacity_factor = (float)v[OPT_CAPACITY_FACTOR].f;
+    o->num_shared = (int)v[OPT_NUM_SHARED].i;
+    o->router = (moe_router_kind)v[OPT_ROUTER].i;
+    o->balance = (moe_balance_kind)v[OPT_BALANCE].i;
+    o->bias_rate = (float)v[OPT_BIAS_RATE].f;
+    o->time_conditioned = (int)v[OPT_TIME_CONDITIONED].i;
+    int split = a->dims->d_ff / o->num_experts;
+    o->hidden = v[OPT_EXPERT_HIDDEN].i == 0 ? (split > 1 ? split : 1) : a->dims->d_ff;
+    if (o->top_k > o->num_experts) {
+        snprintf(err, errlen, "top_k (%d) must not exceed num_experts (%d)", o->top_k, o->num_experts);
+        return 0;
+    }
+    if (o->balance == MOE_BALANCE_BIAS && o->router == MOE_ROUTER_EXPERT_CHOICE) {
+        snprintf(err, errlen, "balance: bias needs router: topk (expert_choice is balanced by construction)");
+        return 0;
+    }
+    if (o->time_conditioned && a->dims->d_time < 1) {
+        snprintf(err, errlen, "time_conditioned needs a time embedding (d_time %d)", a->dims->d_time);
+        return 0;
+    }
+    return 1;
+}
+
+/* Parameters in the reference state_dict order (spec §1.10 d), then the
+ * router's time projection and the shared experts, which it does not have. */
+static void register_params(moe *m, const ast_create_args *a)
+{
+    const ast_host *h = m->h;
+    int n = m->o.num_experts, d = m->d_model;
+    float a_in = 1.0f / sqrtf((float)d);
+    for (int j = 0; j < n; j++)
+        moe_expert_init(h, a->scope, "expression_ffn.ffn.experts", j, d, m->o.hidden, &m->experts[j]);
+    m->gate = h->param(a->scope, "expression_ffn.ffn.router.gate.weight", 2, (int64_t[]){n, d}, AST_INIT_UNIFORM, a_in);
+    m->w_noise = h->param(a->scope, "expression_ffn.ffn.router.w_noise.weight", 2, (int64_t[]){n, d},
+                          AST_INIT_UNIFORM, a_in);
+    if (m->o.time_conditioned) {
+        int t = a->dims->d_time;
+        float a_t = 1.0f / sqrtf((float)t);
+        m->time_w = h->param(a->scope, "expression_ffn.ffn.router.time_proj.weight", 2, (int64_t[]){n, t},
+                             AST_INIT_UNIFORM, a_t);
+        m->time_b = h->param(a->scope, "expression_ffn.ffn.router.time_proj.bias", 1, (int64_t[]){n},
+                             AST_INIT_UNIFORM, a_t);
+    }
+    for (int j = 0; j < m->o.num_shared; j++)
+        moe_expert_init(h, a->scope, "expression_ffn.ffn.shared_experts", j, d, m->o.hidden, &m->shared[j]);
+}
+
+static void moe_destroy(void *self)
+{
+    moe *m = self;
+    if (!m) return;
+    free(m->experts);
+    free(m->shared);
+    free(m->sel_bias);
+    free(m);
+}
+
+static void *moe_create(const ast_create_args *a, char *err, size_t errlen)
+{
+    moe *m = calloc(1, sizeof *m);
+    if (!m) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    m->h = a->host;
+    m->d_model = a->dims->d_model;
+    m->dropout = a->dims->dropout;
+    if (!read_opts(a, &m->o, err, errlen)) {
+        moe_destroy(m);
+        return NULL;
+    }
+    m->experts = calloc((size_t)m->o.num_experts, sizeof *m->experts);
+    m->shared = calloc((size_t)m->o.num_shared, sizeof *m->shared);
+    m->sel_bias = calloc((size_t)m->o.num_experts, sizeof *m->sel_bias);
+    if (!m->experts || (m->o.num_shared && !m->shared) || !m->sel_bias) {
+        snprintf(err, errlen, "out of memory");
+        moe_destroy(m);
+        return NULL;
+    }
+    register_params(m, a);
+    return m;
+}
+
+/* Flattens x [B, N, E] to rows and keeps the valid ones (mask != 0);
+ * returns the kept row indices, or NULL when every row is valid. */
+static const int32_t *select_tokens(const moe *m, ast_ctx *c, ast_tensor *x, const ast_fwd_args *a, moe_tokens *tk)
+{
+    const ast_host *h = m->h;
+    int64_t rows = x->size / m->d_model, per_set = x->ndim > 2 ? x->shape[x->ndim - 2] : rows;
+    ast_tensor *flat = h->reshape(c, x, 2, (int64_t[]){rows, m->d_model});
+    const ast_tensor *mask = a ? a->mask : NULL;
+    MOE_REQUIRE(h, !mask || mask->size == rows, "mask has %lld entries for %lld cells", (long long)mask->size,
+                (long long)rows);
+    int32_t *keep = h->alloc(c, (size_t)rows * sizeof *keep);
+    int32_t *batch = h->alloc(c, (size_t)rows * sizeof *batch);
+    int64_t n = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        if (mask && mask->data[r] == 0.0f) continue;
+        keep[n] = (int32_t)r;
+        batch[n++] = (int32_t)(r / per_set);
+    }
+    tk->n = n;
+    tk->batch = batch;
+    tk->x = n == rows ? flat : h->gather_rows(c, flat, keep, n);
+    return n == rows ? NULL : keep;
+}
+
+/* For monitors, per layer: moe.tokens_per_expert [n] (kept assignments),
+ * moe.router_prob_mean [n] (P_e), moe.dropped_tokens [1] (topk: (token,
+ * slot) assignments over capacity; expert_choice: tokens no expert took)
+ * and moe.aux_loss [1] (the weighted balance loss; 0 unless balance: loss). */
+static void publish_stats(const moe *m, ast_ctx *c, int layer, const moe_routing *r, ast_tensor *probs,
+                          ast_tensor *aux)
+{
+    const ast_host *h = m->h;
+    int n = m->o.num_experts;
+    int64_t tokens = probs->shape[0];
+    float *v = h->alloc(c, (size_t)n * sizeof *v);
+    for (int e = 0; e < n; e++) v[e] = (float)(r->offset[e + 1] - r->offset[e]);
+    h->stat(c, "moe.tokens_per_expert", layer, v, n);
+    for (int e = 0; e < n; e++) {
+        double s = 0.0;
+        for (int64_t t = 0; t < tokens; t++) s += probs->data[t * n + e];
+        v[e] = (float)(s / (double)tokens);
+    }
+    h->stat(c, "moe.router_prob_mean", layer, v, n);
+    float dropped = (float)r->dropped, aux_value = aux ? aux->data[0] : 0.0f;
+    h->stat(c, "moe.dropped_tokens", layer, &dropped, 1);
+    h->stat(c, "moe.aux_loss", layer, &aux_value, 1);
+}
+
+static ast_tensor *moe_forward(void *self, ast_ctx *c, ast_tensor *x, const ast_fwd_args *a)
+{
+    moe *m = self;
+    const ast_host *h = m->h;
+    moe_tokens tk;
+    const int32_t *valid = select_tokens(m, c, x, a, &tk);
+    if (tk.n == 0) return h->zeros(c, x->ndim, x->shape);
+
+    ast_tensor *logits = moe_router_logits(m, c, &tk, a ? a->time : NULL);
+    ast_tensor *probs = h->softmax(c, logits, -1);
+    moe_routing r;
+    moe_route(m, c, logits, probs, &r);
+    ast_tensor *y = moe_dispatch(m, c, &tk, &r);
+    for (int j = 0; j < m->o.num_shared; j++) y = h->add(c, y, moe_expert_forward(m, c, &m->shared[j], tk.x));
+
+    ast_tensor *aux = NULL;
+    if (m->o.balance == MOE_BALANCE_LOSS) {
+        aux = moe_balance_loss(m, c, logits, probs);
+        h->add_loss(c, "moe_aux", aux);
+    }
+    if (m->o.balance == MOE_BALANCE_BIAS && h->training(c)) moe_update_bias(m, &r, tk.n);
+    publish_stats(m, c, a ? a->layer : -1, &r, probs, aux);
+
+    if (valid) y = h->scatter_add_rows(c, y, valid, NULL, x->size / m->d_model);
+    return h->reshape(c, y, x->ndim, x->shape);
+}
+
+/* What one token uses (spec §1.11 "Activated"): the router and k experts,
+ * plus the shared experts. */
+static int64_t moe_active_params(void *self)
+{
+    const moe *m = self;
+    int64_t router = m->gate->size + m->w_noise->size + (m->time_w ? m->time_w->size + m->time_b->size : 0);
+    int64_t expert = moe_expert_numel(&m->experts[0]);
+    return router + (int64_t)(m->o.top_k + m->o.num_shared) * expert;
+}
+
+static const ast_plugin_desc moe_desc = {
+    AST_PLUGIN_DESC_INIT(AST_KIND_FFN, "moe", "1.0",
+                         "mixture of ReLU experts: noisy top-k or expert-choice routing, optional capacity, "
+                         "shared experts, loss or bias balancing"),
+    .options = moe_options,
+    .n_options = AST_N_OPTIONS(moe_options),
+    .create = moe_create,
+    .destroy = moe_destroy,
+    .forward = moe_forward,
+    .active_params = moe_active_params,
+};
+
+AST_PLUGIN_DEFINE(moe_desc)

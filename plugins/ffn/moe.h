@@ -1,0 +1,88 @@
+/* Internal interface of the mixture-of-experts FFN plugin (spec §1.7):
+ * the instance, the routing decision of one forward, and the pieces
+ * (experts, router, dispatch) that ffn_moe.c puts together. Everything
+ * goes through the host table; nothing here links the alphast core. */
+#ifndef ALPHAST_PLUGIN_MOE_H
+#define ALPHAST_PLUGIN_MOE_H
+
+#include <stdlib.h>
+
+#include "alphast/plugin.h"
+
+/* A broken caller contract (a programming error, like a core shape
+ * assertion): say what and stop. */
+#define MOE_REQUIRE(h, cond, ...)                                                      \
+    do {                                                                               \
+        if (!(cond)) {                                                                 \
+            (h)->log(AST_LOG_ERROR, "ffn moe: " __VA_ARGS__);                          \
+            abort();                                                                   \
+        }                                                                              \
+    } while (0)
+
+typedef enum moe_router_kind { MOE_ROUTER_TOPK, MOE_ROUTER_EXPERT_CHOICE } moe_router_kind;
+typedef enum moe_balance_kind { MOE_BALANCE_LOSS, MOE_BALANCE_BIAS, MOE_BALANCE_NONE } moe_balance_kind;
+
+/* One expert: w2(Dropout(ReLU(w1(x)))). */
+typedef struct moe_expert {
+    ast_tensor *w1, *b1, *w2, *b2;
+} moe_expert;
+
+typedef struct moe_opts {
+    int num_experts, top_k, num_shared, hidden;
+    float lb_weight, noise_eps, capacity_factor, bias_rate;
+    moe_router_kind router;
+    moe_balance_kind balance;
+    int time_conditioned;
+} moe_opts;
+
+typedef struct moe {
+    const ast_host *h;
+    moe_opts o;
+    int d_model;
+    float dropout;
+    moe_expert *experts; /* [num_experts] */
+    moe_expert *shared;  /* [num_shared] */
+    ast_tensor *gate, *w_noise;  /* [n, E], no bias */
+    ast_tensor *time_w, *time_b; /* [n, T], [n]; only when time_conditioned */
+    float *sel_bias;             /* [n] aux-loss-free balancing; added for selection only */
+} moe;
+
+/* The valid tokens of one forward, flattened to rows. */
+typedef struct moe_tokens {
+    ast_tensor *x;        /* [Tv, E] */
+    int64_t n;            /* Tv */
+    const int32_t *batch; /* [Tv] set index of each row (for the time embedding) */
+} moe_tokens;
+
+/* One forward's routing: the kept (token, expert) assignments sorted by
+ * expert (a counting sort), each with the row of `weights` holding its
+ * differentiable routing weight. Lives in the step arena, so the gather
+ * and scatter ops of the backward reuse the same permutation. */
+typedef struct moe_routing {
+    int32_t *token;    /* [n_pairs] row of the token in moe_tokens.x */
+    int32_t *weight;   /* [n_pairs] row of `weights` */
+    int64_t *offset;   /* [num_experts + 1] expert e owns [offset[e], offset[e+1]) */
+    ast_tensor *weights; /* [M, 1] */
+    int64_t n_pairs;
+    int64_t dropped;   /* the moe.dropped_tokens statistic (ffn_moe.c) */
+    float *load;       /* [num_experts] tokens that selected each expert, before capacity */
+} moe_routing;
+
+/* moe_expert.c */
+void moe_expert_init(const ast_host *h, ast_scope *s, const char *prefix, int j, int d_model, int hidden,
+                     moe_expert *e);
+ast_tensor *moe_expert_forward(const moe *m, ast_ctx *c, const moe_expert *e, ast_tensor *x);
+int64_t moe_expert_numel(const moe_expert *e);
+
+/* moe_router.c */
+ast_tensor *moe_router_logits(const moe *m, ast_ctx *c, const moe_tokens *tk, ast_tensor *time);
+void moe_route(const moe *m, ast_ctx *c, ast_tensor *logits, ast_tensor *probs, moe_routing *r);
+ast_tensor *moe_balance_loss(const moe *m, ast_ctx *c, ast_tensor *logits, ast_tensor *probs);
+void moe_update_bias(moe *m, const moe_routing *r, int64_t tokens);
+
+/* moe_dispatch.c */
+void moe_sort_pairs(ast_ctx *c, const ast_host *h, int n_experts, const int32_t *expert, const int32_t *token,
+                    const int32_t *weight, int64_t n, int64_t capacity, moe_routing *r);
+ast_tensor *moe_dispatch(const moe *m, ast_ctx *c, const moe_tokens *tk, const moe_routing *r);
+
+#endif

@@ -1,0 +1,56 @@
+/* Sparse dispatch without a per-token loop through the network (the
+ * OpenBLAS recipe of PRIOR_ART §4): counting-sort the (token, expert)
+ * assignments by expert, gather each expert's tokens into one contiguous
+ * block, run the expert once on its block, and scatter-add the results
+ * back weighted by the routing weights. */
+#include "moe.h"
+
+/* Stable counting sort of n candidate assignments by expert; an expert
+ * keeps at most `capacity` of them, in candidate order, and the rest are
+ * counted in r->dropped. r->load counts the candidates per expert. */
+void moe_sort_pairs(ast_ctx *c, const ast_host *h, int n_experts, const int32_t *expert, const int32_t *token,
+                    const int32_t *weight, int64_t n, int64_t capacity, moe_routing *r)
+{
+    unsigned char *keep = h->alloc(c, (size_t)n);
+    int64_t *cursor = h->alloc(c, (size_t)(n_experts + 1) * sizeof *cursor);
+    r->offset = h->alloc(c, (size_t)(n_experts + 1) * sizeof *r->offset);
+    r->load = h->alloc(c, (size_t)n_experts * sizeof *r->load);
+    r->dropped = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int e = expert[i];
+        r->load[e] += 1.0f;
+        keep[i] = r->offset[e + 1] < capacity;
+        r->offset[e + 1] += keep[i];
+        r->dropped += !keep[i];
+    }
+    for (int e = 0; e < n_experts; e++) r->offset[e + 1] += r->offset[e];
+    r->n_pairs = r->offset[n_experts];
+    for (int e = 0; e < n_experts; e++) cursor[e] = r->offset[e];
+    r->token = h->alloc(c, (size_t)r->n_pairs * sizeof *r->token);
+    r->weight = h->alloc(c, (size_t)r->n_pairs * sizeof *r->weight);
+    for (int64_t i = 0; i < n; i++) {
+        if (!keep[i]) continue;
+        int64_t p = cursor[expert[i]]++;
+        r->token[p] = token[i];
+        r->weight[p] = weight[i];
+    }
+}
+
+/* sum over kept assignments (t, e) of w * Expert_e(x_t), as [Tv, E]; tokens
+ * with no kept assignment get zeros (the layer's residual carries them). */
+ast_tensor *moe_dispatch(const moe *m, ast_ctx *c, const moe_tokens *tk, const moe_routing *r)
+{
+    const ast_host *h = m->h;
+    ast_tensor *out = NULL;
+    for (int e = 0; e < m->o.num_experts; e++) {
+        int64_t start = r->offset[e], count = r->offset[e + 1] - start;
+        if (!count) continue;
+        const int32_t *rows = r->token + start;
+        ast_tensor *y = moe_expert_forward(m, c, &m->experts[e], h->gather_rows(c, tk->x, rows, count));
+        ast_tensor *w = h->reshape(c, h->gather_rows(c, r->weights, r->weight + start, count), 1,
+                                   (int64_t[]){count});
+        ast_tensor *part = h->scatter_add_rows(c, y, rows, w, tk->n);
+        out = out ? h->add(c, out, part) : part;
+    }
+    return out ? out : h->zeros(c, 2, (int64_t[]){tk->n, m->d_model});
+}

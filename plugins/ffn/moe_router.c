@@ -1,0 +1,174 @@
+/* The router (spec §1.7): logits = gate(x) [+ training noise] [+ time
+ * projection], then either top-k per token or expert choice (each expert
+ * takes its best tokens); the load-balance loss and the aux-loss-free bias
+ * update. Routing decisions are made on the data; the routing weights are
+ * built from host ops so their gradient reaches the gate through autograd. */
+#include <stdlib.h>
+
+#include "moe.h"
+
+ast_tensor *moe_router_logits(const moe *m, ast_ctx *c, const moe_tokens *tk, ast_tensor *time)
+{
+    const ast_host *h = m->h;
+    int n = m->o.num_experts;
+    ast_tensor *logits = h->linear(c, tk->x, m->gate, NULL);
+    if (h->training(c) && m->o.noise_eps > 0.0f) {
+        ast_tensor *scale = h->softplus(c, h->linear(c, tk->x, m->w_noise, NULL));
+        ast_tensor *eps = h->zeros(c, 2, (int64_t[]){tk->n, n});
+        for (int64_t i = 0; i < eps->size; i++) eps->data[i] = m->o.noise_eps * h->rng_normal(c);
+        logits = h->add(c, logits, h->mul(c, eps, scale));
+    }
+    if (m->o.time_conditioned) {
+        MOE_REQUIRE(h, time && time->ndim == 2 && time->shape[1] == m->time_w->shape[1],
+                    "time_conditioned needs the time embedding [B, %lld] in the forward args",
+                    (long long)m->time_w->shape[1]);
+        ast_tensor *per_set = h->linear(c, time, m->time_w, m->time_b);
+        logits = h->add(c, logits, h->gather_rows(c, per_set, tk->batch, tk->n));
+    }
+    return logits;
+}
+
+/* The k largest of logit + bias, largest first; ties go to the lower index. */
+static void top_k(const float *logit, const float *bias, int n, int k, int32_t *chosen)
+{
+    for (int s = 0; s < k; s++) {
+        int best = -1;
+        float best_v = 0.0f;
+        for (int e = 0; e < n; e++) {
+            int taken = 0;
+            for (int q = 0; q < s; q++) taken |= chosen[q] == e;
+            float v = logit[e] + bias[e];
+            if (!taken && (best < 0 || v > best_v)) {
+                best = e;
+                best_v = v;
+            }
+        }
+        chosen[s] = best;
+    }
+}
+
+/* Capacity ceil(assignments * factor / n) without libm. */
+static int64_t capacity_of(double assignments, double factor, int n)
+{
+    double v = assignments * factor / n;
+    int64_t cap = (int64_t)v;
+    return cap < v ? cap + 1 : cap;
+}
+
+/* Top-k: candidates in slot-major order (every token's first choice before
+ * any second choice), so capacity drops the least preferred slots first.
+ * Weights = softmax over the k selected logits, gathered from the logits. */
+static void route_top_k(const moe *m, ast_ctx *c, ast_tensor *logits, moe_routing *r)
+{
+    const ast_host *h = m->h;
+    int n = m->o.num_experts, k = m->o.top_k;
+    int64_t tokens = logits->shape[0], pairs = tokens * k;
+    int32_t *expert = h->alloc(c, (size_t)pairs * sizeof *expert);
+    int32_t *token = h->alloc(c, (size_t)pairs * sizeof *token);
+    int32_t *weight = h->alloc(c, (size_t)pairs * sizeof *weight);
+    int32_t *flat = h->alloc(c, (size_t)pairs * sizeof *flat);
+    int32_t *chosen = h->alloc(c, (size_t)k * sizeof *chosen);
+    for (int64_t t = 0; t < tokens; t++) {
+        top_k(logits->data + t * n, m->sel_bias, n, k, chosen);
+        for (int s = 0; s < k; s++) {
+            int64_t i = s * tokens + t;
+            expert[i] = chosen[s];
+            token[i] = (int32_t)t;
+            weight[i] = (int32_t)(t * k + s);
+            flat[t * k + s] = (int32_t)(t * n + chosen[s]);
+        }
+    }
+    int64_t cap = m->o.capacity_factor > 0.0f ? capacity_of((double)pairs, m->o.capacity_factor, n) : pairs;
+    moe_sort_pairs(c, h, n, expert, token, weight, pairs, cap, r);
+
+    ast_tensor *column = h->reshape(c, logits, 2, (int64_t[]){tokens * n, 1});
+    ast_tensor *picked = h->reshape(c, h->gather_rows(c, column, flat, pairs), 2, (int64_t[]){tokens, k});
+    r->weights = h->reshape(c, h->softmax(c, picked, -1), 2, (int64_t[]){pairs, 1});
+}
+
+typedef struct scored {
+    float score;
+    int32_t token;
+} scored;
+
+static int by_score_desc(const void *pa, const void *pb)
+{
+    const scored *a = pa, *b = pb;
+    if (a->score != b->score) return a->score > b->score ? -1 : 1;
+    return (a->token > b->token) - (a->token < b->token);
+}
+
+/* Expert choice (arXiv 2202.09368): expert e takes the ceil(tokens*k/n)
+ * tokens with the highest router probability (ties: lower token) and
+ * weights each by that probability. Tokens nobody picks are "dropped". */
+static void route_expert_choice(const moe *m, ast_ctx *c, ast_tensor *probs, moe_routing *r)
+{
+    const ast_host *h = m->h;
+    int n = m->o.num_experts;
+    int64_t tokens = probs->shape[0];
+    int64_t cap = capacity_of((double)tokens * m->o.top_k, 1.0, n);
+    if (cap > tokens) cap = tokens;
+    int64_t pairs = cap * n;
+    int32_t *expert = h->alloc(c, (size_t)pairs * sizeof *expert);
+    int32_t *token = h->alloc(c, (size_t)pairs * sizeof *token);
+    int32_t *weight = h->alloc(c, (size_t)pairs * sizeof *weight);
+    scored *order = h->alloc(c, (size_t)tokens * sizeof *order);
+    unsigned char *picked = h->alloc(c, (size_t)tokens);
+    for (int e = 0; e < n; e++) {
+        for (int64_t t = 0; t < tokens; t++) order[t] = (scored){probs->data[t * n + e], (int32_t)t};
+        qsort(order, (size_t)tokens, sizeof *order, by_score_desc);
+        for (int64_t q = 0; q < cap; q++) {
+            int64_t i = e * cap + q, t = order[q].token;
+            expert[i] = e;
+            token[i] = (int32_t)t;
+            weight[i] = (int32_t)(t * n + e);
+            picked[t] = 1;
+        }
+    }
+    moe_sort_pairs(c, h, n, expert, token, weight, pairs, pairs, r);
+    r->dropped = 0;
+    for (int64_t t = 0; t < tokens; t++) r->dropped += !picked[t];
+    r->weights = h->reshape(c, probs, 2, (int64_t[]){tokens * n, 1});
+}
+
+void moe_route(const moe *m, ast_ctx *c, ast_tensor *logits, ast_tensor *probs, moe_routing *r)
+{
+    if (m->o.router == MOE_ROUTER_EXPERT_CHOICE)
+        route_expert_choice(m, c, probs, r);
+    else
+        route_top_k(m, c, logits, r);
+}
+
+static int argmax(const float *v, int n)
+{
+    int best = 0;
+    for (int e = 1; e < n; e++)
+        if (v[e] > v[best]) best = e;
+    return best;
+}
+
+/* w * n * sum_e f_e P_e over the routed (valid) tokens, with P_e the mean
+ * router probability and f_e the fraction of tokens whose argmax is e (a
+ * constant: only P carries the gradient). */
+ast_tensor *moe_balance_loss(const moe *m, ast_ctx *c, ast_tensor *logits, ast_tensor *probs)
+{
+    const ast_host *h = m->h;
+    int n = m->o.num_experts;
+    int64_t tokens = logits->shape[0];
+    ast_tensor *argmax_count = h->zeros(c, 1, (int64_t[]){n});
+    for (int64_t t = 0; t < tokens; t++) argmax_count->data[argmax(logits->data + t * n, n)] += 1.0f;
+    ast_tensor *prob_sum = h->sum_axis(c, probs, 0);
+    ast_tensor *dot = h->sum(c, h->mul(c, prob_sum, argmax_count));
+    return h->affine(c, dot, m->o.lb_weight * (float)n / ((float)tokens * (float)tokens), 0.0f);
+}
+
+/* DeepSeek-V3's aux-loss-free balancing: nudge each expert's selection bias
+ * by +-rate toward the mean load (sign of mean - load), outside autograd. */
+void moe_update_bias(moe *m, const moe_routing *r, int64_t tokens)
+{
+    float mean = (float)tokens * (float)m->o.top_k / (float)m->o.num_experts;
+    for (int e = 0; e < m->o.num_experts; e++) {
+        if (r->load[e] < mean) m->sel_bias[e] += m->o.bias_rate;
+        if (r->load[e] > mean) m->sel_bias[e] -= m->o.bias_rate;
+    }
+}
