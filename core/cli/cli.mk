@@ -1,1 +1,11 @@
-# (empty until this area lands)
+# alphast-run: main.c dispatches to the subcommands listed in commands.c,
+# one file cmd_<name>.c each; cli_args.c parses options and prints --help.
+bin_PROGRAMS += alphast-run
+alphast_run_SOURCES = core/cli/main.c core/cli/commands.c core/cli/commands.h \
+	core/cli/cli.h core/cli/cli_args.c core/cli/cmd_plugins.c
+alphast_run_LDADD = libalphast.la
+
+check_PROGRAMS += tests/test_cli
+tests_test_cli_SOURCES = tests/test_cli.c
+tests_test_cli_CFLAGS = $(TEST_CC)
+tests_test_cli_LDADD = $(TEST_LIBS)

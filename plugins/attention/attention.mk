@@ -1,1 +1,34 @@
-# (empty until this area lands)
+# Attention plugins: attn_linear (lucidrains linear attention) and attn_gated
+# (gated softmax attention with a fused tiled core), and their tests.
+plugin_LTLIBRARIES += plugins/attention/attn_linear.la plugins/attention/attn_gated.la
+plugins_attention_attn_linear_la_SOURCES = plugins/attention/attn_linear.c \
+	plugins/attention/attn_util.c plugins/attention/attn_util.h
+plugins_attention_attn_linear_la_CPPFLAGS = $(PLUGIN_CPP)
+plugins_attention_attn_linear_la_LDFLAGS = $(PLUGIN_LINK)
+plugins_attention_attn_linear_la_LIBADD = -lm
+
+plugins_attention_attn_gated_la_SOURCES = plugins/attention/attn_gated.c \
+	plugins/attention/attn_gated_kernel.c plugins/attention/attn_gated_kernel.h \
+	plugins/attention/attn_util.c plugins/attention/attn_util.h
+plugins_attention_attn_gated_la_CPPFLAGS = $(PLUGIN_CPP)
+plugins_attention_attn_gated_la_LDFLAGS = $(PLUGIN_LINK)
+plugins_attention_attn_gated_la_LIBADD = -lm
+
+# Shared by the plugin tests: loads a plugin from the build tree.
+ATTN_TEST_SOURCES = tests/plugin_fixture.c tests/plugin_fixture.h tests/attn_reference.c tests/attn_reference.h
+
+check_PROGRAMS += tests/test_attn_linear tests/test_attn_gated
+tests_test_attn_linear_SOURCES = tests/test_attn_linear.c $(ATTN_TEST_SOURCES)
+tests_test_attn_linear_CFLAGS = $(TEST_CC)
+tests_test_attn_linear_LDADD = $(TEST_LIBS) $(LTDL_LIBS)
+# The test also drives the fused kernel directly (it needs only the host table).
+tests_test_attn_gated_SOURCES = tests/test_attn_gated.c $(ATTN_TEST_SOURCES) \
+	plugins/attention/attn_gated_kernel.c plugins/attention/attn_gated_kernel.h
+tests_test_attn_gated_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/attention
+tests_test_attn_gated_CFLAGS = $(TEST_CC)
+tests_test_attn_gated_LDADD = $(TEST_LIBS) $(LTDL_LIBS)
+
+check_PROGRAMS += tests/test_attn_golden
+tests_test_attn_golden_SOURCES = tests/test_attn_golden.c tests/plugin_fixture.c tests/plugin_fixture.h
+tests_test_attn_golden_CFLAGS = $(TEST_CC)
+tests_test_attn_golden_LDADD = $(TEST_LIBS) $(LTDL_LIBS)

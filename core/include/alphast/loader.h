@@ -39,4 +39,7 @@ const ast_plugin *const *ast_plugins_discover(int *n_out);
 const char *ast_kind_name(ast_plugin_kind kind);   /* "attention" */
 const char *ast_kind_prefix(ast_plugin_kind kind); /* "attn" */
 
+/* The directories searched for `kind`, in order, ':'-joined into buf. */
+const char *ast_plugins_search_path(ast_plugin_kind kind, char *buf, size_t n);
+
 #endif

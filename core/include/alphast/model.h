@@ -67,4 +67,14 @@ typedef void (*ast_tap_fn)(void *ud, const char *name, ast_tensor *t);
 ast_model_out ast_model_forward(ast_model *m, ast_ctx *c, ast_tensor *expression, ast_tensor *t,
                                 ast_tensor *positions, ast_tensor *mask, ast_tap_fn tap, void *tap_ud);
 
+/* Parameters per module group, summed over layers (for reports). Active
+ * counts differ from totals only inside plugins that report active_params. */
+enum { AST_N_PARAM_GROUPS = 6 };
+typedef struct ast_param_group {
+    const char *name; /* "input encoders", "attention wrappers", "attention plugin", "ffn plugin",
+                       * "layer norms and time branch", "output heads" */
+    int64_t total, active;
+} ast_param_group;
+void ast_model_param_groups(const ast_model *m, ast_param_group out[AST_N_PARAM_GROUPS]);
+
 #endif

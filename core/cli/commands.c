@@ -1,0 +1,17 @@
+/* The table of alphast-run's subcommands, in the order --help lists them. */
+#include <string.h>
+
+#include "commands.h"
+
+const cli_command cli_commands[] = {
+    {"plugins", "list the plugins found, with their options", cmd_plugins},
+};
+
+const int cli_n_commands = (int)(sizeof cli_commands / sizeof cli_commands[0]);
+
+const cli_command *cli_command_find(const char *name)
+{
+    for (int i = 0; i < cli_n_commands; i++)
+        if (!strcmp(cli_commands[i].name, name)) return &cli_commands[i];
+    return NULL;
+}

@@ -1,0 +1,31 @@
+/* The fused softmax-attention core of the gated plugin: one tape node with
+ * its own backward, in two implementations that agree to rounding. */
+#ifndef ALPHAST_ATTN_GATED_KERNEL_H
+#define ALPHAST_ATTN_GATED_KERNEL_H
+
+#include "alphast/plugin.h"
+
+typedef enum attn_kernel {
+    /* FlashAttention-2 style: key tiles with an online softmax, only the
+     * per-row log-sum-exp is kept; the backward recomputes the tiles. */
+    ATTN_KERNEL_TILED = 0,
+    /* Materialises the B*H*N*N probabilities (reference, short sets). */
+    ATTN_KERNEL_NAIVE = 1
+} attn_kernel;
+
+typedef struct attn_core_cfg {
+    attn_kernel kernel;
+    int tile;      /* rows and columns of a tile (tiled kernel) */
+    float dropout; /* on the probabilities; pass 0 outside training */
+} attn_core_cfg;
+
+/* O = Dropout(softmax(Q K^T / sqrt(dh))) V for q, k, v [B, H, N, dh]. Keys
+ * of cells with mask [B, N] == 0 get no probability; a set without any
+ * valid cell attends over all its cells, as the unmasked reference does.
+ * mask may be NULL (no padding). The dropout keep decision is a hash of
+ * (seed drawn once per call from host->rng_u64, b, h, i, j), so both
+ * kernels and both passes drop the same cells. */
+ast_tensor *attn_core(const ast_host *host, ast_ctx *c, ast_tensor *q, ast_tensor *k, ast_tensor *v,
+                      const ast_tensor *mask, const attn_core_cfg *cfg);
+
+#endif

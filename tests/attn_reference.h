@@ -1,0 +1,22 @@
+/* Straightforward double-precision versions of the two attention blocks,
+ * written from the spec (§2 and §1.6) independently of the plugins, for
+ * value checks. Parameters are looked up in p by "<prefix>.<name>". */
+#ifndef ALPHAST_TEST_ATTN_REFERENCE_H
+#define ALPHAST_TEST_ATTN_REFERENCE_H
+
+#include "alphast/core.h"
+
+typedef struct ref_dims {
+    int B, N, E, H;
+} ref_dims;
+
+/* x [B, N, E], mask [B, N] or NULL (padded keys are left out of the
+ * softmaxes; a set without valid cells keeps all), out [B, N, E]. */
+void ref_linear_block(const ast_params *p, const char *prefix, ref_dims d, const float *x, const float *mask,
+                      double *out);
+
+/* gate_type 0 headwise, 1 elementwise, 2 none; no dropout. */
+void ref_gated_block(const ast_params *p, const char *prefix, ref_dims d, int gate_type, int qk_norm,
+                     const float *x, const float *mask, double *out);
+
+#endif

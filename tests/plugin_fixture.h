@@ -1,0 +1,37 @@
+/* Test fixture for layer plugins: loads a plugin's shared object from the
+ * build tree, builds an instance with its parameters in a fresh store, runs
+ * it, and gradient-checks it with respect to its input and every parameter. */
+#ifndef ALPHAST_TEST_PLUGIN_FIXTURE_H
+#define ALPHAST_TEST_PLUGIN_FIXTURE_H
+
+#include "gradcheck.h"
+
+typedef struct pf_instance {
+    const ast_plugin_desc *desc;
+    void *self;
+    ast_params *params;
+    ast_layer_dims dims;
+} pf_instance;
+
+/* $ALPHAST_BUILD_DIR/plugins/<area>/<file> (libtool finds .la or .so);
+ * fails the test when it cannot be loaded. */
+const ast_plugin_desc *pf_load(const char *area, const char *file);
+
+/* An instance whose parameters are named under `prefix` and initialised
+ * from `seed` (equal seeds give equal weights). Options are the plugin's
+ * defaults overridden by "key=value" strings, which must outlive it. */
+pf_instance pf_create(const ast_plugin_desc *d, const char *prefix, const ast_layer_dims *dims, uint64_t seed,
+                      const char *const *overrides, int n_overrides);
+void pf_destroy(pf_instance *pi);
+
+ast_tensor *pf_forward(const pf_instance *pi, ast_ctx *c, ast_tensor *x, ast_tensor *mask);
+
+/* A heap tensor that needs no gradient (masks, golden data); data may be NULL. */
+ast_tensor *pf_const(int ndim, const int64_t *shape, const float *data);
+void pf_const_free(ast_tensor *t);
+
+/* gc_check of pf_forward over x and every parameter of the instance. */
+gc_result pf_gradcheck(const pf_instance *pi, ast_tensor *x, ast_tensor *mask, int training, float h,
+                       double floor);
+
+#endif

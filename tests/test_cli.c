@@ -1,0 +1,150 @@
+/* alphast-run as a user calls it: exit statuses, --help, --version, the
+ * plugin listing and the one-line usage errors. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "alphast/plugin.h"
+
+#define FIXTURES ALPHAST_BUILD_DIR "/tests/plugins"
+
+typedef struct run_result {
+    int status;
+    char out[16384]; /* stdout */
+    char err[4096];  /* stderr */
+} run_result;
+
+static void slurp(const char *path, char *buf, size_t n)
+{
+    FILE *f = fopen(path, "r");
+    size_t got = f ? fread(buf, 1, n - 1, f) : 0;
+    buf[got] = '\0';
+    if (f) fclose(f);
+}
+
+/* Runs alphast-run with args and the given plugin path, stdout and
+ * stderr kept apart. */
+static run_result *run_in(const char *plugin_path, const char *args)
+{
+    static run_result r;
+    char cmd[1024], out[] = "/tmp/alphast-cli-out-XXXXXX", err[] = "/tmp/alphast-cli-err-XXXXXX";
+    close(mkstemp(out));
+    close(mkstemp(err));
+    snprintf(cmd, sizeof cmd, "ALPHAST_PLUGIN_PATH=%s %s/alphast-run %s >%s 2>%s", plugin_path, ALPHAST_BUILD_DIR, args,
+             out, err);
+    int st = system(cmd);
+    cr_assert(WIFEXITED(st), "%s did not exit", cmd);
+    r.status = WEXITSTATUS(st);
+    slurp(out, r.out, sizeof r.out);
+    slurp(err, r.err, sizeof r.err);
+    remove(out);
+    remove(err);
+    return &r;
+}
+
+static run_result *run(const char *args) { return run_in(FIXTURES, args); }
+
+#define assert_has(text, part) cr_assert(strstr((text), (part)), "'%s' not in: %s", (part), (text))
+
+static int lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
+/* A usage error is two lines on stderr: the error, then the --help hint. */
+static void assert_usage_error(const run_result *r, const char *msg, const char *hint)
+{
+    cr_assert_eq(r->status, 2, "exit %d: %s", r->status, r->err);
+    assert_has(r->err, msg);
+    assert_has(r->err, hint);
+    cr_assert_eq(lines(r->err), 2, "%s", r->err);
+    cr_assert_str_empty(r->out);
+}
+
+Test(cli, help_lists_commands_and_options)
+{
+    run_result *r = run("--help");
+    cr_assert_eq(r->status, 0);
+    assert_has(r->out, "Usage: alphast-run");
+    assert_has(r->out, "--list-plugins");
+    assert_has(r->out, "  plugins ");
+}
+
+Test(cli, every_command_has_help)
+{
+    run_result *r = run("plugins --help");
+    cr_assert_eq(r->status, 0);
+    assert_has(r->out, "Usage: alphast-run plugins [--kind KIND]");
+    assert_has(r->out, "-k, --kind KIND");
+}
+
+Test(cli, version_names_the_abi)
+{
+    char want[128];
+    snprintf(want, sizeof want, "alphast-run %s (plugin ABI %d.%d)\n", PACKAGE_VERSION, AST_ABI_MAJOR, AST_ABI_MINOR);
+    run_result *r = run("--version");
+    cr_assert_eq(r->status, 0);
+    cr_assert_str_eq(r->out, want);
+}
+
+Test(cli, list_plugins_shows_options_aligned)
+{
+    run_result *r = run("--list-plugins");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    assert_has(r->out, "attention plugins (search path " ALPHAST_BUILD_DIR "/tests/plugins:");
+    assert_has(r->out, "  fixture 1.2.3: loader test fixture: copies its input\n");
+    assert_has(r->out, "attn_fixture.so\n");
+    /* Column widths come from the longest entry: learning_rate, elementwise
+     * and headwise|elementwise|none. */
+    assert_has(r->out, "    option         type    default      allowed                    meaning\n");
+    assert_has(r->out, "    heads          int     4            [1, 64]                    an integer in [1, 64]\n");
+    assert_has(r->out, "    gate           enum    elementwise  headwise|elementwise|none  one of three choices\n");
+    assert_has(r->out, "    scale          float   -2.5         any ");
+    assert_has(r->out, "  legacy 0.1: descriptor of the smallest size\n");
+    assert_has(r->err, "warning: attention plugin 'badabi'");
+    cr_assert_null(strstr(r->out, "badabi"), "a broken plugin was listed");
+}
+
+Test(cli, plugins_filters_by_kind)
+{
+    run_result *r = run("plugins --kind=monitor");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    assert_has(r->out, "legacy");
+    cr_assert_null(strstr(r->out, "fixture"));
+    assert_usage_error(run("plugins -k atention"), "alphast-run plugins: --kind must be attention, ffn or monitor, not 'atention'",
+                       "Try 'alphast-run plugins --help'");
+}
+
+Test(cli, unknown_command_suggests)
+{
+    assert_usage_error(run("plugns"), "alphast-run: unknown command 'plugns' (did you mean 'plugins'?)",
+                       "Try 'alphast-run --help'");
+}
+
+Test(cli, unknown_flags)
+{
+    assert_usage_error(run("--frobnicate"), "alphast-run: unknown option '--frobnicate'", "Try 'alphast-run --help'");
+    assert_usage_error(run("plugins --knd ffn"), "alphast-run plugins: unknown option '--knd' (did you mean '--kind'?)",
+                       "Try 'alphast-run plugins --help'");
+    assert_usage_error(run("plugins --kind"), "option '--kind' needs a value (KIND)", "plugins --help");
+    assert_usage_error(run("plugins extra"), "unexpected argument 'extra'", "plugins --help");
+}
+
+Test(cli, no_command_is_a_usage_error)
+{
+    assert_usage_error(run(""), "alphast-run: no command given", "Try 'alphast-run --help'");
+}
+
+Test(cli, bad_plugin_path_fails_with_one_line)
+{
+    run_result *r = run_in("/nonexistent", "plugins");
+    cr_assert_eq(r->status, 1);
+    cr_assert_str_eq(r->err, "alphast-run: ALPHAST_PLUGIN_PATH: '/nonexistent' is not a directory; "
+                             "set it to a colon-separated list of plugin directories\n");
+    cr_assert_str_empty(r->out);
+}

@@ -1,0 +1,200 @@
+/* `alphast-run params` and `alphast-run forward` through the built binary:
+ * the spec's parameter counts, and a forward pass that reproduces the
+ * golden gated_moe outputs. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "alphast/safetensors.h"
+
+typedef struct cli_run {
+    int status;
+    char text[16384]; /* stdout and stderr */
+} cli_run;
+
+static const char *env(const char *name)
+{
+    const char *v = getenv(name);
+    cr_assert_not_null(v, "%s is not set (run through make check)", name);
+    return v;
+}
+
+/* alphast-run with the arguments fmt formats; stdout and stderr together. */
+static cli_run *run(const char *fmt, ...)
+{
+    static cli_run r;
+    char cmd[4096];
+    int n = snprintf(cmd, sizeof cmd, "%s/alphast-run ", env("ALPHAST_BUILD_DIR"));
+    va_list ap;
+    va_start(ap, fmt);
+    n += vsnprintf(cmd + n, sizeof cmd - (size_t)n, fmt, ap);
+    va_end(ap);
+    cr_assert_lt(n + 6, (int)sizeof cmd, "command too long");
+    strcat(cmd, " 2>&1");
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p, "cannot run %s", cmd);
+    size_t got = fread(r.text, 1, sizeof r.text - 1, p);
+    r.text[got] = '\0';
+    int st = pclose(p);
+    cr_assert(WIFEXITED(st), "%s did not exit", cmd);
+    r.status = WEXITSTATUS(st);
+    return &r;
+}
+
+#define assert_has(text, part) cr_assert(strstr((text), (part)), "'%s' not in:\n%s", (part), (text))
+
+Test(cli_model, params_baseline_matches_the_spec)
+{
+    cli_run *r = run("params %s/model/base.yaml --genes 100", env("ALPHAST_TEST_DATA"));
+    cr_assert_eq(r->status, 0, "%s", r->text);
+    assert_has(r->text, "attention linear, ffn dense");
+    assert_has(r->text, "707,508        707,508");
+    assert_has(r->text, "attention plugin (linear)");
+    assert_has(r->text, "active share: 100.0%");
+}
+
+Test(cli_model, params_gated_moe_counts_active_experts)
+{
+    cli_run *r = run("params %s/model/gated_moe.yaml -g 100", env("ALPHAST_TEST_DATA"));
+    cr_assert_eq(r->status, 0, "%s", r->text);
+    assert_has(r->text, "attention gated, ffn moe");
+    assert_has(r->text, "447,804        381,500"); /* spec §1.11, HEAD expert width */
+}
+
+Test(cli_model, params_errors_are_one_line)
+{
+    cli_run *r = run("params %s/model/base.yaml --genes zero", env("ALPHAST_TEST_DATA"));
+    cr_assert_eq(r->status, 2, "%s", r->text);
+    assert_has(r->text, "--genes must be a positive integer, not 'zero'");
+    r = run("params %s/model/no_such.yaml", env("ALPHAST_TEST_DATA"));
+    cr_assert_eq(r->status, 1, "%s", r->text);
+    assert_has(r->text, "no_such.yaml");
+    r = run("params");
+    cr_assert_eq(r->status, 2, "%s", r->text);
+}
+
+/* ---- forward ---------------------------------------------------------------- */
+
+static char *golden(char *buf, size_t n, const char *file)
+{
+    snprintf(buf, n, "%s/golden/%s", env("ALPHAST_TEST_DATA"), file);
+    return buf;
+}
+
+static float *read_all(const ast_st_file *f, const char *name, int64_t *numel)
+{
+    ast_error e = {""};
+    int i = ast_st_find(f, name);
+    cr_assert_geq(i, 0, "%s: no %s", ast_st_path(f), name);
+    *numel = ast_st_numel(f, i);
+    float *v = malloc((size_t)*numel * sizeof *v);
+    cr_assert_eq(ast_st_read_f32(f, name, 0, NULL, v, &e), 0, "%s", e.msg);
+    return v;
+}
+
+/* The golden inputs under the names `forward` reads; all but `skip`. */
+static void write_inputs(const ast_st_file *io, const char *path, const char *skip)
+{
+    static const char *const names[][2] = {{"in.noisy_expression", "expression"},
+                                           {"in.noisy_positions", "positions"},
+                                           {"in.diffusion_time", "t"},
+                                           {"in.node_mask", "node_mask"}};
+    float *data[4] = {0};
+    ast_st_writer *w = ast_st_writer_new();
+    for (int k = 0; k < 4; k++) {
+        if (skip && !strcmp(skip, names[k][1])) continue;
+        int64_t n, i = ast_st_find(io, names[k][0]);
+        data[k] = read_all(io, names[k][0], &n);
+        ast_st_writer_add(w, names[k][1], AST_ST_F32, ast_st_ndim(io, (int)i), ast_st_shape(io, (int)i), data[k]);
+    }
+    ast_error e = {""};
+    cr_assert_eq(ast_st_writer_write(w, path, &e), 0, "%s", e.msg);
+    ast_st_writer_free(w);
+    for (int k = 0; k < 4; k++) free(data[k]);
+}
+
+/* max|a - b| / max|b|: float32 error scales with the tensor's magnitude. */
+static double rel_error(const ast_st_file *got, const char *name, const ast_st_file *ref, const char *ref_name)
+{
+    int64_t n, m;
+    float *a = read_all(got, name, &n), *b = read_all(ref, ref_name, &m);
+    cr_assert_eq(n, m, "%s: %lld values, reference %lld", name, (long long)n, (long long)m);
+    double diff = 0.0, scale = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        diff = fmax(diff, fabs((double)a[i] - b[i]));
+        scale = fmax(scale, fabs((double)b[i]));
+    }
+    free(a);
+    free(b);
+    return diff / fmax(scale, 1e-12);
+}
+
+typedef struct tmp_files {
+    char dir[64], inputs[128], out[128];
+} tmp_files;
+
+static void tmp_files_make(tmp_files *t)
+{
+    snprintf(t->dir, sizeof t->dir, "/tmp/alphast-fwd-XXXXXX");
+    cr_assert_not_null(mkdtemp(t->dir));
+    snprintf(t->inputs, sizeof t->inputs, "%s/in.safetensors", t->dir);
+    snprintf(t->out, sizeof t->out, "%s/out.safetensors", t->dir);
+}
+
+static void tmp_files_remove(const tmp_files *t)
+{
+    remove(t->inputs);
+    remove(t->out);
+    rmdir(t->dir);
+}
+
+/* The same eval forward as the golden parity test: 1e-5 as there. */
+Test(cli_model, forward_reproduces_the_golden_outputs)
+{
+    char path[1024], weights[1024];
+    ast_error e = {""};
+    ast_st_file *io = ast_st_open(golden(path, sizeof path, "gated_moe.io.safetensors"), &e);
+    cr_assert_not_null(io, "%s", e.msg);
+    tmp_files t;
+    tmp_files_make(&t);
+    write_inputs(io, t.inputs, NULL);
+    cli_run *r = run("forward -c %s/model/gated_moe.yaml --weights %s --inputs %s --out %s", env("ALPHAST_TEST_DATA"),
+                     golden(weights, sizeof weights, "gated_moe.weights.safetensors"), t.inputs, t.out);
+    cr_assert_eq(r->status, 0, "%s", r->text);
+
+    ast_st_file *out = ast_st_open(t.out, &e);
+    cr_assert_not_null(out, "%s", e.msg);
+    cr_expect_lt(rel_error(out, "expression", io, "out.pred_expression"), 1e-5);
+    cr_expect_lt(rel_error(out, "positions", io, "out.pred_positions"), 1e-5);
+    cr_expect_lt(rel_error(out, "moe_aux", io, "out.moe_aux"), 1e-5);
+    ast_st_close(out);
+    ast_st_close(io);
+    tmp_files_remove(&t);
+}
+
+Test(cli_model, forward_names_what_is_missing)
+{
+    char path[1024], weights[1024];
+    ast_error e = {""};
+    ast_st_file *io = ast_st_open(golden(path, sizeof path, "gated_moe.io.safetensors"), &e);
+    cr_assert_not_null(io, "%s", e.msg);
+    tmp_files t;
+    tmp_files_make(&t);
+    write_inputs(io, t.inputs, "positions");
+    cli_run *r = run("forward -c %s/model/gated_moe.yaml -w %s -i %s -o %s", env("ALPHAST_TEST_DATA"),
+                     golden(weights, sizeof weights, "gated_moe.weights.safetensors"), t.inputs, t.out);
+    cr_assert_eq(r->status, 1, "%s", r->text);
+    assert_has(r->text, "no tensor 'positions'; expected [2, 24, 3]");
+    cr_assert_neq(access(t.out, F_OK), 0, "no output on failure");
+
+    r = run("forward -c %s/model/gated_moe.yaml", env("ALPHAST_TEST_DATA"));
+    cr_assert_eq(r->status, 2, "%s", r->text);
+    assert_has(r->text, "--weights FILE is required");
+    ast_st_close(io);
+    tmp_files_remove(&t);
+}
