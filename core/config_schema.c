@@ -56,10 +56,17 @@ static const cfg_key schema[] = {
     INT("training.accumulate_grad_batches", "1", CFG_POSITIVE),
     BOOL("training.early_stopping", "false"),
     INT("training.patience", "10", CFG_POSITIVE),
+    INT("training.steps_per_epoch", "50", CFG_POSITIVE),     /* alphast: sets are sampled, so epochs are counted in steps */
+    FLT("training.max_minutes", "0", CFG_NONNEG),            /* alphast: stop (with a checkpoint) after this long; 0 = no limit */
+    BOOL("training.amsgrad", "true"),                        /* alphast: the reference hard-codes AMSGrad */
+    INT("training.val_sets", "16", CFG_POSITIVE),            /* alphast: fixed validation sets */
+    INT("training.val_t_points", "4", CFG_POSITIVE),         /* alphast: fixed grid of diffusion times for validation */
     MAP("training.scheduler"), /* absent: constant learning rate */
     ENUM("training.scheduler.type", "cosine", "cosine"),
     INT("training.scheduler.T_max", "100", CFG_POSITIVE),
     FLT("training.scheduler.eta_min", "1e-6", CFG_NONNEG),
+    BOOL("training.scheduler.per_step", "false"),            /* alphast: T_max counts steps instead of epochs */
+    INT("training.scheduler.warmup_steps", "0", CFG_NONNEG), /* alphast: linear warm-up */
 
     MAP("distributed"),
     BOOL("distributed.enabled", "false"),
@@ -111,6 +118,11 @@ static const cfg_key schema[] = {
     {"monitors", CFG_PLUGINS, NULL, NULL, CFG_FREE},
 
     MAP("data"),
+    STR("data.path", "null"),          /* alphast: .h5ad, or CSV/TSV (gzip allowed) */
+    STR("data.coords_file", "null"),   /* alphast: CSV genes x cells: the x y z file */
+    BOOL("data.genes_by_cells", "false"),
+    STR("data.slice_key", "null"),     /* alphast: obs column naming each cell's slice */
+    INT("data.set_size", "64", CFG_POSITIVE), /* alphast: cells per neighbourhood set (N) */
     STR("data.raw_data_dir", "./data/raw"),
     STR("data.processed_data_dir", "./data/processed"),
     MAP("data.preprocessing"),
@@ -120,6 +132,8 @@ static const cfg_key schema[] = {
     FLT("data.preprocessing.z_spacing", "1.0", CFG_POSITIVE),
     STR("data.preprocessing.cell_type_key", "cell_type"),
     BOOL("data.preprocessing.scale", "true"),
+    BOOL("data.preprocessing.log_normalize", "true"),
+    FLT("data.preprocessing.clip", "10", CFG_POSITIVE),
     BOOL("data.preprocessing.normalize_position", "false"),
     MAP("data.loading"),
     STR("data.loading.mode", "slice"),

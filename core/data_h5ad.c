@@ -341,7 +341,10 @@ static int read_all(h5ad *h, const ast_data_opts *o, ast_dataset *d)
         d->n_slices = n;
         free_strings(names, n);
     }
-    if (o->cell_type_key) {
+    /* Cell types are optional (spec §8.1): a missing column means none. */
+    char ct_path[512];
+    snprintf(ct_path, sizeof ct_path, "obs/%s", o->cell_type_key ? o->cell_type_key : "");
+    if (o->cell_type_key && exists(h->file, "obs") && exists(h->file, ct_path)) {
         d->cell_type = read_obs_labels(h, o->cell_type_key, cells, &d->type_names, &d->n_types);
         if (!d->cell_type) return 0;
     }

@@ -29,30 +29,6 @@ static int is_dir(const char *path)
     return !stat(path, &st) && S_ISDIR(st.st_mode);
 }
 
-/* Is the running executable inside dir? (Linux; elsewhere: no.) */
-static int running_from(const char *dir)
-{
-    char exe[PATH_BUF];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    char *real = realpath(dir, NULL);
-    int inside = 0;
-    if (n > 0 && real) {
-        size_t len = strlen(real);
-        exe[n] = '\0';
-        inside = !strncmp(exe, real, len) && exe[len] == '/';
-    }
-    free(real);
-    return inside;
-}
-
-/* The build tree when running uninstalled (tests set ALPHAST_BUILD_DIR). */
-static const char *build_dir(void)
-{
-    const char *env = getenv("ALPHAST_BUILD_DIR");
-    if (env && *env) return env;
-    return running_from(ALPHAST_BUILD_DIR) ? ALPHAST_BUILD_DIR : NULL;
-}
-
 static int add_env_dirs(ast_strlist *dirs, ast_error *e)
 {
     const char *env = getenv("ALPHAST_PLUGIN_PATH");
@@ -70,7 +46,7 @@ static int add_env_dirs(ast_strlist *dirs, ast_error *e)
 int ast_search_init(ast_error *e)
 {
     ast_strlist env = {0};
-    const char *build = build_dir();
+    const char *build = ast_build_dir();
     if (!add_env_dirs(&env, e)) {
         ast_strlist_free(&env);
         return 0;

@@ -20,3 +20,10 @@ check_PROGRAMS += tests/test_data
 tests_test_data_SOURCES = tests/test_data.c
 tests_test_data_CFLAGS = $(TEST_CC) $(HDF5_CFLAGS)
 tests_test_data_LDADD = $(TEST_LIBS) $(HDF5_LIBS)
+
+libalphast_la_SOURCES += core/progress.c core/train.c core/train_val.c core/train_ckpt.c core/train_config.c core/train_internal.h
+noinst_HEADERS += core/include/alphast/progress.h core/include/alphast/train.h
+
+# Shipped with the program: the bundled dataset (MIT, see its README) and configs.
+nobase_dist_pkgdata_DATA = configs/starmap.yaml \
+	data/starmap3d/starmap3d.h5ad data/starmap3d/expr.txt.gz data/starmap3d/loc.txt data/starmap3d/README.md

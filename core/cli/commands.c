@@ -4,6 +4,7 @@
 #include "commands.h"
 
 const cli_command cli_commands[] = {
+    {"train", "train a model on a dataset (resumes an interrupted run)", cmd_train},
     {"plugins", "list the plugins found, with their options", cmd_plugins},
 };
 

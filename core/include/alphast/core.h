@@ -47,6 +47,15 @@ void ast_error_set(ast_error *e, const char *fmt, ...) AST_PRINTF(2, 3);
 /* Logging to stderr; level from ALPHAST_LOG (debug|info|warn|error). */
 void ast_log(ast_log_level level, const char *fmt, ...) AST_PRINTF(2, 3);
 
+/* ---- where things are ---------------------------------------------------- */
+
+/* The build tree when running uninstalled ($ALPHAST_BUILD_DIR, or the
+ * executable lies in the compiled-in build directory), else NULL. */
+const char *ast_build_dir(void);
+/* A file alphast ships, e.g. "configs/starmap.yaml": from the source tree
+ * when running uninstalled, else from the installed data directory. */
+const char *ast_shipped_file(const char *rel, char *buf, size_t n);
+
 /* ---- deterministic RNG (xoshiro256**; seeded by splitmix64) ------------- */
 
 typedef struct ast_rng {

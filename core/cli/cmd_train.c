@@ -1,0 +1,147 @@
+/* `alphast-run train [--config FILE] [KEY=VALUE ...]`: trains a model on a
+ * dataset and writes a run directory; re-running continues from its
+ * checkpoint. */
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alphast/config.h"
+#include "alphast/train.h"
+#include "cli.h"
+#include "commands.h"
+
+enum { OPT_CONFIG, OPT_DATA, OPT_OUT, OPT_FRESH, OPT_QUIET, N_OPTS };
+
+static const cli_option options[N_OPTS] = {
+    [OPT_CONFIG] = {"config", 'c', "FILE", "run configuration (default: the bundled configs/starmap.yaml)"},
+    [OPT_DATA] = {"data", 'd', "FILE", "dataset, .h5ad or CSV/TSV (default: the config's data.path)"},
+    [OPT_OUT] = {"out", 'o', "DIR", "run directory (default: runs/<config name>)"},
+    [OPT_FRESH] = {"fresh", 0, NULL, "start over even if DIR holds a checkpoint"},
+    [OPT_QUIET] = {"quiet", 'q', NULL, "no progress bar"},
+};
+
+static const cli_spec spec = {
+    .name = "train",
+    .usage = "[--config FILE] [--data FILE] [--out DIR] [--fresh] [KEY=VALUE ...]",
+    .about = "Trains AlphaSTomics on a spatial transcriptomics dataset: neighbourhood sets of\n"
+             "cells, diffusion on expression and/or positions (training_mode), AdamW.\n"
+             "KEY=VALUE arguments override the config (training.epochs=5, attention=gated).\n"
+             "The run directory gets config.yaml, metrics.jsonl, checkpoint.safetensors,\n"
+             "best.safetensors and summary.json; running again resumes from the checkpoint.",
+    .options = options,
+    .n_options = N_OPTS,
+    .max_args = 64,
+};
+
+/* Relative data paths in a config are relative to the config's directory. */
+static const char *config_relative(const char *cfg_path, const char *p, char *buf, size_t n)
+{
+    if (!p || p[0] == '/') return p;
+    char *copy = ast_xstrdup(cfg_path);
+    snprintf(buf, n, "%s/%s", dirname(copy), p);
+    free(copy);
+    return buf;
+}
+
+static ast_cfg *load_config(const char *path, const char **args, int n_args, ast_error *e)
+{
+    ast_cfg *cfg = ast_cfg_load_file(path, e);
+    for (int i = 0; cfg && i < n_args; i++)
+        if (ast_cfg_override(cfg, args[i], e) < 0) {
+            ast_cfg_free(cfg);
+            cfg = NULL;
+        }
+    return cfg;
+}
+
+static int load_data(const ast_cfg *cfg, const char *cfg_path, const char *data_arg, ast_dataset *d, ast_split sp[3],
+                     ast_error *e)
+{
+    char b1[4096], b2[4096];
+    ast_data_opts o;
+    ast_data_opts_from_cfg(cfg, &o);
+    const char *path = data_arg ? data_arg : config_relative(cfg_path, ast_cfg_str(cfg, "data.path"), b1, sizeof b1);
+    o.coords_file = config_relative(cfg_path, o.coords_file, b2, sizeof b2);
+    if (!path) {
+        ast_error_set(e, "%s: no dataset; set data.path or pass --data FILE", cfg_path);
+        return -1;
+    }
+    if (ast_data_read(path, &o, d, e) < 0 || ast_data_preprocess(d, &o, e) < 0) return -1;
+    return ast_data_split(d, ast_cfg_float(cfg, "data.split_ratio.val"), ast_cfg_float(cfg, "data.split_ratio.test"), sp, e);
+}
+
+static char *dump_config(const ast_cfg *cfg, ast_error *e)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    int rc = ast_cfg_dump(cfg, f, e);
+    fclose(f);
+    if (rc < 0) free(text);
+    return rc < 0 ? NULL : text;
+}
+
+static void print_summary(const char *dir, const ast_train_result *r, const ast_model *m)
+{
+    printf("\n%s: %lld steps in %d epochs, %.1f s (%.2f steps/s), stopped by %s\n", dir, (long long)r->steps, r->epochs,
+           r->seconds, r->steps_per_second, r->stop_reason);
+    printf("  validation loss: best %.5f (epoch %d), last %.5f; train loss %.5f\n", r->best_val, r->best_epoch + 1,
+           r->last_val, r->last_train);
+    printf("  parameters: %lld total, %lld active\n", (long long)ast_model_param_count(m),
+           (long long)ast_model_active_param_count(m));
+}
+
+static int train(const char **v, const char **args, int n_args, ast_error *e)
+{
+    char def[4096], out[4096];
+    const char *cfg_path = v[OPT_CONFIG] ? v[OPT_CONFIG] : ast_shipped_file("configs/starmap.yaml", def, sizeof def);
+    ast_cfg *cfg = load_config(cfg_path, args, n_args, e);
+    if (!cfg) return -1;
+    ast_dataset d = {0};
+    ast_split sp[3] = {{0}};
+    ast_model_config mc;
+    ast_train_config tc;
+    ast_model *m = NULL;
+    ast_trainer *t = NULL;
+    char *yaml = NULL;
+    int rc = -1;
+    if (load_data(cfg, cfg_path, v[OPT_DATA], &d, sp, e) < 0 || ast_cfg_model(cfg, d.n_genes, &mc, e) < 0 ||
+        ast_train_config_from_cfg(cfg, &tc, e) < 0 || !(m = ast_model_new(&mc, tc.seed, e)) || !(yaml = dump_config(cfg, e)))
+        goto done;
+    tc.progress = !v[OPT_QUIET];
+    if (!v[OPT_OUT]) {
+        char *copy = ast_xstrdup(cfg_path), *base = basename(copy), *dot = strrchr(base, '.');
+        if (dot) *dot = 0;
+        snprintf(out, sizeof out, "runs/%s", base);
+        free(copy);
+    }
+    const char *dir = v[OPT_OUT] ? v[OPT_OUT] : out;
+    if (!(t = ast_trainer_new(m, &d, sp, &tc, dir, yaml, e))) goto done;
+    int resumed = v[OPT_FRESH] ? 0 : ast_trainer_resume(t, e);
+    if (resumed < 0) goto done;
+    fprintf(stderr, "alphast: %s %s: %lld cells x %d genes (%lld train, %lld validation), %s + %s, %s\n",
+            resumed ? "resuming" : "training", dir, (long long)d.n_cells, d.n_genes, (long long)sp[0].n,
+            (long long)sp[1].n, mc.attention, mc.ffn, ast_mode_name(tc.mode));
+    ast_train_result r;
+    if (ast_trainer_run(t, &r, e) < 0) goto done;
+    print_summary(dir, &r, m);
+    rc = 0;
+done:
+    ast_trainer_free(t);
+    ast_model_free(m);
+    ast_split_free(sp);
+    ast_dataset_free(&d);
+    free(yaml);
+    ast_cfg_free(cfg);
+    return rc;
+}
+
+int cmd_train(int argc, char **argv)
+{
+    const char *v[N_OPTS], *args[64];
+    int n_args;
+    int rc = cli_parse(&spec, argc, argv, v, args, &n_args);
+    if (rc != CLI_CONTINUE) return rc;
+    ast_error e = {""};
+    return train(v, args, n_args, &e) < 0 ? cli_fail(&e) : CLI_OK;
+}
