@@ -225,7 +225,8 @@ static void relu_backward(ast_ctx *c, const ast_node *n)
 ast_tensor *ast_relu(ast_ctx *c, ast_tensor *x)
 {
     ast_tensor *y = same_shape(c, x);
-    for (int64_t i = 0; i < x->size; i++) y->data[i] = x->data[i] > 0.0f ? x->data[i] : 0.0f;
+    /* NaN passes through, as in torch, so a bad value is not silently hidden. */
+    for (int64_t i = 0; i < x->size; i++) y->data[i] = x->data[i] <= 0.0f ? 0.0f : x->data[i];
     record_unary(c, "relu", relu_backward, x, y);
     return y;
 }

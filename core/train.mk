@@ -27,3 +27,8 @@ noinst_HEADERS += core/include/alphast/progress.h core/include/alphast/train.h
 # Shipped with the program: the bundled dataset (MIT, see its README) and configs.
 nobase_dist_pkgdata_DATA = configs/starmap.yaml \
 	data/starmap3d/starmap3d.h5ad data/starmap3d/expr.txt.gz data/starmap3d/loc.txt data/starmap3d/README.md
+
+check_PROGRAMS += tests/test_train
+tests_test_train_SOURCES = tests/test_train.c
+tests_test_train_CFLAGS = $(TEST_CC)
+tests_test_train_LDADD = $(TEST_LIBS)

@@ -259,7 +259,7 @@ Test(config, unknown_key_suggests_the_closest_sibling)
     load_fails("training:\n  zzz: 1\n",
                "t.yaml:2:3: training.zzz: unknown key; the keys here are: learning_rate, weight_decay, "
                "batch_size, epochs, precision, gradient_clip_val, accumulate_grad_batches, early_stopping, "
-               "patience, scheduler");
+               "patience, steps_per_epoch, max_minutes, amsgrad, val_sets, val_t_points, scheduler");
 }
 
 Test(config, wrong_types_say_what_was_expected)

@@ -210,6 +210,8 @@ Test(ops_elementwise, relu_values)
     ast_ctx *c = ast_ctx_new(0);
     ast_tensor *y = run_on(c, ast_relu, x, 5);
     for (int i = 0; i < 5; i++) cr_assert_eq(y->data[i], want[i], "relu(%g)", x[i]);
+    const float bad[1] = {NAN};
+    cr_assert(isnan(run_on(c, ast_relu, bad, 1)->data[0]), "relu must pass NaN through, as torch does");
     ast_ctx_free(c);
 }
 
