@@ -7,3 +7,6 @@ check_PROGRAMS += tests/test_metrics
 tests_test_metrics_SOURCES = tests/test_metrics.c
 tests_test_metrics_CFLAGS = $(TEST_CC)
 tests_test_metrics_LDADD = $(TEST_LIBS)
+
+libalphast_la_SOURCES += core/h5ad_write.c
+noinst_HEADERS += core/include/alphast/h5ad_write.h
