@@ -10,3 +10,13 @@ tests_test_metrics_LDADD = $(TEST_LIBS)
 
 libalphast_la_SOURCES += core/h5ad_write.c
 noinst_HEADERS += core/include/alphast/h5ad_write.h
+
+check_PROGRAMS += tests/test_sample
+tests_test_sample_SOURCES = tests/test_sample.c
+tests_test_sample_CFLAGS = $(TEST_CC)
+tests_test_sample_LDADD = $(TEST_LIBS)
+
+check_PROGRAMS += tests/test_evaluate
+tests_test_evaluate_SOURCES = tests/test_evaluate.c
+tests_test_evaluate_CFLAGS = $(TEST_CC) $(CJSON_CFLAGS)
+tests_test_evaluate_LDADD = $(TEST_LIBS) $(CJSON_LIBS)
