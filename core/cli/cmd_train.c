@@ -86,7 +86,8 @@ static int train(const char **v, const char **args, int n_args, ast_error *e)
     ast_trainer *t = NULL;
     char *yaml = NULL;
     int rc = -1;
-    if (cli_load_data(cfg, cfg_path, v[OPT_DATA], &d, sp, e) < 0 || ast_cfg_model(cfg, d.n_genes, &mc, e) < 0 ||
+    if (cli_load_data(cfg, cfg_path, v[OPT_DATA], &d, sp, e) < 0 || cli_check_evaluation(cfg, &d, e) < 0 ||
+        ast_cfg_model(cfg, d.n_genes, &mc, e) < 0 ||
         ast_train_config_from_cfg(cfg, &tc, e) < 0 || !(m = ast_model_new(&mc, tc.seed, e)) || !(yaml = dump_config(cfg, e)))
         goto done;
     tc.progress = !v[OPT_QUIET];

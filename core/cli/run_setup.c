@@ -124,6 +124,14 @@ ast_set_sampler cli_eval_sets(const ast_cfg *cfg, const ast_dataset *d, const as
     return (ast_set_sampler){d, &sp[which], set_size, scale, 0, 0.0f};
 }
 
+int cli_check_evaluation(const ast_cfg *cfg, const ast_dataset *d, ast_error *e)
+{
+    ast_eval_config ec;
+    if (ast_eval_config_from_cfg(cfg, d, &ec, e) < 0) return -1;
+    ast_eval_config_free(&ec);
+    return 0;
+}
+
 int cli_evaluate(const ast_cfg *cfg, ast_model *m, const ast_dataset *d, const ast_split sp[3], int which,
                  const char *json_path, ast_error *e)
 {

@@ -44,6 +44,10 @@ int cli_load_weights(ast_model *m, const char *dir, ast_error *e);
 int cli_evaluate(const ast_cfg *cfg, ast_model *m, const ast_dataset *d, const ast_split sp[3], int which,
                  const char *json_path, ast_error *e);
 
+/* Checks the config's evaluation keys against the data (before a long
+ * training run that ends with an evaluation). */
+int cli_check_evaluation(const ast_cfg *cfg, const ast_dataset *d, ast_error *e);
+
 /* "test" or "val" to AST_SPLIT_*; -1 for anything else. */
 int cli_split_parse(const char *name);
 const char *cli_split_name(int which);
