@@ -127,6 +127,7 @@ void ast_trainer_free(ast_trainer *t)
     ast_adamw_free(t->opt);
     ast_ctx_free(t->ctx);
     ast_batch_free(&t->batch);
+    train_monitors_free(t->monitors);
     if (t->metrics) fclose(t->metrics);
     free(t->val_centres), free(t->losses), free(t->dir);
     free(t);
@@ -177,6 +178,7 @@ static int train_step(ast_trainer *t, double *loss_out, ast_error *e)
     double loss = 0.0;
     ast_params_zero_grad(p);
     for (int i = 0; i < t->tc.accumulate; i++) loss += micro_step(t) / t->tc.accumulate;
+    train_monitors_observe(t, AST_PHASE_TRAIN_STEP);
     double gnorm = t->tc.clip_norm > 0 ? ast_clip_grad_norm(p, t->tc.clip_norm) : ast_grad_norm(p);
     if (!isfinite(loss) || !isfinite(gnorm)) {
         ast_error_set(e, "step %lld: the %s is not finite (loss %g, gradient norm %g); stopped without updating. "
@@ -198,6 +200,7 @@ static int train_step(ast_trainer *t, double *loss_out, ast_error *e)
 
 static int end_epoch(ast_trainer *t, double train_loss, ast_error *e)
 {
+    train_monitors_observe(t, AST_PHASE_EPOCH_END);
     double val = ast_trainer_val_loss(t);
     t->last_val = val, t->last_train = train_loss;
     fprintf(t->metrics, "{\"kind\":\"epoch\",\"step\":%lld,\"epoch\":%d,\"train_loss\":%.9g,\"val_loss\":%.9g}\n",

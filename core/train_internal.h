@@ -38,6 +38,8 @@ struct ast_trainer {
 
     double *losses; /* of this process's steps */
     int64_t n_losses, cap_losses;
+
+    struct train_monitors *monitors; /* NULL: none configured */
 };
 
 void ast_batch_init(ast_batch *b, int B, int N, int G);
@@ -49,5 +51,11 @@ int ast_trainer_save(ast_trainer *t, ast_error *e);
 int ast_trainer_load(ast_trainer *t, const char *path, ast_error *e);
 /* run_dir/NAME into buf. */
 const char *ast_trainer_file(const ast_trainer *t, const char *name, char *buf, size_t n);
+
+/* train_monitors.c: the config's monitors observe a training step (call
+ * after backward, before clipping) or an epoch's end (before validation). */
+typedef struct train_monitors train_monitors;
+void train_monitors_observe(ast_trainer *t, ast_phase phase);
+void train_monitors_free(train_monitors *tm);
 
 #endif
