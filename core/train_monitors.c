@@ -104,6 +104,23 @@ void train_monitors_free(train_monitors *tm)
     ast_plugins_shutdown();
 }
 
+/* An instance of the plugin with the config's options, or NULL with e set. */
+static void *build_monitor(const ast_plugin *p, const ast_cfg_plugin *cp, ast_error *e)
+{
+    const ast_plugin_desc *d = ast_plugin_desc_of(p);
+    ast_optval *opts = ast_xcalloc((size_t)d->n_options + 1, sizeof *opts);
+    void *self = NULL;
+    if (ast_plugin_options(p, cp->opts, cp->n_opts, opts, e)) {
+        char err[512] = "";
+        self = d->create(&(ast_create_args){.host = ast_host_table(), .opts = opts}, err, sizeof err);
+        if (!self)
+            ast_error_set(e, "%s: monitor '%s' could not be built: %s", cp->where, cp->name,
+                          err[0] ? err : "no reason given");
+    }
+    free(opts);
+    return self;
+}
+
 static int add_monitor(train_monitors *tm, const ast_cfg_node *node, ast_error *e)
 {
     ast_cfg_plugin cp;
@@ -114,17 +131,9 @@ static int add_monitor(train_monitors *tm, const ast_cfg_node *node, ast_error *
         ast_error_set(e, "%s: monitors: %s", cp.where, why.msg);
         return -1;
     }
-    const ast_plugin_desc *d = ast_plugin_desc_of(p);
-    ast_optval *opts = ast_xcalloc((size_t)d->n_options + 1, sizeof *opts);
-    char err[512] = "";
-    void *self = ast_plugin_options(p, cp.opts, cp.n_opts, opts, e) ? d->create(
-        &(ast_create_args){.host = ast_host_table(), .opts = opts}, err, sizeof err) : NULL;
-    free(opts);
-    if (!self) {
-        if (err[0]) ast_error_set(e, "%s: monitor '%s' could not be built: %s", cp.where, cp.name, err);
-        return -1;
-    }
-    tm->items[tm->n++] = (train_monitor){d, self, NULL};
+    void *self = build_monitor(p, &cp, e);
+    if (!self) return -1;
+    tm->items[tm->n++] = (train_monitor){ast_plugin_desc_of(p), self, NULL};
     return 0;
 }
 

@@ -29,3 +29,4 @@ check_PROGRAMS += tests/test_monitors
 tests_test_monitors_SOURCES = tests/test_monitors.c tests/model_fixture.c tests/model_fixture.h
 tests_test_monitors_CFLAGS = $(TEST_CC) $(CJSON_CFLAGS)
 tests_test_monitors_LDADD = $(TEST_LIBS) $(CJSON_LIBS)
+EXTRA_DIST += docs/monitors.md
