@@ -616,12 +616,16 @@ Test(end_to_end, training_with_all_four_monitors_writes_their_metrics, .timeout 
     run_close(&rn);
 }
 
-Test(end_to_end, an_unknown_monitor_is_an_error_naming_where_the_config_wrote_it)
+Test(end_to_end, an_unknown_monitor_or_option_is_an_error_naming_where_the_config_wrote_it)
 {
     run rn;
     run_open(&rn, "monitors=[grad_norm, expert_lod]");
     ast_error e = {""};
     cr_expect_eq(ast_trainer_add_monitors(rn.t, rn.cfg, &e), -1);
     cr_expect(strstr(e.msg, "override:1:") && strstr(e.msg, "expert_lod") && strstr(e.msg, "expert_load"), "%s", e.msg);
+    ast_error e2 = {""};
+    cr_assert(ast_cfg_override(rn.cfg, "monitors=[{name: grad_norm, max_nrm: 5}]", &e2) == 0, "%s", e2.msg);
+    cr_expect_eq(ast_trainer_add_monitors(rn.t, rn.cfg, &e2), -1);
+    cr_expect(strstr(e2.msg, "override:1:") && strstr(e2.msg, "max_nrm") && strstr(e2.msg, "max_norm"), "%s", e2.msg);
     run_close(&rn);
 }
