@@ -453,3 +453,71 @@ Test(example, trains_on_the_bundled_data, .timeout = 120)
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", run);
     cr_assert_eq(system(cmd), 0);
 }
+
+/* ---- the guide ------------------------------------------------------------------ */
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *s = malloc((size_t)n + 1);
+    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = '\0';
+    fclose(f);
+    return s;
+}
+
+/* The text of the line before `at`, into line. */
+static void previous_line(const char *text, const char *at, char *line, size_t n)
+{
+    const char *end = at > text ? at - 1 : at, *start = end;
+    while (start > text && start[-1] != '\n') start--;
+    snprintf(line, n, "%.*s", (int)(end - start), start);
+}
+
+/* A ```c block must be marked "<!-- snippet: FILE -->" naming a compiled
+ * file (the example, this test or plugin.h) that holds it verbatim. */
+static void check_c_block(const char *guide, const char *fence, const char *body, size_t len)
+{
+    char marker[512], path[600];
+    previous_line(guide, fence, marker, sizeof marker);
+    char file[400] = "";
+    cr_assert_eq(sscanf(marker, "<!-- snippet: %399s -->", file), 1, "C block without a snippet marker: %.60s",
+                 body);
+    cr_assert(!strncmp(file, "examples/", 9) || !strcmp(file, "tests/test_example_plugin.c") ||
+                  !strcmp(file, "core/include/alphast/plugin.h"),
+              "snippet source %s is not compiled by this test", file);
+    snprintf(path, sizeof path, "%s/%s", ALPHAST_SOURCE_DIR, file);
+    char *src = slurp(path), *code = strndup(body, len);
+    cr_assert_not_null(strstr(src, code), "this snippet is no longer in %s:\n%s", file, code);
+    free(code);
+    free(src);
+}
+
+Test(guide, every_c_snippet_is_compiled_code)
+{
+    char *guide = slurp(ALPHAST_SOURCE_DIR "/docs/plugin-guide.md");
+    int c_blocks = 0;
+    for (const char *fence = strstr(guide, "```"); fence;) {
+        const char *lang = fence + 3, *body = strchr(lang, '\n');
+        cr_assert_not_null(body);
+        body++;
+        const char *close = strstr(body, "```");
+        cr_assert_not_null(close, "unclosed code block at %.40s", fence);
+        size_t lang_len = (size_t)(body - 1 - lang);
+        int known = 0;
+        for (const char *const *l = (const char *const[]){"c", "sh", "yaml", "text", NULL}; *l; l++)
+            known |= strlen(*l) == lang_len && !strncmp(*l, lang, lang_len);
+        cr_assert(known, "code block of unknown language '%.*s'", (int)lang_len, lang);
+        if (lang_len == 1) {
+            check_c_block(guide, fence, body, (size_t)(close - body));
+            c_blocks++;
+        }
+        fence = strstr(close + 3, "```");
+    }
+    cr_assert_geq(c_blocks, 15, "the guide shows the ABI, a forward, a fused op, options, monitors and tests");
+    free(guide);
+}
