@@ -549,6 +549,7 @@ Test(masking, training_with_masking_trains_the_tokens, .timeout = 60)
     run_open(&f, dir, NULL);
     int G = f.d.n_genes;
     cr_assert_eq(ast_model_param_count(f.m), ast_model_param_count(plain.m) + G + 3);
+    cr_assert_eq(ast_model_active_param_count(f.m), ast_model_active_param_count(plain.m) + G + 3);
     /* Validation never masks: the same weights give the same loss. */
     cr_assert_eq(ast_trainer_val_loss(f.t), ast_trainer_val_loss(plain.t));
 
