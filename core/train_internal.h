@@ -13,6 +13,7 @@ typedef struct ast_batch {
     float *expr, *pos, *mask;
     float *z_expr, *z_pos, *t;
     int *t_int;
+    ast_masking *masks; /* set when this batch is masked; NULL otherwise and always in validation */
 } ast_batch;
 
 struct ast_trainer {
@@ -22,6 +23,7 @@ struct ast_trainer {
     char *dir;
     ast_schedule sched;
     ast_adamw *opt;
+    ast_masking *masking; /* NULL unless masking.enable */
     ast_ctx *ctx;
     ast_rng data_rng;
     ast_set_sampler train_sets, val_sets;

@@ -9,6 +9,7 @@
 #include "alphast/data.h"
 #include "alphast/diffusion.h"
 #include "alphast/loss.h"
+#include "alphast/masking.h"
 #include "alphast/model.h"
 #include "alphast/optim.h"
 
@@ -34,6 +35,7 @@ typedef struct ast_train_config {
     double max_minutes;  /* stop (with a checkpoint) after this long; 0 = no limit */
     uint64_t seed;
     int progress;        /* 1: progress bar on a terminal */
+    ast_masking_config masking;
 } ast_train_config;
 
 void ast_train_config_default(ast_train_config *tc);
