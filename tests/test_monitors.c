@@ -148,7 +148,7 @@ static double value_of(const char *text, const char *monitor, const char *metric
 Test(expert_load, entropy_std_aux_and_dropped_tokens_by_hand)
 {
     rig r;
-    rig_open(&r, "expert_load", (const char *[]){"interval=1"}, 1);
+    rig_open(&r, "expert_load", (const char *[]){"every=1"}, 1);
     const float even[] = {10, 10, 10, 10}, one[] = {40, 0, 0, 0}, aux0 = 0.02f, aux1 = 0.04f, drop0 = 1, drop1 = 3;
     const ast_stat s[] = {{"moe.tokens_per_expert", 0, 4, even}, {"moe.tokens_per_expert", 1, 4, one},
                           {"moe.aux_loss", 0, 1, &aux0},          {"moe.aux_loss", 1, 1, &aux1},
@@ -173,7 +173,7 @@ Test(expert_load, entropy_std_aux_and_dropped_tokens_by_hand)
 Test(expert_load, uneven_routing_entropy)
 {
     rig r;
-    rig_open(&r, "expert_load", (const char *[]){"interval=1"}, 1);
+    rig_open(&r, "expert_load", (const char *[]){"every=1"}, 1);
     const float counts[] = {30, 10, 0, 0};
     const ast_stat s = {"moe.tokens_per_expert", 0, 4, counts};
     observe(&r, AST_PHASE_TRAIN_STEP, 1, 0, &s, 1);
@@ -188,7 +188,7 @@ Test(expert_load, uneven_routing_entropy)
 Test(expert_load, collapse_warning_fires_once_over_several_steps)
 {
     rig r;
-    rig_open(&r, "expert_load", (const char *[]){"interval=1"}, 1);
+    rig_open(&r, "expert_load", (const char *[]){"every=1"}, 1);
     const float one[] = {40, 0, 0, 0};
     const ast_stat s = {"moe.tokens_per_expert", 0, 4, one};
     for (int step = 1; step <= 5; step++) {
@@ -199,10 +199,10 @@ Test(expert_load, collapse_warning_fires_once_over_several_steps)
     rig_close(&r);
 }
 
-Test(expert_load, reports_every_interval_steps_and_options_change_the_threshold)
+Test(expert_load, reports_every_n_steps_and_options_change_the_threshold)
 {
     rig r;
-    rig_open(&r, "expert_load", (const char *[]){"interval=3", "collapse_threshold=0.9"}, 2);
+    rig_open(&r, "expert_load", (const char *[]){"every=3", "collapse_threshold=0.9"}, 2);
     const float counts[] = {30, 10, 0, 0}; /* entropy 0.4056, see above */
     const ast_stat s = {"moe.tokens_per_expert", 0, 4, counts};
     for (int step = 1; step <= 6; step++) observe(&r, AST_PHASE_TRAIN_STEP, step, 0, &s, 1);
@@ -217,7 +217,7 @@ Test(expert_load, reports_every_interval_steps_and_options_change_the_threshold)
 Test(expert_load, without_moe_statistics_it_says_so_once_and_writes_nothing)
 {
     rig r;
-    rig_open(&r, "expert_load", (const char *[]){"interval=1"}, 1);
+    rig_open(&r, "expert_load", (const char *[]){"every=1"}, 1);
     const float g = 0.5f;
     const ast_stat s = {"attn.gate_mean", 0, 1, &g};
     for (int step = 1; step <= 3; step++) observe(&r, AST_PHASE_TRAIN_STEP, step, 0, &s, 1);
@@ -231,7 +231,7 @@ Test(expert_load, without_moe_statistics_it_says_so_once_and_writes_nothing)
 Test(gate_activation, mean_and_std_over_layers_and_the_no_filtering_warning)
 {
     rig r;
-    rig_open(&r, "gate_activation", (const char *[]){"interval=1"}, 1);
+    rig_open(&r, "gate_activation", (const char *[]){"every=1"}, 1);
     const float m0 = 0.6f, s0 = 0.1f, m1 = 0.8f, s1 = 0.3f;
     const ast_stat ok[] = {{"attn.gate_mean", 0, 1, &m0}, {"attn.gate_std", 0, 1, &s0},
                            {"attn.gate_mean", 1, 1, &m1}, {"attn.gate_std", 1, 1, &s1}};
@@ -260,7 +260,7 @@ Test(gate_activation, mean_and_std_over_layers_and_the_no_filtering_warning)
 Test(grad_norm, reports_each_norm_and_warns_once_per_norm_above_the_limit)
 {
     rig r;
-    rig_open(&r, "grad_norm", (const char *[]){"interval=1"}, 1);
+    rig_open(&r, "grad_norm", (const char *[]){"every=1"}, 1);
     float total = 3.0f, router = 12.5f, time = 0.5f;
     const ast_stat s[] = {{"grad.total", -1, 1, &total}, {"grad.router", -1, 1, &router}, {"grad.time", -1, 1, &time}};
     observe(&r, AST_PHASE_TRAIN_STEP, 1, 0, s, 3);
@@ -287,11 +287,11 @@ Test(grad_norm, reports_each_norm_and_warns_once_per_norm_above_the_limit)
 Test(grad_norm, dense_model_without_router_reports_the_groups_it_has)
 {
     rig r;
-    rig_open(&r, "grad_norm", (const char *[]){"interval=2", "max_norm=1"}, 2);
+    rig_open(&r, "grad_norm", (const char *[]){"every=2", "max_norm=1"}, 2);
     float total = 0.5f;
     const ast_stat s = {"grad.total", -1, 1, &total};
     observe(&r, AST_PHASE_TRAIN_STEP, 1, 0, &s, 1);
-    cr_expect_eq(r.len, 0, "step 1 is not a multiple of interval 2");
+    cr_expect_eq(r.len, 0, "step 1 is not a multiple of every 2");
     observe(&r, AST_PHASE_TRAIN_STEP, 2, 0, &s, 1);
     EXPECT_METRIC(&r, "total_grad_norm", 2, -1, 0.5);
     cr_expect_eq(count_of(r.text, "grad_norm", "router_grad_norm", -1, -1), 0);
@@ -303,7 +303,7 @@ Test(grad_norm, dense_model_without_router_reports_the_groups_it_has)
 Test(time_conditioning, modulation_norms_per_step_and_epoch_and_experts_by_time_bucket)
 {
     rig r;
-    rig_open(&r, "time_conditioning", (const char *[]){"interval=2", "buckets=3"}, 2);
+    rig_open(&r, "time_conditioning", (const char *[]){"every=2", "buckets=3"}, 2);
     /* step 1: sets at t = 0.1, 0.5, 0.95 fall in buckets 0, 1, 2 (of [0,1/3), [1/3,2/3), [2/3,1]) */
     const float t1[] = {0.1f, 0.5f, 0.95f}, n1a[] = {1, 2, 3}, n1b[] = {3, 4, 5}, e1[] = {4, 0, 1, 3, 2, 2};
     const ast_stat s1[] = {{"time.t", -1, 3, t1}, {"time.modulation_norm", 0, 3, n1a},
@@ -313,7 +313,7 @@ Test(time_conditioning, modulation_norms_per_step_and_epoch_and_experts_by_time_
     const ast_stat s2[] = {{"time.t", -1, 3, t2}, {"time.modulation_norm", 0, 3, n2},
                            {"time.modulation_norm", 1, 3, n2}, {"moe.set_tokens_per_expert", 0, 6, e2}};
     observe(&r, AST_PHASE_TRAIN_STEP, 1, 0, s1, 4);
-    cr_expect_eq(r.len, 0, "step 1 is not reported with interval 2");
+    cr_expect_eq(r.len, 0, "step 1 is not reported with every 2");
     observe(&r, AST_PHASE_TRAIN_STEP, 2, 0, s2, 4);
     EXPECT_METRIC(&r, "modulation_l2_norm", 2, 0, 1.0);
     EXPECT_METRIC(&r, "modulation_l2_norm", 2, -1, 1.0);
@@ -466,8 +466,8 @@ static const char *tiny_yaml =
     "mlp_out_position_norm_setting: {hidden_dims: 4}\n"
     "attention: gated\n"
     "ffn: {name: moe, num_experts: 2, top_k: 1, time_conditioned: true}\n"
-    "monitors: [{name: expert_load, interval: 2}, {name: gate_activation, interval: 1},\n"
-    "           {name: grad_norm, interval: 1}, time_conditioning]\n";
+    "monitors: [{name: expert_load, every: 2}, {name: gate_activation, every: 1},\n"
+    "           {name: grad_norm, every: 1}, time_conditioning]\n";
 
 static char *read_file(const char *path)
 {
@@ -576,7 +576,7 @@ Test(end_to_end, training_with_all_four_monitors_writes_their_metrics, .timeout 
     cr_expect_eq(count_of(text, "gate_activation", "activation_mean", -1, -1), 6);
     double g = value_of(text, "gate_activation", "activation_mean", 6, -1);
     cr_expect(g > 0.0 && g < 1.0, "gate mean %g", g);
-    cr_expect_eq(count_of(text, "time_conditioning", "modulation_l2_norm", -1, -1), 0, "interval 10 > 6 steps");
+    cr_expect_eq(count_of(text, "time_conditioning", "modulation_l2_norm", -1, -1), 0, "every 10 > 6 steps");
     cr_expect_eq(count_of(text, "time_conditioning", "epoch_modulation_l2_norm", -1, -1), 2, "one per epoch");
 
     /* grad.total is the norm the trainer logs (%.6g there) for every step */

@@ -13,17 +13,17 @@
 
 #include "monitor_util.h"
 
-enum { OPT_INTERVAL, OPT_COLLAPSE };
+enum { OPT_EVERY, OPT_COLLAPSE };
 
 static const ast_option_spec options[] = {
-    [OPT_INTERVAL] = MON_INTERVAL_OPTION("10"),
+    [OPT_EVERY] = MON_EVERY_OPTION("10"),
     [OPT_COLLAPSE] = {"collapse_threshold", AST_OPT_FLOAT, "0.5", 0, 1, NULL,
                       "warn when the mean normalised expert entropy falls below this"},
 };
 
 typedef struct expert_load {
     const ast_host *h;
-    int64_t interval;
+    int64_t every;
     double collapse;
 } expert_load;
 
@@ -41,7 +41,7 @@ static void *load_create(const ast_create_args *a, char *err, size_t errlen)
         return NULL;
     }
     m->h = a->host;
-    m->interval = a->opts[OPT_INTERVAL].i;
+    m->every = a->opts[OPT_EVERY].i;
     m->collapse = a->opts[OPT_COLLAPSE].f;
     return m;
 }
@@ -83,7 +83,7 @@ static void add_layer(const expert_load *m, ast_sink *sink, const ast_stat *s, l
 static void load_observe(void *self, const ast_observation *o)
 {
     const expert_load *m = self;
-    if (!mon_due(o, m->interval)) return;
+    if (!mon_due(o, m->every)) return;
     load_totals t = {0};
     for (int i = 0; i < o->n_stats; i++) add_layer(m, o->sink, &o->stats[i], &t);
     if (!t.layers) {

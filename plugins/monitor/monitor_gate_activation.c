@@ -9,17 +9,17 @@
 
 #include "monitor_util.h"
 
-enum { OPT_INTERVAL, OPT_MAX_MEAN };
+enum { OPT_EVERY, OPT_MAX_MEAN };
 
 static const ast_option_spec options[] = {
-    [OPT_INTERVAL] = MON_INTERVAL_OPTION("10"),
+    [OPT_EVERY] = MON_EVERY_OPTION("10"),
     [OPT_MAX_MEAN] = {"max_mean", AST_OPT_FLOAT, "0.95", 0, 1, NULL,
                       "warn when the mean gate activation exceeds this (the gates stop filtering)"},
 };
 
 typedef struct gate_activation {
     const ast_host *h;
-    int64_t interval;
+    int64_t every;
     double max_mean;
 } gate_activation;
 
@@ -31,7 +31,7 @@ static void *gate_create(const ast_create_args *a, char *err, size_t errlen)
         return NULL;
     }
     m->h = a->host;
-    m->interval = a->opts[OPT_INTERVAL].i;
+    m->every = a->opts[OPT_EVERY].i;
     m->max_mean = a->opts[OPT_MAX_MEAN].f;
     return m;
 }
@@ -41,7 +41,7 @@ static void gate_destroy(void *self) { free(self); }
 static void gate_observe(void *self, const ast_observation *o)
 {
     const gate_activation *m = self;
-    if (!mon_due(o, m->interval)) return;
+    if (!mon_due(o, m->every)) return;
     double mean = 0.0, std = 0.0;
     int layers = 0;
     for (int i = 0; i < o->n_stats; i++) {

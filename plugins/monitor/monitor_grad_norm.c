@@ -9,10 +9,10 @@
 
 #include "monitor_util.h"
 
-enum { OPT_INTERVAL, OPT_MAX_NORM };
+enum { OPT_EVERY, OPT_MAX_NORM };
 
 static const ast_option_spec options[] = {
-    [OPT_INTERVAL] = MON_INTERVAL_OPTION("10"),
+    [OPT_EVERY] = MON_EVERY_OPTION("10"),
     [OPT_MAX_NORM] = {"max_norm", AST_OPT_FLOAT, "10", 0, 1e30, NULL,
                       "warn when a gradient norm (before clipping) exceeds this"},
 };
@@ -28,7 +28,7 @@ static const struct {
 
 typedef struct grad_norm {
     const ast_host *h;
-    int64_t interval;
+    int64_t every;
     double max_norm;
 } grad_norm;
 
@@ -40,7 +40,7 @@ static void *grad_create(const ast_create_args *a, char *err, size_t errlen)
         return NULL;
     }
     m->h = a->host;
-    m->interval = a->opts[OPT_INTERVAL].i;
+    m->every = a->opts[OPT_EVERY].i;
     m->max_norm = a->opts[OPT_MAX_NORM].f;
     return m;
 }
@@ -50,7 +50,7 @@ static void grad_destroy(void *self) { free(self); }
 static void grad_observe(void *self, const ast_observation *o)
 {
     const grad_norm *m = self;
-    if (!mon_due(o, m->interval)) return;
+    if (!mon_due(o, m->every)) return;
     int overflow = 0, found = 0;
     for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
         const ast_stat *s = mon_find(o, groups[g].stat, -1);

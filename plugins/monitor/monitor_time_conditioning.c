@@ -1,7 +1,7 @@
 /* time_conditioning: how strongly does the diffusion time steer the model,
  * and does it change which experts the tokens choose?
  * - modulation_l2_norm: the mean over layers and sets of ||a_y|| = ||y_y(y)||
- *   (time.modulation_norm, published by the model), every `interval` steps
+ *   (time.modulation_norm, published by the model), every `every` steps
  *   and per layer; epoch_modulation_l2_norm: its mean over the epoch's steps.
  * - Expert choice by diffusion time: each set's tokens routed to each expert
  *   (moe.set_tokens_per_expert) are counted in the bucket of the set's t
@@ -14,10 +14,10 @@
 
 #include "monitor_util.h"
 
-enum { OPT_INTERVAL, OPT_BUCKETS };
+enum { OPT_EVERY, OPT_BUCKETS };
 
 static const ast_option_spec options[] = {
-    [OPT_INTERVAL] = MON_INTERVAL_OPTION("10"),
+    [OPT_EVERY] = MON_EVERY_OPTION("10"),
     [OPT_BUCKETS] = {"buckets", AST_OPT_INT, "3", 1, 1000, NULL,
                      "equal diffusion-time buckets over [0, 1] for the expert choice (3: early, middle, late)"},
 };
@@ -30,7 +30,7 @@ typedef struct layer_hist {
 
 typedef struct time_cond {
     const ast_host *h;
-    int64_t interval;
+    int64_t every;
     int buckets;
     double norm_sum; /* of each step's mean modulation norm, this epoch */
     int64_t norm_steps;
@@ -46,7 +46,7 @@ static void *time_create(const ast_create_args *a, char *err, size_t errlen)
         return NULL;
     }
     m->h = a->host;
-    m->interval = a->opts[OPT_INTERVAL].i;
+    m->every = a->opts[OPT_EVERY].i;
     m->buckets = (int)a->opts[OPT_BUCKETS].i;
     return m;
 }
@@ -95,7 +95,7 @@ static void observe_step(time_cond *m, const ast_observation *o)
 {
     const ast_stat *t = mon_find(o, "time.t", -1);
     double norm = 0.0;
-    int layers = 0, due = mon_due(o, m->interval);
+    int layers = 0, due = mon_due(o, m->every);
     for (int i = 0; i < o->n_stats; i++) {
         const ast_stat *s = &o->stats[i];
         if (!strcmp(s->name, "time.modulation_norm")) {

@@ -3,9 +3,9 @@
 
 #include "monitor_util.h"
 
-int mon_due(const ast_observation *o, int64_t interval)
+int mon_due(const ast_observation *o, int64_t every)
 {
-    return o->phase == AST_PHASE_TRAIN_STEP && o->step % interval == 0;
+    return o->phase == AST_PHASE_TRAIN_STEP && o->step % every == 0;
 }
 
 const ast_stat *mon_find(const ast_observation *o, const char *name, int layer)

@@ -6,12 +6,12 @@
 
 #include "alphast/plugin.h"
 
-/* Every monitor's first option: report every `interval` training steps. */
-#define MON_INTERVAL_OPTION(def)                                                       \
-    {"interval", AST_OPT_INT, def, 1, 1e9, NULL, "report every this many training steps"}
+/* Every monitor's first option: report every `every` training steps. */
+#define MON_EVERY_OPTION(def)                                                       \
+    {"every", AST_OPT_INT, def, 1, 1e9, NULL, "report every this many training steps"}
 
-/* A training step whose number is a multiple of interval. */
-int mon_due(const ast_observation *o, int64_t interval);
+/* A training step whose number is a multiple of every. */
+int mon_due(const ast_observation *o, int64_t every);
 
 /* The statistic `name` of `layer` (-1: not per layer), or NULL. */
 const ast_stat *mon_find(const ast_observation *o, const char *name, int layer);
