@@ -261,8 +261,8 @@ Test(grad_norm, reports_each_norm_and_warns_once_per_norm_above_the_limit)
 {
     rig r;
     rig_open(&r, "grad_norm", (const char *[]){"every=1"}, 1);
-    float total = 3.0f, router = 12.5f, time = 0.5f;
-    const ast_stat s[] = {{"grad.total", -1, 1, &total}, {"grad.router", -1, 1, &router}, {"grad.time", -1, 1, &time}};
+    float total = 3.0f, router = 12.5f, time_norm = 0.5f;
+    const ast_stat s[] = {{"grad.total", -1, 1, &total}, {"grad.router", -1, 1, &router}, {"grad.time", -1, 1, &time_norm}};
     observe(&r, AST_PHASE_TRAIN_STEP, 1, 0, s, 3);
     EXPECT_METRIC(&r, "total_grad_norm", 1, -1, 3.0);
     EXPECT_METRIC(&r, "router_grad_norm", 1, -1, 12.5);
@@ -277,7 +277,7 @@ Test(grad_norm, reports_each_norm_and_warns_once_per_norm_above_the_limit)
     router = 1.0f, total = 2.0f;
     observe(&r, AST_PHASE_TRAIN_STEP, 4, 0, s, 3);
     EXPECT_METRIC(&r, "grad_overflow_warning", 4, -1, 0.0);
-    time = NAN;
+    time_norm = NAN;
     observe(&r, AST_PHASE_TRAIN_STEP, 5, 0, s, 3);
     EXPECT_METRIC(&r, "grad_overflow_warning", 5, -1, 1.0);
     cr_expect_eq(ast_sink_n_warnings(r.sink), 3, "a NaN norm is an overflow");
@@ -590,9 +590,9 @@ Test(end_to_end, training_with_all_four_monitors_writes_their_metrics, .timeout 
     /* Clipping is off, so the parameters still hold step 6's raw gradients. */
     ast_params *ps = ast_model_params(rn.m);
     const char *router[] = {"router."};
-    const char *time[] = {"mlp_in_diffusion_time.", ".attn_model.y_y.", "lin_diffusion_time", "norm_diffusion_time",
+    const char *time_parts[] = {"mlp_in_diffusion_time.", ".attn_model.y_y.", "lin_diffusion_time", "norm_diffusion_time",
                           "router.time_proj."};
-    double want_router = group_norm(ps, router, 1), want_time = group_norm(ps, time, 5);
+    double want_router = group_norm(ps, router, 1), want_time = group_norm(ps, time_parts, 5);
     double got_router = value_of(text, "grad_norm", "router_grad_norm", 6, -1);
     double got_time = value_of(text, "grad_norm", "time_modulation_grad_norm", 6, -1);
     /* norms stored as float, printed with 9 digits */
