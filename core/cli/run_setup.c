@@ -73,9 +73,11 @@ int cli_load_weights(ast_model *m, const char *dir, ast_error *e)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/best.safetensors", dir);
-    if (!access(path, F_OK)) return ast_params_load(ast_model_params(m), path, 1, e);
+    /* Not strict: the files also hold the mask tokens of masked training
+     * (never used when sampling), the checkpoint also the AdamW state. */
+    if (!access(path, F_OK)) return ast_params_load(ast_model_params(m), path, 0, e);
     snprintf(path, sizeof path, "%s/checkpoint.safetensors", dir);
-    if (!access(path, F_OK)) return ast_params_load(ast_model_params(m), path, 0, e); /* also holds AdamW state */
+    if (!access(path, F_OK)) return ast_params_load(ast_model_params(m), path, 0, e);
     ast_error_set(e, "%s: no best.safetensors or checkpoint.safetensors; train into this directory first "
                   "(alphast-run train --out %s)", dir, dir);
     return -1;
