@@ -20,5 +20,6 @@ int cmd_plugins(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_params(int argc, char **argv);
 int cmd_forward(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 #endif
