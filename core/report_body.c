@@ -46,7 +46,9 @@ static void cost_table(rp_doc *d, const rp_sweep *s)
     for (int c = 0; c < s->n_configs; c++) {
         rp_table_cell(&t, "%s", s->configs[c].name);
         rp_table_cell(&t, "%d of %d", s->configs[c].n_runs, s->configs[c].n_ledger);
-        for (int k = 0; k < 5 + rss; k++)
+        for (int k = 0; k < 2; k++) /* fixed by the config: one number, not a spread */
+            rp_table_cell(&t, "%.0f", rp_stat_of(s, c, RP_SUMMARY, keys[k]).mean);
+        for (int k = 2; k < 5 + rss; k++)
             rp_table_cell(&t, "%s", rp_fmt_stat(rp_stat_of(s, c, RP_SUMMARY, keys[k]), buf, sizeof buf));
     }
     rp_doc_heading(d, 2, "Cost");
@@ -100,17 +102,16 @@ static void quality_table(rp_doc *d, const rp_sweep *s)
     rp_table_free(&t);
 }
 
-static void warning_cell(rp_table *t, const rp_sweep *s, const char *metric)
+static void monitor_cell(rp_table *t, const rp_sweep *s, int c, const char *metric)
 {
-    char text[512] = "";
-    size_t used = 0;
-    for (int c = 0; c < s->n_configs; c++) {
-        rp_warning w;
-        if (rp_warning_of(s, c, metric, &w) && used < sizeof text)
-            used += (size_t)snprintf(text + used, sizeof text - used, "%s%s: %d of %d seeds", used ? "; " : "",
-                                     s->configs[c].name, w.seeds, w.of);
-    }
-    rp_table_cell(t, "%s", text);
+    char buf[96];
+    rp_warning w;
+    if (!rp_is_warning_flag(metric))
+        rp_table_cell(t, "%s", rp_fmt_stat(rp_stat_of(s, c, RP_MONITOR_LAST, metric), buf, sizeof buf));
+    else if (rp_warning_of(s, c, metric, &w) || w.of)
+        rp_table_cell(t, "fired in %d of %d seeds", w.seeds, w.of);
+    else
+        rp_table_cell(t, "n/a");
 }
 
 static void monitors(rp_doc *d, const rp_sweep *s, const rp_figures *figs)
@@ -121,19 +122,15 @@ static void monitors(rp_doc *d, const rp_sweep *s, const rp_figures *figs)
         return;
     }
     rp_table t;
-    char buf[96];
-    rp_table_init(&t, 2 + s->n_configs);
+    rp_table_init(&t, 1 + s->n_configs);
     rp_table_cell(&t, "metric");
     for (int c = 0; c < s->n_configs; c++) rp_table_cell(&t, "%s", s->configs[c].name);
-    rp_table_cell(&t, "warning fired");
     for (int m = 0; m < s->monitors.n; m++) {
         rp_table_cell(&t, "%s", rp_metric_label(s->monitors.v[m]));
-        for (int c = 0; c < s->n_configs; c++)
-            rp_table_cell(&t, "%s", rp_fmt_stat(rp_stat_of(s, c, RP_MONITOR_LAST, s->monitors.v[m]), buf, sizeof buf));
-        warning_cell(&t, s, s->monitors.v[m]);
+        for (int c = 0; c < s->n_configs; c++) monitor_cell(&t, s, c, s->monitors.v[m]);
     }
-    rp_doc_para(d, "Last logged value of each metric, averaged over layers, then mean ± sd over seeds. Warnings: "
-                   "expert entropy < 0.5, gate activation mean > 0.95, gradient norm > 10 at any step or layer.");
+    rp_doc_para(d, "Last logged value of each metric (the monitor's value over layers, else the mean of the layers), "
+                   "then mean ± sd over seeds; for the *_warning flags, in how many seeds the monitor set it.");
     rp_doc_table(d, &t);
     rp_table_free(&t);
     for (int i = 0; i < figs->n; i++)

@@ -75,8 +75,11 @@ void rp_figures_make(const rp_sweep *s, rp_figures *f)
                "Validation loss after each epoch: mean over seeds, shaded from the lowest to the highest seed.");
     for (int m = 0; m < s->monitors.n; m++) {
         const char *metric = s->monitors.v[m];
+        /* flags are in the verdict; dotted names are breakdowns (per time
+         * bucket and expert) that the table lists without a plot each */
+        if (rp_is_warning_flag(metric) || strchr(metric, '.')) continue;
         monitor_file(metric, file, sizeof file);
-        snprintf(caption, sizeof caption, "%s per step, averaged over layers: mean over seeds, shaded min-max.",
+        snprintf(caption, sizeof caption, "%s per step, over layers: mean over seeds, shaded min-max.",
                  rp_metric_label(metric));
         add_figure(f, s, monitor_curve, metric, file, rp_metric_label(metric), caption);
     }

@@ -21,9 +21,9 @@ void rp_series_free(rp_series *s);
 
 /* One monitored metric of one run. */
 typedef struct rp_monitor {
-    char *name;       /* "monitor/metric", or "train/grad_norm" */
-    rp_series curve;  /* per step, averaged over layers */
-    double min, max;  /* over every layer and step */
+    char *name;        /* "monitor/metric", or "train/grad_norm" */
+    rp_series curve;   /* per step: the monitor's value over layers (layer -1), else the mean of the layers */
+    rp_series overall; /* while reading: the layer -1 values */
 } rp_monitor;
 
 typedef struct rp_run {
@@ -103,13 +103,17 @@ const char *rp_metric_label(const char *key);
 
 /* ---- monitor warnings (report_warn.c) ------------------------------------- */
 
+/* Monitors log each warning as a 0/1 metric named *_warning, judged with
+ * the thresholds the run configured; the report reads those flags. */
+int rp_is_warning_flag(const char *metric);
+
 typedef struct rp_warning {
-    const char *text; /* "expert load entropy below 0.5" */
-    int seeds, of;    /* fired in `seeds` of `of` runs */
-    double extreme;   /* the most extreme value seen */
+    const char *text; /* "expert collapse (...)" */
+    int seeds, of;    /* fired in `seeds` of the `of` runs that log the flag */
+    double first;     /* the earliest step it was set */
 } rp_warning;
 
-/* Warnings of monitor metric m in config c; returns 1 when one fired. */
+/* Whether warning flag `metric` fired in config c's runs (1) or not (0). */
 int rp_warning_of(const rp_sweep *s, int config, const char *metric, rp_warning *w);
 
 /* ---- curves over seeds (report_curves.c) ---------------------------------- */

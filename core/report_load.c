@@ -128,7 +128,8 @@ int rp_sweep_load(rp_sweep *s, const char *dir, const char *baseline, ast_error 
     for (int i = 0; i < s->n_runs; i++) {
         rp_run *r = &s->runs[i];
         rp_run_read(r, s->dir);
-        rp_config *c = &s->configs[config_index(s, r->config)];
+        int ci = config_index(s, r->config); /* may move s->configs */
+        rp_config *c = &s->configs[ci];
         c->n_ledger++;
         if (!r->usable) continue;
         c->runs[c->n_runs++] = i;

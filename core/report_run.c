@@ -59,20 +59,18 @@ static rp_monitor *monitor_of(rp_run *r, const char *name)
     for (int i = 0; i < r->n_mon; i++)
         if (!strcmp(r->mon[i].name, name)) return &r->mon[i];
     r->mon = ast_xrealloc(r->mon, (size_t)(r->n_mon + 1) * sizeof *r->mon);
-    r->mon[r->n_mon] = (rp_monitor){.name = ast_xstrdup(name), .min = INFINITY, .max = -INFINITY};
+    r->mon[r->n_mon] = (rp_monitor){.name = ast_xstrdup(name)};
     return &r->mon[r->n_mon++];
 }
 
-static void monitor_value(rp_run *r, const char *name, double step, double v)
+static void monitor_value(rp_run *r, const char *name, double step, int layer, double v)
 {
     if (!isfinite(v)) return;
     rp_monitor *m = monitor_of(r, name);
-    rp_series_push(&m->curve, step, v);
-    if (v < m->min) m->min = v;
-    if (v > m->max) m->max = v;
+    rp_series_push(layer < 0 ? &m->overall : &m->curve, step, v);
 }
 
-/* Layers of one step arrive as consecutive lines: fold them into their mean. */
+/* Values of one step arrive as consecutive lines: fold them into their mean. */
 static void average_equal_steps(rp_series *s)
 {
     int out = 0;
@@ -96,7 +94,7 @@ static void metrics_line(rp_run *r, const cJSON *o)
     if (cJSON_IsString(kind) && !strcmp(kind->valuestring, "train")) {
         double loss = rp_json_number(o, "loss");
         if (isfinite(loss)) rp_series_push(&r->train_loss, step, loss);
-        monitor_value(r, "train/grad_norm", step, rp_json_number(o, "grad_norm"));
+        monitor_value(r, "train/grad_norm", step, -1, rp_json_number(o, "grad_norm"));
     } else if (cJSON_IsString(kind) && !strcmp(kind->valuestring, "epoch")) {
         double val = rp_json_number(o, "val_loss");
         if (isfinite(val)) rp_series_push(&r->val_loss, step, val);
@@ -106,7 +104,8 @@ static void metrics_line(rp_run *r, const cJSON *o)
             snprintf(name, sizeof name, "%s/%s", monitor->valuestring, metric->valuestring);
         else
             snprintf(name, sizeof name, "%s", metric->valuestring);
-        monitor_value(r, name, step, rp_json_number(o, "value"));
+        double layer = rp_json_number(o, "layer");
+        monitor_value(r, name, step, isfinite(layer) ? (int)layer : -1, rp_json_number(o, "value"));
     }
 }
 
@@ -125,7 +124,15 @@ static int read_metrics(rp_run *r, const char *path)
     }
     free(line);
     fclose(f);
-    for (int i = 0; i < r->n_mon; i++) average_equal_steps(&r->mon[i].curve);
+    for (int i = 0; i < r->n_mon; i++) {
+        rp_monitor *m = &r->mon[i];
+        if (m->overall.n) { /* the monitor's own value over layers is the one to show */
+            rp_series_free(&m->curve);
+            m->curve = m->overall;
+            m->overall = (rp_series){0};
+        }
+        average_equal_steps(&m->curve);
+    }
     return bad;
 }
 
@@ -176,6 +183,7 @@ void rp_run_free(rp_run *r)
     cJSON_Delete(r->eval);
     rp_series_free(&r->train_loss);
     rp_series_free(&r->val_loss);
-    for (int i = 0; i < r->n_mon; i++) free(r->mon[i].name), rp_series_free(&r->mon[i].curve);
+    for (int i = 0; i < r->n_mon; i++)
+        free(r->mon[i].name), rp_series_free(&r->mon[i].curve), rp_series_free(&r->mon[i].overall);
     free(r->mon);
 }

@@ -88,13 +88,14 @@ rp_cmp rp_compare(const rp_sweep *s, int config, rp_source src, const char *key)
 }
 
 /* Both numbers to the precision the spread supports: two significant
- * digits of the sd, at least three of the mean. */
+ * digits of the sd, at least three of the mean (an sd at rounding level
+ * of the mean counts as zero). */
 const char *rp_fmt_stat(rp_stat st, char *buf, size_t n)
 {
     if (!st.n) return snprintf(buf, n, "n/a"), buf;
     double mag = fabs(st.mean) > 0 ? floor(log10(fabs(st.mean))) : 0;
     int dec = (int)fmax(0, 2 - mag);
-    if (st.n > 1 && st.sd > 0) dec = (int)fmax(dec, 1 - floor(log10(st.sd)));
+    if (st.n > 1 && st.sd > 1e-12 * fabs(st.mean)) dec = (int)fmax(dec, 1 - floor(log10(st.sd)));
     if (dec > 12) dec = 12;
     if (st.n == 1) snprintf(buf, n, "%.*f", dec, st.mean);
     else snprintf(buf, n, "%.*f ± %.*f", dec, st.mean, dec, st.sd);

@@ -88,6 +88,9 @@ static void band_and_line(FILE *f, const axes *a, const rp_band *b, const char *
     fprintf(f, "\"/>\n<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", colour);
     for (int i = 0; i < b->n; i++) fprintf(f, "%.1f,%.1f ", px(a, b->x[i]), py(a, b->mean[i]));
     fputs("\"/>\n", f);
+    if (b->n > 30) return; /* markers only where points are few, e.g. one per epoch */
+    for (int i = 0; i < b->n; i++)
+        fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n", px(a, b->x[i]), py(a, b->mean[i]), colour);
 }
 
 static void legend(FILE *f, const rp_line *lines, int n_lines)

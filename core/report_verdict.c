@@ -24,7 +24,7 @@ static void say(sentence *s, const char *fmt, ...)
     va_start(ap, fmt);
     int w = vsnprintf(s->text + s->used, sizeof s->text - s->used, fmt, ap);
     va_end(ap);
-    if (w > 0) s->used = fmin(sizeof s->text - 1, s->used + (size_t)w);
+    if (w > 0) s->used = s->used + (size_t)w < sizeof s->text ? s->used + (size_t)w : sizeof s->text - 1;
 }
 
 static int best_config(const rp_sweep *s)
@@ -50,6 +50,7 @@ static void best_sentence(const rp_sweep *s, int best, ast_strlist *out)
     say(&t, ", %d seed%s)", cmp.a.n, cmp.a.n == 1 ? "" : "s");
     if (best != s->baseline && !isnan(cmp.p))
         say(&t, cmp.p < ALPHA ? "; the difference is significant at p < 0.05" : "; the difference is not significant at p < 0.05");
+    say(&t, ".");
     ast_strlist_push(out, t.text);
 }
 
@@ -74,7 +75,7 @@ static void difference_sentence(const rp_sweep *s, int c, ast_strlist *out)
     say(&t, "%s vs %s: ", s->configs[c].name, s->configs[s->baseline].name);
     if (!n_sig && !n_same) say(&t, "too few finished seeds for a test (2 per config needed)");
     if (n_sig) say(&t, "significantly %s", sig.text);
-    if (n_same) say(&t, "%s%s not distinguishable (p >= 0.05)", n_sig ? "; " : "", same.text);
+    if (n_same) say(&t, "%snot distinguishable (p >= 0.05): %s", n_sig ? "; " : "", same.text);
     say(&t, ".");
     ast_strlist_push(out, t.text);
 }
@@ -113,18 +114,20 @@ static void random_sentence(const rp_sweep *s, int c, ast_strlist *out)
 
 static void warning_sentences(const rp_sweep *s, ast_strlist *out)
 {
-    int fired = 0;
+    int fired = 0, flags = 0;
     char buf[512];
-    for (int c = 0; c < s->n_configs; c++)
-        for (int m = 0; m < s->monitors.n; m++) {
+    for (int m = 0; m < s->monitors.n; m++) {
+        flags += rp_is_warning_flag(s->monitors.v[m]);
+        for (int c = 0; c < s->n_configs; c++) {
             rp_warning w;
             if (!rp_warning_of(s, c, s->monitors.v[m], &w)) continue;
-            snprintf(buf, sizeof buf, "Monitor warning, %s: %s (%s) in %d of %d seeds (extreme %.3g).",
-                     s->configs[c].name, w.text, rp_metric_label(s->monitors.v[m]), w.seeds, w.of, w.extreme);
+            snprintf(buf, sizeof buf, "Monitor warning, %s: %s in %d of %d seeds, first at step %.0f.",
+                     s->configs[c].name, w.text, w.seeds, w.of, w.first);
             ast_strlist_push(out, buf);
             fired++;
         }
-    if (!fired && s->monitors.n) ast_strlist_push(out, "No monitor warning fired.");
+    }
+    if (!fired && flags) ast_strlist_push(out, "No monitor warning fired.");
 }
 
 static void left_out_sentence(const rp_sweep *s, ast_strlist *out)
@@ -135,7 +138,7 @@ static void left_out_sentence(const rp_sweep *s, ast_strlist *out)
         if (!s->runs[i].usable) say(&t, "%s%s (%s)", n++ ? ", " : "", s->runs[i].id, s->runs[i].state);
     if (!n) return;
     char buf[2300];
-    snprintf(buf, sizeof buf, "%d of %d runs are left out (see Runs left out): %s.", n, s->n_runs, t.text);
+    snprintf(buf, sizeof buf, "Left out: %d of %d runs, %s; see Runs left out.", n, s->n_runs, t.text);
     ast_strlist_push(out, buf);
 }
 

@@ -16,14 +16,15 @@ local a = require "alphast"
 local quick = (os.getenv("ALPHAST_QUICK") or "") ~= ""
 
 -- 12 runs, 2 at a time: 6 rounds in ~8-10 minutes leave ~1.2 min per run.
--- 8 epochs of 25 steps fit that on 2 shared cores; max_minutes stops a run
--- that is slower (with a checkpoint and its summary) instead of the sweep.
+-- 10 epochs of 30 steps take ~25 s for the slowest config (Gated+MoE runs
+-- ~13 steps/s on an idle core); on a busy machine max_minutes stops a run
+-- (with its checkpoint and summary) rather than the sweep overrunning.
 local budget = quick and {
     "training.epochs=2", "training.steps_per_epoch=3", "training.val_sets=2",
     "training.max_minutes=0.5", "training.scheduler.T_max=2",
 } or {
-    "training.epochs=8", "training.steps_per_epoch=25", "training.max_minutes=1.1",
-    "training.scheduler.T_max=8",
+    "training.epochs=10", "training.steps_per_epoch=30", "training.max_minutes=1.2",
+    "training.scheduler.T_max=10",
 }
 
 local gated = {"attention=gated", "attention.gate_type=headwise", "attention.use_qk_norm=true"}
