@@ -27,7 +27,7 @@ typedef struct rp_monitor {
 } rp_monitor;
 
 typedef struct rp_run {
-    char *id, *config, *state, *dir, *error; /* error: the ledger's, if any */
+    char *id, *config, *state, *dir, *error; /* error: why the ledger says it did not finish, if it says */
     long long seed;                         /* -1 when the ledger has none */
     int usable;                             /* done and summary.json readable */
     char note[256];                         /* why it is excluded, or what is missing */

@@ -13,6 +13,18 @@ static char *json_string_or(const cJSON *o, const char *key, const char *fallbac
     return fallback ? ast_xstrdup(fallback) : NULL;
 }
 
+/* What the ledger says about an unfinished run: its reason, else how the
+ * process ended (alphast/ledger.h: reason, signal, exit). */
+static char *why_not_done(const cJSON *o)
+{
+    char buf[256];
+    double sig = rp_json_number(o, "signal"), code = rp_json_number(o, "exit");
+    if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "reason"))) return json_string_or(o, "reason", NULL);
+    if (sig > 0) return snprintf(buf, sizeof buf, "killed by signal %.0f", sig), ast_xstrdup(buf);
+    if (code > 0) return snprintf(buf, sizeof buf, "exited with status %.0f", code), ast_xstrdup(buf);
+    return NULL;
+}
+
 static int find_run(const rp_sweep *s, const char *id)
 {
     for (int i = 0; i < s->n_runs; i++)
@@ -43,7 +55,7 @@ static void ledger_entry(rp_sweep *s, const cJSON *o)
     r->config = ast_xstrdup(cfg->valuestring);
     r->state = json_string_or(o, "state", "unknown");
     r->dir = json_string_or(o, "dir", NULL);
-    r->error = json_string_or(o, "error", NULL);
+    r->error = why_not_done(o);
     r->seed = cJSON_IsNumber(seed) ? (long long)seed->valuedouble : -1;
 }
 

@@ -156,7 +156,7 @@ void rp_run_read(rp_run *r, const char *sweep_dir)
 {
     char path[4096];
     if (strcmp(r->state, "done")) {
-        note(r, r->error ? r->error : "did not finish");
+        note(r, r->error ? r->error : !strcmp(r->state, "pending") ? "not started" : "did not finish");
         return;
     }
     if (!r->dir) {

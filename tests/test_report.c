@@ -135,9 +135,12 @@ static char *make_sweep(void)
                     r->id, r->config, r->seed, r->id);
     }
     fputs("{\"run\":\"Gated-04\",\"config_name\":\"Gated\",\"seed\":4,\"state\":\"failed\",\"dir\":\"runs/Gated-04\","
-          "\"error\":\"step 12: the loss is not finite\"}\n",
+          "\"exit\":1,\"reason\":\"step 12: the loss is not finite\"}\n",
           ledger);
     fputs("{\"run\":\"Baseline-04\",\"config_name\":\"Baseline\",\"seed\":4,\"state\":\"running\",\"dir\":\"runs/Baseline-04\"}\n",
+          ledger);
+    fputs("{\"run\":\"Baseline-05\",\"config_name\":\"Baseline\",\"seed\":5,\"state\":\"failed\",\"dir\":\"runs/Baseline-05\","
+          "\"signal\":9}\n",
           ledger);
     fclose(ledger);
     return dir;
@@ -201,7 +204,7 @@ Test(report, mean_sd_and_welch_p_from_the_runs)
     cr_assert_str_eq(cell(md, "Gated", 2), "300");
     cr_assert_str_eq(cell(md, "Gated", 3), "250");
     cr_assert_str_eq(cell(md, "Gated", 4), "250 ± 0");
-    cr_assert_str_eq(cell(md, "Baseline", 1), "3 of 4");
+    cr_assert_str_eq(cell(md, "Baseline", 1), "3 of 5");
     cr_assert(strstr(md, "Gated has the lowest validation loss (0.420 ± 0.020, -19.2% vs Baseline, p = 0.0036, 3 seeds); "
                          "the difference is significant at p < 0.05"), "%s", md);
     cr_assert(strstr(md, "Gated vs Baseline: significantly lower validation loss (best) (-19.2%, p = 0.0036); "
@@ -261,7 +264,9 @@ Test(report, failed_and_unfinished_runs_are_listed)
     cr_assert_str_eq(cell(md, "Gated-04", 3), "failed");
     cr_assert_str_eq(cell(md, "Gated-04", 4), "step 12: the loss is not finite");
     cr_assert_str_eq(cell(md, "Baseline-04", 4), "did not finish");
-    cr_assert(strstr(md, "Left out: 2 of 8 runs, Gated-04 (failed), Baseline-04 (running); see Runs left out."));
+    cr_assert_str_eq(cell(md, "Baseline-05", 4), "killed by signal 9");
+    cr_assert(strstr(md, "Left out: 3 of 9 runs, Gated-04 (failed), Baseline-04 (running), Baseline-05 (failed); "
+                         "see Runs left out."), "%s", md);
     /* the torn last line of metrics.jsonl is noted, the rest of the run used */
     cr_assert_str_eq(cell(md, "Gated-01", 6), "unreadable lines in metrics.jsonl skipped");
     free(md);
