@@ -2,12 +2,16 @@
  * configs x 3 seeds plus a failed and an unfinished run. The report's
  * cells and verdict must follow the runs' files — change one run's
  * numbers and the corresponding cell and sentence change. */
+#define _XOPEN_SOURCE 700 /* nftw */
 #include <criterion/criterion.h>
+#include <ftw.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "alphast/report.h"
 
@@ -106,10 +110,21 @@ static void write_metrics(const char *sweep, const fake_run *r, double entropy_m
     fclose(f);
 }
 
+static char sweep_dir[64]; /* the test's sweep, removed after it */
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) { return remove(path); }
+
+static void remove_sweep(void)
+{
+    if (sweep_dir[0]) nftw(sweep_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+TestSuite(report, .fini = remove_sweep);
+
 static char *make_sweep(void)
 {
-    static char dir[64];
-    char path[512];
+    char *dir = sweep_dir, path[512];
+    remove_sweep(); /* one sweep per test at a time */
     strcpy(dir, "/tmp/alphast-report-XXXXXX");
     cr_assert(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/runs", dir);
@@ -344,4 +359,33 @@ Test(report, bad_input_is_a_clear_error)
     write_file(path, "not json\n\n");
     cr_assert(ast_report_write(sweep, NULL, &e) < 0);
     cr_assert(strstr(e.msg, "no runs in the ledger"), "%s", e.msg);
+}
+
+/* Exit status of `alphast-run ARGS`, its stderr into err. */
+static int run_cli(const char *args, char *err, size_t n)
+{
+    char cmd[1024], errfile[] = "/tmp/alphast-report-err-XXXXXX";
+    close(mkstemp(errfile));
+    snprintf(cmd, sizeof cmd, "%s/alphast-run %s >/dev/null 2>%s", ALPHAST_BUILD_DIR, args, errfile);
+    int st = system(cmd);
+    FILE *f = fopen(errfile, "r");
+    size_t got = f ? fread(err, 1, n - 1, f) : 0;
+    err[got] = '\0';
+    if (f) fclose(f);
+    remove(errfile);
+    cr_assert(WIFEXITED(st), "%s did not exit", cmd);
+    return WEXITSTATUS(st);
+}
+
+Test(report, the_report_command)
+{
+    char *sweep = make_sweep(), args[256], err[4096], path[512];
+    snprintf(args, sizeof args, "report %s --baseline Gated", sweep);
+    cr_assert_eq(run_cli(args, err, sizeof err), 0, "%s", err);
+    snprintf(path, sizeof path, "%s/report.html", sweep);
+    free(slurp(path));
+    cr_assert_eq(run_cli("report", err, sizeof err), 2, "no SWEEP_DIR is a usage error");
+    cr_assert(strstr(err, "give the sweep directory"), "%s", err);
+    cr_assert_eq(run_cli("report /nonexistent/sweep", err, sizeof err), 1);
+    cr_assert(strstr(err, "/nonexistent/sweep/ledger.jsonl: cannot open"), "%s", err);
 }
