@@ -17,3 +17,4 @@ tests_test_report_LDADD = $(TEST_LIBS)
 
 # The four-config ablation on the bundled data (run with alphast-run sweep).
 dist_noinst_SCRIPTS += scripts/ablation.lua
+EXTRA_DIST += docs/report.md
