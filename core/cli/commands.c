@@ -10,6 +10,7 @@ const cli_command cli_commands[] = {
     {"plugins", "list the plugins found, with their options", cmd_plugins},
     {"params", "parameter counts of a config's model, total and active, per module group", cmd_params},
     {"forward", "one eval forward pass of a model on tensors from a safetensors file", cmd_forward},
+    {"report", "the ablation report of a sweep directory, as Markdown and one HTML page", cmd_report},
 };
 
 const int cli_n_commands = (int)(sizeof cli_commands / sizeof cli_commands[0]);

@@ -1,0 +1,21 @@
+/* alphast/report.h: the ablation report of a sweep directory (as written by
+ * `alphast-run sweep`): per config the cost (parameters, step time, memory),
+ * loss curves, quality metrics as mean ± sd over seeds with Welch t-tests
+ * against a baseline config, monitor summaries and a verdict derived from
+ * those numbers. Failed and unfinished runs are listed, never dropped. */
+#ifndef ALPHAST_REPORT_H
+#define ALPHAST_REPORT_H
+
+#include "alphast/core.h"
+
+typedef struct ast_report_opts {
+    const char *out_dir;  /* where report.md/.html and the SVGs go; NULL: the sweep directory */
+    const char *baseline; /* config the others are compared with; NULL: "Baseline" if present, else the first */
+} ast_report_opts;
+
+/* Reads SWEEP_DIR/ledger.jsonl and the run directories it names, and writes
+ * report.md (+ report_*.svg next to it) and report.html (one self-contained
+ * file, plots inline). Returns 0, or -1 with e set. */
+int ast_report_write(const char *sweep_dir, const ast_report_opts *o, ast_error *e);
+
+#endif

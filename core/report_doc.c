@@ -1,0 +1,147 @@
+/* The report's two formats behind one writer: Markdown (plots as separate
+ * SVG files next to it) and one self-contained HTML page (plots inline,
+ * styles inline, no scripts, nothing fetched). */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report_internal.h"
+
+void rp_table_init(rp_table *t, int n_cols) { *t = (rp_table){.n_cols = n_cols}; }
+
+void rp_table_cell(rp_table *t, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    t->cells = ast_xrealloc(t->cells, (size_t)(t->n_cells + 1) * sizeof *t->cells);
+    t->cells[t->n_cells++] = ast_xstrdup(buf);
+}
+
+void rp_table_free(rp_table *t)
+{
+    for (int i = 0; i < t->n_cells; i++) free(t->cells[i]);
+    free(t->cells);
+}
+
+static const char *const css =
+    "body{font-family:sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222}"
+    "table{border-collapse:collapse;margin:1em 0}"
+    "th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}"
+    "th:first-child,td:first-child{text-align:left}"
+    "th{background:#f3f3f3}figure{margin:1em 0}figcaption{color:#555;font-size:90%}";
+
+void rp_doc_begin(rp_doc *d, const char *title)
+{
+    if (!d->html) {
+        fprintf(d->f, "# %s\n\n", title);
+        return;
+    }
+    fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>", d->f);
+    rp_put_escaped(d->f, title);
+    fprintf(d->f, "</title>\n<style>%s</style>\n</head>\n<body>\n<h1>", css);
+    rp_put_escaped(d->f, title);
+    fputs("</h1>\n", d->f);
+}
+
+void rp_doc_end(rp_doc *d)
+{
+    if (d->html) fputs("</body>\n</html>\n", d->f);
+}
+
+void rp_doc_heading(rp_doc *d, int level, const char *text)
+{
+    if (!d->html) {
+        fprintf(d->f, "%.*s %s\n\n", level, "######", text);
+        return;
+    }
+    fprintf(d->f, "<h%d>", level);
+    rp_put_escaped(d->f, text);
+    fprintf(d->f, "</h%d>\n", level);
+}
+
+void rp_doc_para(rp_doc *d, const char *fmt, ...)
+{
+    char buf[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (!d->html) {
+        fprintf(d->f, "%s\n\n", buf);
+        return;
+    }
+    fputs("<p>", d->f);
+    rp_put_escaped(d->f, buf);
+    fputs("</p>\n", d->f);
+}
+
+void rp_doc_list(rp_doc *d, const ast_strlist *items)
+{
+    if (d->html) fputs("<ul>\n", d->f);
+    for (int i = 0; i < items->n; i++) {
+        fputs(d->html ? "<li>" : "- ", d->f);
+        if (d->html) rp_put_escaped(d->f, items->v[i]);
+        else fputs(items->v[i], d->f);
+        fputs(d->html ? "</li>\n" : "\n", d->f);
+    }
+    fputs(d->html ? "</ul>\n" : "\n", d->f);
+}
+
+static void md_cell(FILE *f, const char *s)
+{
+    fputs(" ", f);
+    for (; *s; s++) {
+        if (*s == '|') fputc('\\', f);
+        fputc(*s == '\n' ? ' ' : *s, f);
+    }
+    fputs(" |", f);
+}
+
+static void table_md(FILE *f, const rp_table *t)
+{
+    for (int i = 0; i < t->n_cells; i++) {
+        if (i % t->n_cols == 0) fputc('|', f);
+        md_cell(f, t->cells[i]);
+        if (i % t->n_cols == t->n_cols - 1) fputc('\n', f);
+        if (i == t->n_cols - 1) {
+            fputc('|', f);
+            for (int c = 0; c < t->n_cols; c++) fputs(c ? " ---: |" : " --- |", f);
+            fputc('\n', f);
+        }
+    }
+    fputc('\n', f);
+}
+
+static void table_html(FILE *f, const rp_table *t)
+{
+    fputs("<table>\n", f);
+    for (int i = 0; i < t->n_cells; i++) {
+        const char *tag = i < t->n_cols ? "th" : "td";
+        if (i % t->n_cols == 0) fputs("<tr>", f);
+        fprintf(f, "<%s>", tag);
+        rp_put_escaped(f, t->cells[i]);
+        fprintf(f, "</%s>", tag);
+        if (i % t->n_cols == t->n_cols - 1) fputs("</tr>\n", f);
+    }
+    fputs("</table>\n", f);
+}
+
+void rp_doc_table(rp_doc *d, const rp_table *t)
+{
+    if (d->html) table_html(d->f, t);
+    else table_md(d->f, t);
+}
+
+void rp_doc_figure(rp_doc *d, const rp_figure *fig)
+{
+    if (!d->html) {
+        fprintf(d->f, "![%s](%s)\n\n", fig->caption, fig->file);
+        return;
+    }
+    fprintf(d->f, "<figure>\n%s<figcaption>", fig->svg);
+    rp_put_escaped(d->f, fig->caption);
+    fputs("</figcaption>\n</figure>\n", d->f);
+}

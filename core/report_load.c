@@ -1,0 +1,161 @@
+/* Reading a sweep directory: the ledger (JSON lines, the last line of a run
+ * wins), then each run's directory, grouped by config in ledger order. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report_internal.h"
+
+static char *json_string_or(const cJSON *o, const char *key, const char *fallback)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (cJSON_IsString(v)) return ast_xstrdup(v->valuestring);
+    return fallback ? ast_xstrdup(fallback) : NULL;
+}
+
+/* What the ledger says about an unfinished run: its reason, else how the
+ * process ended (alphast/ledger.h: reason, signal, exit). */
+static char *why_not_done(const cJSON *o)
+{
+    char buf[256];
+    double sig = rp_json_number(o, "signal"), code = rp_json_number(o, "exit");
+    if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "reason"))) return json_string_or(o, "reason", NULL);
+    if (sig > 0) return snprintf(buf, sizeof buf, "killed by signal %.0f", sig), ast_xstrdup(buf);
+    if (code > 0) return snprintf(buf, sizeof buf, "exited with status %.0f", code), ast_xstrdup(buf);
+    return NULL;
+}
+
+static int find_run(const rp_sweep *s, const char *id)
+{
+    for (int i = 0; i < s->n_runs; i++)
+        if (!strcmp(s->runs[i].id, id)) return i;
+    return -1;
+}
+
+/* A later line for the same run replaces the earlier one. */
+static void ledger_entry(rp_sweep *s, const cJSON *o)
+{
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "run");
+    const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(o, "config_name");
+    if (!cJSON_IsString(id) || !cJSON_IsString(cfg)) {
+        s->bad_ledger_lines++;
+        return;
+    }
+    int i = find_run(s, id->valuestring);
+    if (i < 0) {
+        s->runs = ast_xrealloc(s->runs, (size_t)(s->n_runs + 1) * sizeof *s->runs);
+        i = s->n_runs++;
+    } else {
+        rp_run_free(&s->runs[i]);
+    }
+    rp_run *r = &s->runs[i];
+    memset(r, 0, sizeof *r);
+    const cJSON *seed = cJSON_GetObjectItemCaseSensitive(o, "seed");
+    r->id = ast_xstrdup(id->valuestring);
+    r->config = ast_xstrdup(cfg->valuestring);
+    r->state = json_string_or(o, "state", "unknown");
+    r->dir = json_string_or(o, "dir", NULL);
+    r->error = why_not_done(o);
+    r->seed = cJSON_IsNumber(seed) ? (long long)seed->valuedouble : -1;
+}
+
+static int read_ledger(rp_sweep *s, ast_error *e)
+{
+    char path[4096], *line = NULL;
+    size_t cap = 0;
+    snprintf(path, sizeof path, "%s/ledger.jsonl", s->dir);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        ast_error_set(e, "%s: cannot open the sweep's ledger: %s; give a directory written by alphast-run sweep",
+                      path, strerror(errno));
+        return -1;
+    }
+    while (getline(&line, &cap, f) > 0) {
+        if (strspn(line, " \t\r\n") == strlen(line)) continue;
+        cJSON *o = cJSON_Parse(line);
+        if (cJSON_IsObject(o)) ledger_entry(s, o);
+        else s->bad_ledger_lines++; /* e.g. a line torn by a crash */
+        cJSON_Delete(o);
+    }
+    free(line);
+    fclose(f);
+    if (!s->n_runs) ast_error_set(e, "%s: no runs in the ledger; has the sweep started?", path);
+    return s->n_runs ? 0 : -1;
+}
+
+static int config_index(rp_sweep *s, const char *name)
+{
+    for (int i = 0; i < s->n_configs; i++)
+        if (!strcmp(s->configs[i].name, name)) return i;
+    s->configs = ast_xrealloc(s->configs, (size_t)(s->n_configs + 1) * sizeof *s->configs);
+    s->configs[s->n_configs] = (rp_config){.name = ast_xstrdup(name), .runs = ast_xmalloc((size_t)s->n_runs * sizeof(int))};
+    return s->n_configs++;
+}
+
+/* Numeric members of obj, and of its objects one level down as "a.b". */
+static void add_numeric_keys(ast_strlist *keys, const cJSON *obj, const char *prefix, int skip_random)
+{
+    const cJSON *item;
+    char key[512];
+    cJSON_ArrayForEach(item, obj)
+    {
+        if (skip_random && !strcmp(item->string, "random")) continue; /* the reference, not the model */
+        snprintf(key, sizeof key, "%s%s%s", prefix, prefix[0] ? "." : "", item->string);
+        if (cJSON_IsNumber(item) && ast_strlist_find(keys, key) < 0) ast_strlist_push(keys, key);
+        if (cJSON_IsObject(item) && !prefix[0]) add_numeric_keys(keys, item, key, 0);
+    }
+}
+
+/* Every key a usable run reports, in order of first appearance. */
+static void collect_keys(rp_sweep *s, const rp_run *r)
+{
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(r->eval, "model");
+    add_numeric_keys(&s->eval_keys, model ? model : r->eval, "", !model);
+    for (int m = 0; m < r->n_mon; m++)
+        if (ast_strlist_find(&s->monitors, r->mon[m].name) < 0) ast_strlist_push(&s->monitors, r->mon[m].name);
+}
+
+static int pick_baseline(rp_sweep *s, const char *name, ast_error *e)
+{
+    s->baseline = 0;
+    for (int i = 0; i < s->n_configs; i++)
+        if (!strcmp(s->configs[i].name, name ? name : "Baseline")) s->baseline = i;
+    if (!name || !strcmp(s->configs[s->baseline].name, name)) return 0;
+    ast_strlist names = {0};
+    char buf[1024];
+    for (int i = 0; i < s->n_configs; i++) ast_strlist_push(&names, s->configs[i].name);
+    ast_error_set(e, "%s: no config named '%s' to compare against; the sweep has %s", s->dir, name,
+                  ast_strlist_join(&names, ", ", "none", buf, sizeof buf));
+    ast_strlist_free(&names);
+    return -1;
+}
+
+int rp_sweep_load(rp_sweep *s, const char *dir, const char *baseline, ast_error *e)
+{
+    memset(s, 0, sizeof *s);
+    s->dir = ast_xstrdup(dir);
+    const char *slash = strrchr(dir, '/');
+    s->name = ast_xstrdup(slash && slash[1] ? slash + 1 : dir);
+    if (read_ledger(s, e) < 0) return -1;
+    for (int i = 0; i < s->n_runs; i++) {
+        rp_run *r = &s->runs[i];
+        rp_run_read(r, s->dir);
+        int ci = config_index(s, r->config); /* may move s->configs */
+        rp_config *c = &s->configs[ci];
+        c->n_ledger++;
+        if (!r->usable) continue;
+        c->runs[c->n_runs++] = i;
+        collect_keys(s, r);
+    }
+    return pick_baseline(s, baseline, e);
+}
+
+void rp_sweep_free(rp_sweep *s)
+{
+    for (int i = 0; i < s->n_runs; i++) rp_run_free(&s->runs[i]);
+    for (int i = 0; i < s->n_configs; i++) free(s->configs[i].name), free(s->configs[i].runs);
+    free(s->runs), free(s->configs), free(s->dir), free(s->name);
+    ast_strlist_free(&s->eval_keys);
+    ast_strlist_free(&s->monitors);
+    memset(s, 0, sizeof *s);
+}

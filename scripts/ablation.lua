@@ -1,0 +1,53 @@
+-- The four-config ablation of issue 5 (compare_configs.py's four configs,
+-- on the bundled STARmap data instead of random tensors), 3 seeds each:
+--
+--   Baseline   linear attention + dense FFN
+--   Gated      gated attention (headwise gate, QK-norm) + dense FFN
+--   MoE        linear attention + MoE FFN (4 experts, top-2)
+--   Gated+MoE  both
+--
+--   alphast-run sweep scripts/ablation.lua      # 12 runs, ~8-10 min on 2 cores
+--   ALPHAST_QUICK=1 alphast-run sweep ...       # a few steps per run, for tests
+--
+-- report = true writes report.md and report.html into the sweep directory
+-- when the runs end (or: alphast-run report SWEEP_DIR).
+local a = require "alphast"
+
+local quick = (os.getenv("ALPHAST_QUICK") or "") ~= ""
+
+-- 12 runs, 2 at a time: 6 rounds in ~8-10 minutes leave ~1.2 min per run.
+-- 10 epochs of 30 steps take ~25 s for the slowest config (Gated+MoE runs
+-- ~13 steps/s on an idle core); on a busy machine max_minutes stops a run
+-- (with its checkpoint and summary) rather than the sweep overrunning.
+local budget = quick and {
+    "training.epochs=2", "training.steps_per_epoch=3", "training.val_sets=2",
+    "training.max_minutes=0.5", "training.scheduler.T_max=2",
+} or {
+    "training.epochs=10", "training.steps_per_epoch=30", "training.max_minutes=1.2",
+    "training.scheduler.T_max=10",
+}
+
+local gated = {"attention=gated", "attention.gate_type=headwise", "attention.use_qk_norm=true"}
+local moe = {"ffn=moe", "ffn.num_experts=4", "ffn.top_k=2"}
+
+local function join(...)
+    local out = {}
+    for _, list in ipairs{...} do
+        for _, item in ipairs(list) do out[#out + 1] = item end
+    end
+    return out
+end
+
+a.sweep{
+    name = quick and "ablation-quick" or "ablation",
+    base = a.override("starmap.yaml", budget),  -- next to this script, else the shipped configs/starmap.yaml
+    configs = {
+        Baseline = {"attention=linear", "ffn=dense"},
+        Gated = join(gated, {"ffn=dense"}),
+        MoE = join({"attention=linear"}, moe),
+        ["Gated+MoE"] = join(gated, moe),
+    },
+    seeds = {1, 2, 3},
+    jobs = 2,
+    report = true,
+}
