@@ -4,6 +4,7 @@ bin_PROGRAMS += alphast-run
 alphast_run_SOURCES = core/cli/main.c core/cli/commands.c core/cli/commands.h \
 	core/cli/cli.h core/cli/cli_args.c core/cli/cmd_plugins.c core/cli/cmd_train.c \
 	core/cli/cmd_params.c core/cli/cmd_forward.c
+alphast_run_SOURCES += core/cli/cmd_sweep.c core/cli/sweep_pool.c core/cli/sweep_pool.h
 alphast_run_LDADD = libalphast.la
 
 check_PROGRAMS += tests/test_cli
