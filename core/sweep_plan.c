@@ -177,12 +177,15 @@ static void push_schedule(lua_State *L, int sweep_sched, int config)
 
 static void push_id(lua_State *L, const char *name, uint64_t hash)
 {
+    /* A directory name without shell metacharacters: YAML flow values
+     * ({name: moe, top_k: 2}) read as name-moe,top_k-2. */
     char clean[MAX_NAME + 1];
     size_t n = 0;
-    for (; name[n] && n < MAX_NAME; n++) {
-        char ch = name[n];
+    for (const char *p = name; *p && n < MAX_NAME; p++) {
+        char ch = *p;
         int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || strchr("._,=+-", ch);
-        clean[n] = ok ? ch : '_';
+        if (strchr("{}[] \"'", ch)) continue;
+        clean[n++] = ok ? ch : ch == ':' ? '-' : '_';
     }
     clean[n] = 0;
     char hex[17];

@@ -203,9 +203,11 @@ void sweep_push_name(lua_State *L, int idx, const char *none)
         const char *s = lua_tostring(L, -1), *eq = strchr(s, '=');
         const char *key = s, *dot;
         while ((dot = memchr(key, '.', (size_t)(eq - key)))) key = dot + 1;
+        int seed = !strncmp(s, "seed.value=", 11); /* "seed=1" reads better than "value=1" */
         lua_pop(L, 1); /* anchored in ovr; the buffer may use the stack now */
         if (i > 1) luaL_addchar(&b, ',');
-        luaL_addstring(&b, key);
+        luaL_addstring(&b, seed ? "seed" : "");
+        luaL_addstring(&b, seed ? eq : key);
     }
     luaL_pushresult(&b);
     if (!lua_rawlen(L, -1)) {

@@ -216,7 +216,9 @@ static int open_metrics(ast_trainer *t, ast_error *e)
 {
     char path[4096];
     if (t->metrics) return 0;
-    t->metrics = fopen(ast_trainer_file(t, "metrics.jsonl", path, sizeof path), "a");
+    /* A fresh start owns the log: lines there are from an attempt killed
+     * before its first checkpoint. */
+    t->metrics = fopen(ast_trainer_file(t, "metrics.jsonl", path, sizeof path), t->step ? "a" : "w");
     if (!t->metrics) ast_error_set(e, "%s: cannot open for writing: %s", path, strerror(errno));
     return t->metrics ? 0 : -1;
 }

@@ -111,11 +111,12 @@ static void progress_line(const pool *p)
     fflush(stderr);
 }
 
-/* An event line, then the progress line again. */
+/* An event line; the progress line follows it on a terminal, and after
+ * each finished run in a log. */
 static void event(const pool *p, const char *what, const slot *s, const char *detail)
 {
     fprintf(stderr, "%s  %-8s %s%s%s\n", p->tty ? "\r\033[K" : "", what, s->run->id, detail ? " " : "", detail ? detail : "");
-    progress_line(p);
+    if (p->tty || detail) progress_line(p);
 }
 
 static void print_log_tail(const pool *p, const slot *s)
