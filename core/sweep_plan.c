@@ -25,7 +25,7 @@ static void check_fields(lua_State *L, int t)
                        near ? "'?" : "");
         lua_pop(L, 1);
     }
-    if (lua_rawlen(L, 1)) luaL_error(L, "sweep: fields are named (sweep{base = ..., configs = {...}})");
+    if (lua_rawlen(L, t)) luaL_error(L, "sweep: fields are named (sweep{base = ..., configs = {...}})");
     lua_pop(L, 1);
 }
 

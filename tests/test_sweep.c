@@ -2,7 +2,7 @@
  * script errors with tracebacks), schedules driving the trainer, claims,
  * and `alphast-run sweep` as a user runs it: failures, two runners on one
  * sweep, and a killed sweep that resumes only what is missing. The scripts
- * are tests/data/sweeps/*.lua over a tiny model (tiny.yaml). */
+ * are the Lua files in tests/data/sweeps, over a tiny model (tiny.yaml). */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <math.h>
@@ -515,6 +515,41 @@ Test(sweep, two_runners_on_one_sweep_never_run_a_run_twice, .timeout = 90)
     ast_sweep_free(s);
 }
 
+/* Waits until path exists; fails if the sweep ends first. */
+static void wait_for_file(pid_t runner, const char *path)
+{
+    while (access(path, F_OK)) {
+        cr_assert_eq(waitpid(runner, NULL, WNOHANG), 0, "the sweep ended before %s appeared", path);
+        usleep(10000);
+    }
+}
+
+Test(sweep, ctrl_c_stops_the_runs_and_puts_them_back_to_pending, .timeout = 90)
+{
+    ast_sweep *s = load(SCRIPTS "resume.lua");
+    char dir[256], ckpt[512], path[512];
+    snprintf(dir, sizeof dir, "%s/interrupt", tmp_dir());
+    pid_t runner = start_sweep(dir, SCRIPTS "resume.lua", "2");
+    wait_for_file(runner, run_path(ckpt, dir, &s->runs[2], "checkpoint.safetensors"));
+    kill(runner, SIGINT);
+    cr_assert_eq(wait_status(runner), 130);
+    ast_ledger *l = ledger(dir);
+    cr_assert_eq(last_state(l, s->runs[2].id), AST_RUN_PENDING, "the interrupted run can resume");
+    for (int i = 0; i < 4; i++) {
+        ast_run_state st = last_state(l, s->runs[i].id);
+        cr_assert(st == AST_RUN_DONE || st == AST_RUN_PENDING, "%s: %s", s->runs[i].id, ast_run_state_name(st));
+    }
+    snprintf(path, sizeof path, "%s/ledger.jsonl", dir);
+    char *text = slurp(path);
+    assert_has(text, "\"state\":\"pending\",\"dir\":\"runs/c_long-");
+    assert_has(text, "\"signal\":2,\"reason\":\"interrupted\"}");
+    snprintf(path, sizeof path, "%s/claims/%s.claim", dir, s->runs[2].id);
+    cr_assert(access(path, F_OK), "its claim is released");
+    free(text);
+    ast_ledger_free(l);
+    ast_sweep_free(s);
+}
+
 /* Is pid a process whose command line mentions `word`? */
 static int cmdline_has(int pid, const char *word)
 {
@@ -563,10 +598,7 @@ Test(sweep, a_killed_sweep_resumes_only_the_missing_runs, .timeout = 120)
     /* Kill everything once the first long run has a checkpoint: by then a
      * short run is done and the long ones are not. */
     pid_t runner = start_sweep(dir, SCRIPTS "resume.lua", "2");
-    while (access(ckpt, F_OK)) {
-        cr_assert_eq(waitpid(runner, NULL, WNOHANG), 0, "the sweep ended before the long run's first checkpoint");
-        usleep(10000);
-    }
+    wait_for_file(runner, ckpt);
     kill(runner, SIGKILL);
     wait_status(runner);
     kill_trainers(dir);
