@@ -45,6 +45,8 @@ static const cfg_key schema[] = {
     FLT("masking.masking_probability", "0.5", CFG_PROB),
     BOOL("masking.progressive_masking", "false"),
     INT("masking.progressive_steps", "10000", CFG_POSITIVE),
+    BOOL("masking.mask_conditioning", "false"),                        /* alphast: mask the clean conditioning modality too */
+    ENUM("masking.reconstruction_target", "clean", "clean|input"),    /* alphast: clean x0, or the pre-mask input (reference) */
 
     MAP("training"),
     FLT("training.learning_rate", "1e-4", CFG_POSITIVE),

@@ -170,6 +170,8 @@ ast_model_out ast_model_forward(ast_model *m, ast_ctx *c, ast_tensor *expression
     r.mask3 = ast_reshape(c, r.mask, 3, (int64_t[]){b, n, 1});
     r.counts = model_valid_counts(c, r.mask);
 
+    /* Monitors bucket per-set statistics by each set's diffusion time. */
+    ast_publish_stat(c, "time.t", -1, t->data, (int)b);
     model_state s = model_embed_forward(&m->embed, &r, expression, t, positions);
     for (int i = 0; i < m->cfg.num_layers; i++) s = model_layer_forward(&m->layers[i], &r, s);
     return model_heads_forward(&m->heads, &r, s);

@@ -44,11 +44,13 @@ void ast_model_param_groups(const ast_model *m, ast_param_group out[AST_N_PARAM_
     add_fixed(&out[5], lins_numel((model_lin[]){h->expr0, h->expr2, h->pos_feat, h->pos_norm0, h->pos_norm2}, 5));
 }
 
+/* Parameters outside the groups (the mask tokens a masking trainer adds to
+ * the store) are always active. */
 int64_t ast_model_active_param_count(const ast_model *m)
 {
     ast_param_group g[AST_N_PARAM_GROUPS];
     ast_model_param_groups(m, g);
-    int64_t n = 0;
-    for (int i = 0; i < AST_N_PARAM_GROUPS; i++) n += g[i].active;
+    int64_t n = ast_model_param_count(m);
+    for (int i = 0; i < AST_N_PARAM_GROUPS; i++) n -= g[i].total - g[i].active;
     return n;
 }

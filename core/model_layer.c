@@ -1,6 +1,8 @@
 /* One transformer layer (spec §1.3): the attention wrapper around the
  * attention plugin (§1.4), PositionNorm, the FFN plugin with post-norm
  * residuals, and the diffusion-time branch. */
+#include <math.h>
+
 #include "model_internal.h"
 
 static int plugin_create(model_plugin *mp, const ast_plugin *pl, ast_params *p, const char *scope,
@@ -78,6 +80,22 @@ static ast_tensor *position_features(ast_ctx *c, ast_tensor *pos)
     return ast_concat(c, (ast_tensor *[]){dir, len}, 2);
 }
 
+/* For the time_conditioning monitor, per layer: time.modulation_norm [B],
+ * the L2 norm of each set's a_y = y_y(y), the time signal this layer
+ * concatenates into every cell's attention input (and adds to the time
+ * branch's residual). */
+static void publish_time_modulation(ast_ctx *c, int layer, const ast_tensor *ty)
+{
+    int64_t b = ty->shape[0], d = ty->shape[1];
+    float *norms = ast_alloc(c, (size_t)b * sizeof *norms);
+    for (int64_t i = 0; i < b; i++) {
+        double sq = 0.0;
+        for (int64_t j = 0; j < d; j++) sq += (double)ty->data[i * d + j] * ty->data[i * d + j];
+        norms[i] = (float)sqrt(sq);
+    }
+    ast_publish_stat(c, "time.modulation_norm", layer, norms, (int)b);
+}
+
 typedef struct wrapper_out {
     ast_tensor *x, *pos, *y;
 } wrapper_out;
@@ -88,6 +106,7 @@ static wrapper_out attn_wrapper(const model_layer *l, const model_run *r, model_
     ast_tensor *te = model_mlp2(c, in.x, &l->expr0, &l->expr2, 0);
     ast_tensor *tp = model_mlp2(c, position_features(c, in.pos), &l->pos0, &l->pos2, 0);
     ast_tensor *ty = model_apply(c, in.y, &l->y_y);
+    publish_time_modulation(c, l->index, ty);
     ast_tensor *parts[] = {te, repeat_over_cells(c, ty, in.x->shape[1]), tp};
     ast_tensor *h = model_apply(c, ast_concat(c, parts, 3), &l->concat);
     model_tap(r, h, "layer%d.attn_core_in", l->index);

@@ -30,6 +30,7 @@ void ast_train_config_default(ast_train_config *tc)
     tc->val_t_points = 4;
     tc->seed = 42;
     tc->progress = 1;
+    ast_masking_config_default(&tc->masking);
 }
 
 void ast_batch_init(ast_batch *b, int B, int N, int G)
@@ -84,6 +85,10 @@ ast_trainer *ast_trainer_new(ast_model *m, const ast_dataset *d, const ast_split
         ast_trainer_free(t);
         return NULL;
     }
+    /* The mask tokens join the parameters before the optimiser sizes its state. */
+    if (tc->masking.enable)
+        t->masking = ast_masking_new(&tc->masking, tc->mode, ast_model_params(m), tc->sets_per_step, tc->set_size,
+                                     d->n_genes);
     t->opt = ast_adamw_new(ast_model_params(m), &tc->adamw);
     t->ctx = ast_ctx_new(tc->seed ^ 0x5eed0c7full);
     ast_rng_seed(&t->data_rng, tc->seed);
@@ -107,8 +112,10 @@ void ast_trainer_free(ast_trainer *t)
     if (!t) return;
     ast_schedule_free(&t->sched);
     ast_adamw_free(t->opt);
+    ast_masking_free(t->masking);
     ast_ctx_free(t->ctx);
     ast_batch_free(&t->batch);
+    train_monitors_free(t->monitors);
     if (t->metrics) fclose(t->metrics);
     free(t->val_centres), free(t->losses), free(t->dir);
     free(t);
@@ -124,9 +131,13 @@ ast_loss_parts ast_trainer_forward(ast_trainer *t, ast_batch *b)
     int64_t sx[3] = {b->B, b->N, b->G}, sp[3] = {b->B, b->N, 3}, st[2] = {b->B, 1}, sm[2] = {b->B, b->N};
     ast_tensor *x = ast_tensor_from(c, 3, sx, b->z_expr), *p = ast_tensor_from(c, 3, sp, b->z_pos);
     ast_tensor *tt = ast_tensor_from(c, 2, st, b->t), *m = ast_tensor_from(c, 2, sm, b->mask);
-    ast_model_out out = ast_model_forward(t->model, c, x, tt, p, m, NULL, NULL);
+    ast_tensor *x_in = x, *p_in = p;
+    if (b->masks) ast_masking_inputs(b->masks, c, &x_in, &p_in);
+    ast_model_out out = ast_model_forward(t->model, c, x_in, tt, p_in, m, NULL, NULL);
     ast_tensor *x0 = ast_tensor_from(c, 3, sx, b->expr), *p0 = ast_tensor_from(c, 3, sp, b->pos);
-    return ast_diffusion_loss(c, &t->tc.loss, &out, x0, p0, m);
+    ast_loss_parts lp = ast_diffusion_loss(c, &t->tc.loss, &out, x0, p0, m);
+    if (b->masks) lp.total = ast_add(c, lp.total, ast_masking_loss(b->masks, c, &out, x0, p0, x, p));
+    return lp;
 }
 
 /* One micro-batch: sample, noise, forward, backward (gradients add up). */
@@ -137,6 +148,8 @@ static double micro_step(ast_trainer *t)
     for (int i = 0; i < b->B; i++) b->t_int[i] = 1 + (int)(ast_rng_next(&t->data_rng) % (uint64_t)t->tc.diffusion_steps);
     ast_noised z = {b->z_expr, b->z_pos, b->t, b->t_int};
     ast_apply_noise(&t->sched, t->tc.mode, &t->data_rng, b->B, b->N, b->G, b->expr, b->pos, b->mask, &z);
+    /* t->step counts optimiser updates and is checkpointed: the progressive schedule survives a resume. */
+    b->masks = ast_masking_draw(t->masking, &t->data_rng, t->step, b->z_expr, b->mask);
     ast_ctx_reset(t->ctx);
     ast_ctx_set_training(t->ctx, 1);
     ast_ctx_set_grad(t->ctx, 1);
@@ -152,6 +165,7 @@ static void log_step(ast_trainer *t, double loss, double gnorm)
     fprintf(t->metrics, "{\"kind\":\"train\",\"step\":%lld,\"epoch\":%d,\"loss\":%.9g,\"grad_norm\":%.6g,\"lr\":%.6g",
             (long long)t->step, t->epoch, loss, gnorm, v->lr);
     for (int i = 0; i < v->n; i++) fprintf(t->metrics, ",\"%s\":%.6g", v->named[i].name, v->named[i].value);
+    ast_masking_write_metrics(t->masking, t->metrics);
     fputs("}\n", t->metrics);
 }
 
@@ -174,6 +188,7 @@ static int train_step(ast_trainer *t, double *loss_out, ast_error *e)
     if (schedule_step(t, e) < 0) return -1;
     ast_params_zero_grad(p);
     for (int i = 0; i < t->tc.accumulate; i++) loss += micro_step(t) / t->tc.accumulate;
+    train_monitors_observe(t, AST_PHASE_TRAIN_STEP);
     double gnorm = t->tc.clip_norm > 0 ? ast_clip_grad_norm(p, t->tc.clip_norm) : ast_grad_norm(p);
     if (!isfinite(loss) || !isfinite(gnorm)) {
         ast_error_set(e, "step %lld: the %s is not finite (loss %g, gradient norm %g); stopped without updating. "
@@ -194,6 +209,7 @@ static int train_step(ast_trainer *t, double *loss_out, ast_error *e)
 
 static int end_epoch(ast_trainer *t, double train_loss, ast_error *e)
 {
+    train_monitors_observe(t, AST_PHASE_EPOCH_END);
     double val = ast_trainer_val_loss(t);
     t->last_val = val, t->last_train = train_loss;
     fprintf(t->metrics, "{\"kind\":\"epoch\",\"step\":%lld,\"epoch\":%d,\"train_loss\":%.9g,\"val_loss\":%.9g}\n",

@@ -36,6 +36,7 @@ int ast_train_config_from_cfg(const ast_cfg *cfg, ast_train_config *tc, ast_erro
     tc->loss.use_distance_matrix = ast_cfg_bool(cfg, "loss.use_distance_matrix");
     tc->loss.expression_noised = ast_mode_noises(tc->mode, AST_MOD_EXPR);
     tc->loss.positions_noised = ast_mode_noises(tc->mode, AST_MOD_POS);
+    if (ast_masking_config_from_cfg(cfg, tc->mode, &tc->masking, e) < 0) return -1;
 
     tc->sets_per_step = (int)ast_cfg_int(cfg, "training.batch_size");
     tc->set_size = (int)ast_cfg_int(cfg, "data.set_size");

@@ -13,6 +13,7 @@ typedef struct ast_batch {
     float *expr, *pos, *mask;
     float *z_expr, *z_pos, *t;
     int *t_int;
+    ast_masking *masks; /* set when this batch is masked; NULL otherwise and always in validation */
 } ast_batch;
 
 struct ast_trainer {
@@ -22,6 +23,7 @@ struct ast_trainer {
     char *dir;
     ast_schedule sched;
     ast_adamw *opt;
+    ast_masking *masking; /* NULL unless masking.enable */
     ast_ctx *ctx;
     ast_rng data_rng;
     ast_set_sampler train_sets, val_sets;
@@ -39,6 +41,8 @@ struct ast_trainer {
 
     double *losses; /* of this process's steps */
     int64_t n_losses, cap_losses;
+
+    struct train_monitors *monitors; /* NULL: none configured */
 };
 
 void ast_batch_init(ast_batch *b, int B, int N, int G);
@@ -50,5 +54,11 @@ int ast_trainer_save(ast_trainer *t, ast_error *e);
 int ast_trainer_load(ast_trainer *t, const char *path, ast_error *e);
 /* run_dir/NAME into buf. */
 const char *ast_trainer_file(const ast_trainer *t, const char *name, char *buf, size_t n);
+
+/* train_monitors.c: the config's monitors observe a training step (call
+ * after backward, before clipping) or an epoch's end (before validation). */
+typedef struct train_monitors train_monitors;
+void train_monitors_observe(ast_trainer *t, ast_phase phase);
+void train_monitors_free(train_monitors *tm);
 
 #endif

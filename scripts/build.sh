@@ -5,7 +5,9 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$top/_build}
 cd "$top"
-[ -x configure ] && [ configure -nt configure.ac ] || autoreconf -fi >/dev/null
+if ! [ -x configure ] || [ configure.ac -nt configure ]; then
+  autoreconf -fi >"${TMPDIR:-/tmp}/alphast-autoreconf.log" 2>&1 || { cat "${TMPDIR:-/tmp}/alphast-autoreconf.log"; exit 1; }
+fi
 mkdir -p "$build"
 cd "$build"
 "$top/configure" -q "$@" 2>&1 | grep -v "cannot remove 'core'" || true

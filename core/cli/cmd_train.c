@@ -140,7 +140,7 @@ static int train(const char **v, const char **args, int n_args, ast_error *e)
         free(copy);
     }
     const char *dir = v[OPT_OUT] ? v[OPT_OUT] : out;
-    if (!(t = ast_trainer_new(m, &d, sp, &tc, dir, yaml, e))) goto done;
+    if (!(t = ast_trainer_new(m, &d, sp, &tc, dir, yaml, e)) || ast_trainer_add_monitors(t, cfg, e) < 0) goto done;
     int resumed = v[OPT_FRESH] ? 0 : ast_trainer_resume(t, e);
     if (resumed < 0) goto done;
     fprintf(stderr, "alphast: %s %s: %lld cells x %d genes (%lld train, %lld validation), %s + %s, %s\n",

@@ -3,6 +3,7 @@
  * from the token by extra columns of q_proj, optionally with RMSNorm on
  * each head's queries and keys. The attention core is one fused op
  * (attn_gated_kernel.c). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -80,8 +81,29 @@ static ast_tensor *heads_of(const gated *g, ast_ctx *c, ast_tensor *x, ast_tenso
     return norm_w ? g->host->rmsnorm(c, t, norm_w, QK_NORM_EPS) : t;
 }
 
+/* For the gate_activation monitor, per layer: attn.gate_mean [1] and
+ * attn.gate_std [1] (population) of the sigmoid gate factors gate
+ * [B, H, N, w] over the valid cells. */
+static void publish_gate_stats(const gated *g, ast_ctx *c, const ast_tensor *gate, const ast_fwd_args *a)
+{
+    const ast_tensor *mask = a ? a->mask : NULL;
+    int64_t n = gate->shape[2], w = gate->shape[3], per_set = gate->shape[1] * n * w;
+    double sum = 0.0, sq = 0.0, count = 0.0;
+    for (int64_t i = 0; i < gate->size; i++) {
+        if (mask && mask->data[(i / per_set) * n + (i / w) % n] == 0.0f) continue;
+        sum += gate->data[i];
+        sq += (double)gate->data[i] * gate->data[i];
+        count += 1.0;
+    }
+    if (count == 0.0) return;
+    double mean = sum / count, var = sq / count - mean * mean;
+    float mean_f = (float)mean, std_f = var > 0.0 ? (float)sqrt(var) : 0.0f;
+    g->host->stat(c, "attn.gate_mean", a ? a->layer : -1, &mean_f, 1);
+    g->host->stat(c, "attn.gate_std", a ? a->layer : -1, &std_f, 1);
+}
+
 /* Scales o [B, H, N, dh] by sigmoid of the gate columns of q_proj's output. */
-static ast_tensor *apply_gate(const gated *g, ast_ctx *c, ast_tensor *qg, ast_tensor *o)
+static ast_tensor *apply_gate(const gated *g, ast_ctx *c, ast_tensor *qg, ast_tensor *o, const ast_fwd_args *a)
 {
     const ast_host *h = g->host;
     if (g->gate_type == GATE_NONE) return o;
@@ -94,7 +116,9 @@ static ast_tensor *apply_gate(const gated *g, ast_ctx *c, ast_tensor *qg, ast_te
     } else {
         score = h->split_heads(c, score, g->heads);
     }
-    return h->mul(c, o, h->sigmoid(c, score));
+    ast_tensor *gate = h->sigmoid(c, score);
+    publish_gate_stats(g, c, gate, a);
+    return h->mul(c, o, gate);
 }
 
 static ast_tensor *gated_forward(void *self, ast_ctx *c, ast_tensor *x, const ast_fwd_args *a)
@@ -110,7 +134,7 @@ static ast_tensor *gated_forward(void *self, ast_ctx *c, ast_tensor *x, const as
     attn_core_cfg core = g->core;
     core.dropout = h->training(c) ? g->dropout : 0.0f;
     ast_tensor *o = attn_core(h, c, Q, K, V, a ? a->mask : NULL, &core);
-    o = apply_gate(g, c, qg, o);
+    o = apply_gate(g, c, qg, o, a);
     return h->linear(c, h->merge_heads(c, o), g->wo, g->bo);
 }
 

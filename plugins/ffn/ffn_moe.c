@@ -162,6 +162,18 @@ static const int32_t *select_tokens(const moe *m, ast_ctx *c, ast_tensor *x, con
     return n == rows ? NULL : keep;
 }
 
+/* For the time_conditioning monitor, per layer: moe.set_tokens_per_expert
+ * [sets, n], the kept assignments of each set's tokens to each expert. */
+static void publish_set_stats(const moe *m, ast_ctx *c, int layer, const moe_tokens *tk, const moe_routing *r,
+                              int64_t sets)
+{
+    int n = m->o.num_experts;
+    float *v = m->h->alloc(c, (size_t)(sets * n) * sizeof *v);
+    for (int e = 0; e < n; e++)
+        for (int64_t p = r->offset[e]; p < r->offset[e + 1]; p++) v[tk->batch[r->token[p]] * n + e] += 1.0f;
+    m->h->stat(c, "moe.set_tokens_per_expert", layer, v, (int)(sets * n));
+}
+
 /* For monitors, per layer: moe.tokens_per_expert [n] (kept assignments),
  * moe.router_prob_mean [n] (P_e), moe.dropped_tokens [1] (topk: (token,
  * slot) assignments over capacity; expert_choice: tokens no expert took)
@@ -208,6 +220,7 @@ static ast_tensor *moe_forward(void *self, ast_ctx *c, ast_tensor *x, const ast_
     }
     if (m->o.balance == MOE_BALANCE_BIAS && h->training(c)) moe_update_bias(m, &r, tk.n);
     publish_stats(m, c, a ? a->layer : -1, &r, probs, aux);
+    publish_set_stats(m, c, a ? a->layer : -1, &tk, &r, x->ndim > 2 ? x->shape[0] : 1);
 
     if (valid) y = h->scatter_add_rows(c, y, valid, NULL, x->size / m->d_model);
     return h->reshape(c, y, x->ndim, x->shape);

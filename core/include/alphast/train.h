@@ -9,6 +9,7 @@
 #include "alphast/data.h"
 #include "alphast/diffusion.h"
 #include "alphast/loss.h"
+#include "alphast/masking.h"
 #include "alphast/model.h"
 #include "alphast/optim.h"
 
@@ -49,6 +50,7 @@ typedef struct ast_train_config {
     double max_minutes;  /* stop (with a checkpoint) after this long; 0 = no limit */
     uint64_t seed;
     int progress;        /* 1: progress bar on a terminal */
+    ast_masking_config masking;
     ast_schedule_fn schedule; /* optional, called before every optimiser step */
     void *schedule_ud;
 } ast_train_config;
@@ -75,6 +77,13 @@ typedef struct ast_trainer ast_trainer;
 ast_trainer *ast_trainer_new(ast_model *m, const ast_dataset *d, const ast_split splits[3],
                              const ast_train_config *tc, const char *run_dir, const char *config_yaml, ast_error *e);
 void ast_trainer_free(ast_trainer *t);
+
+/* Loads the config's `monitors:` list (names, or {name: x, option: value})
+ * as monitor plugins that observe every training step and epoch end and
+ * write their metrics, tagged with their names, into the run's
+ * metrics.jsonl (docs/monitors.md). 0 also when there are none; -1 with e
+ * set on an unknown monitor or a bad option. */
+int ast_trainer_add_monitors(ast_trainer *t, const ast_cfg *cfg, ast_error *e);
 
 /* Continue from run_dir/checkpoint.safetensors if it exists (1), start
  * fresh if it does not (0), or fail (-1, e set) on an unusable one. */
