@@ -47,6 +47,7 @@ typedef struct pool {
     char **envp; /* the environment of every child */
     char thread_vars[2][48];
     int tty;
+    double drawn_at; /* of the progress line, monotonic */
     ast_error *e;
 } pool;
 
@@ -100,8 +101,9 @@ static void format_eta(const pool *p, char *buf, size_t n)
     ast_fmt_duration(left / p->o->jobs, buf, n);
 }
 
-static void progress_line(const pool *p)
+static void progress_line(pool *p)
 {
+    p->drawn_at = ast_now();
     char eta[16];
     format_eta(p, eta, sizeof eta);
     fprintf(stderr, "%s%s: %d/%d done, %d running, %d failed, %d pending%s, ETA %s%s", p->tty ? "\r\033[K" : "",
@@ -113,22 +115,22 @@ static void progress_line(const pool *p)
 
 /* An event line; the progress line follows it on a terminal, and after
  * each finished run in a log. */
-static void event(const pool *p, const char *what, const slot *s, const char *detail)
+static void event(pool *p, const char *what, const slot *s, const char *detail)
 {
     fprintf(stderr, "%s  %-8s %s%s%s\n", p->tty ? "\r\033[K" : "", what, s->run->id, detail ? " " : "", detail ? detail : "");
     if (p->tty || detail) progress_line(p);
 }
 
+/* The last lines of a failed run's log, so the reason shows at once. */
 static void print_log_tail(const pool *p, const slot *s)
 {
     char path[4096], buf[4096];
-    run_dir(p, s, path, sizeof path - 16);
-    strcat(path, "/train.log");
+    snprintf(path, sizeof path, "%s/runs/%s/train.log", p->o->dir, s->run->id);
     FILE *f = fopen(path, "r");
     if (!f) return;
     fseek(f, 0, SEEK_END);
-    long size = ftell(f), from = size > (long)sizeof buf - 1 ? size - (long)sizeof buf + 1 : 0;
-    fseek(f, from, SEEK_SET);
+    long size = ftell(f);
+    fseek(f, size > (long)sizeof buf - 1 ? size - (long)sizeof buf + 1 : 0, SEEK_SET);
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
     buf[n] = 0;
@@ -308,7 +310,7 @@ static int finish(pool *p, slot *s, int status)
     ast_claim_release(&s->claim); /* after the ledger says what happened */
     if (ok) p->run_seconds += end - s->start, p->finished_here++;
     char detail[200];
-    snprintf(detail, sizeof detail, "(%s, %s)", ok ? "done" : s->signalled ? "interrupted" : why, took);
+    snprintf(detail, sizeof detail, "(%s%s%s)", ok ? "" : s->signalled ? "interrupted" : why, ok ? "" : ", ", took);
     event(p, ok ? "done" : s->signalled ? "stopped" : "FAILED", s, detail);
     if (state == AST_RUN_FAILED) print_log_tail(p, s);
     if (state == AST_RUN_FAILED && p->o->fail_fast && !p->stopping) {
@@ -366,7 +368,7 @@ static sweep_outcome loop(pool *p)
             error = 1;
             stop_all(p, SIGINT);
         }
-        if (p->tty) progress_line(p);
+        if (p->tty && ast_now() - p->drawn_at > 0.5) progress_line(p);
         nanosleep(&(struct timespec){0, POLL_NS}, NULL);
     }
     if (p->tty) fputc('\n', stderr);
