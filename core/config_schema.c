@@ -152,6 +152,7 @@ static const cfg_key schema[] = {
     MAP("sampling"),
     INT("sampling.num_steps", "100", CFG_POSITIVE),
     ENUM("sampling.mode", "joint", "joint|expr_to_pos|pos_to_expr"),
+    ENUM("sampling.return", "x0", "x0|z0"),                  /* alphast: last x0 prediction, or the reference's noisy z0 */
 
     MAP("logging"),
     ENUM("logging.logger", "tensorboard", "tensorboard|wandb"),
@@ -163,6 +164,8 @@ static const cfg_key schema[] = {
     MAP("evaluation"),
     INT("evaluation.k_neighbors", "10", CFG_POSITIVE),
     BOOL("evaluation.compute_spatial_metrics", "true"),
+    INT("evaluation.sets", "16", CFG_POSITIVE),              /* alphast: fixed held-out sets scored after training */
+    ANY("evaluation.morans_genes", "null"),                  /* alphast: gene names for Moran's I; null: the 5 most variable */
 };
 
 #define N_KEYS ((int)(sizeof schema / sizeof schema[0]))

@@ -141,6 +141,11 @@ void ast_make_set(const ast_set_sampler *s, int64_t centre, ast_rng *rng, float 
     free(cells);
 }
 
+int ast_set_cells(const ast_set_sampler *s, int64_t centre, int64_t *cells)
+{
+    return nearest(s->d, s->split, centre, s->set_size, cells);
+}
+
 void ast_sample_sets(const ast_set_sampler *s, ast_rng *rng, int B, float *expr, float *pos, float *mask)
 {
     int N = s->set_size, G = s->d->n_genes;

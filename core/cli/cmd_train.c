@@ -10,6 +10,7 @@
 #include "alphast/train.h"
 #include "cli.h"
 #include "commands.h"
+#include "run_setup.h"
 
 enum { OPT_CONFIG, OPT_DATA, OPT_OUT, OPT_FRESH, OPT_QUIET, OPT_SCHEDULE, N_OPTS };
 
@@ -29,48 +30,13 @@ static const cli_spec spec = {
              "cells, diffusion on expression and/or positions (training_mode), AdamW.\n"
              "KEY=VALUE arguments override the config (training.epochs=5, attention=gated).\n"
              "The run directory gets config.yaml, metrics.jsonl, checkpoint.safetensors,\n"
-             "best.safetensors and summary.json; running again resumes from the checkpoint.",
+             "best.safetensors and summary.json; running again resumes from the checkpoint.\n"
+             "Afterwards the best weights are evaluated on held-out test sets against random\n"
+             "coordinates (eval.json; see alphast-run eval).",
     .options = options,
     .n_options = N_OPTS,
     .max_args = 64,
 };
-
-/* Relative data paths in a config are relative to the config's directory. */
-static const char *config_relative(const char *cfg_path, const char *p, char *buf, size_t n)
-{
-    if (!p || p[0] == '/') return p;
-    char *copy = ast_xstrdup(cfg_path);
-    snprintf(buf, n, "%s/%s", dirname(copy), p);
-    free(copy);
-    return buf;
-}
-
-static ast_cfg *load_config(const char *path, const char **args, int n_args, ast_error *e)
-{
-    ast_cfg *cfg = ast_cfg_load_file(path, e);
-    for (int i = 0; cfg && i < n_args; i++)
-        if (ast_cfg_override(cfg, args[i], e) < 0) {
-            ast_cfg_free(cfg);
-            cfg = NULL;
-        }
-    return cfg;
-}
-
-static int load_data(const ast_cfg *cfg, const char *cfg_path, const char *data_arg, ast_dataset *d, ast_split sp[3],
-                     ast_error *e)
-{
-    char b1[4096], b2[4096];
-    ast_data_opts o;
-    ast_data_opts_from_cfg(cfg, &o);
-    const char *path = data_arg ? data_arg : config_relative(cfg_path, ast_cfg_str(cfg, "data.path"), b1, sizeof b1);
-    o.coords_file = config_relative(cfg_path, o.coords_file, b2, sizeof b2);
-    if (!path) {
-        ast_error_set(e, "%s: no dataset; set data.path or pass --data FILE", cfg_path);
-        return -1;
-    }
-    if (ast_data_read(path, &o, d, e) < 0 || ast_data_preprocess(d, &o, e) < 0) return -1;
-    return ast_data_split(d, ast_cfg_float(cfg, "data.split_ratio.val"), ast_cfg_float(cfg, "data.split_ratio.test"), sp, e);
-}
 
 static char *dump_config(const ast_cfg *cfg, ast_error *e)
 {
@@ -113,11 +79,26 @@ static void print_summary(const char *dir, const ast_train_result *r, const ast_
            (long long)ast_model_active_param_count(m));
 }
 
+/* The held-out evaluation of the weights with the best validation loss,
+ * which are restored first (the last epoch's may be worse), into
+ * DIR/eval.json. Skipped without a test split. */
+static int evaluate(const ast_cfg *cfg, ast_model *m, const ast_dataset *d, const ast_split sp[3], const char *dir,
+                    ast_error *e)
+{
+    char json[4096 + 16]; /* dir is at most 4095 bytes */
+    if (sp[AST_SPLIT_TEST].n < 1) {
+        printf("  no test split (data.split_ratio.test is 0): evaluation skipped\n");
+        return 0;
+    }
+    snprintf(json, sizeof json, "%s/eval.json", dir);
+    return cli_load_weights(m, dir, e) < 0 ? -1 : cli_evaluate(cfg, m, d, sp, AST_SPLIT_TEST, json, e);
+}
+
 static int train(const char **v, const char **args, int n_args, ast_error *e)
 {
     char def[4096], out[4096];
     const char *cfg_path = v[OPT_CONFIG] ? v[OPT_CONFIG] : ast_shipped_file("configs/starmap.yaml", def, sizeof def);
-    ast_cfg *cfg = load_config(cfg_path, args, n_args, e);
+    ast_cfg *cfg = cli_load_config(cfg_path, args, n_args, e);
     if (!cfg) return -1;
     ast_dataset d = {0};
     ast_split sp[3] = {{0}};
@@ -128,7 +109,8 @@ static int train(const char **v, const char **args, int n_args, ast_error *e)
     char *yaml = NULL;
     ast_sweep *sweep = NULL;
     int rc = -1;
-    if (load_data(cfg, cfg_path, v[OPT_DATA], &d, sp, e) < 0 || ast_cfg_model(cfg, d.n_genes, &mc, e) < 0 ||
+    if (cli_load_data(cfg, cfg_path, v[OPT_DATA], &d, sp, e) < 0 || cli_check_evaluation(cfg, &d, e) < 0 ||
+        ast_cfg_model(cfg, d.n_genes, &mc, e) < 0 ||
         ast_train_config_from_cfg(cfg, &tc, e) < 0 || !(m = ast_model_new(&mc, tc.seed, e)) || !(yaml = dump_config(cfg, e)))
         goto done;
     tc.progress = !v[OPT_QUIET];
@@ -149,6 +131,7 @@ static int train(const char **v, const char **args, int n_args, ast_error *e)
     ast_train_result r;
     if (ast_trainer_run(t, &r, e) < 0) goto done;
     print_summary(dir, &r, m);
+    if (evaluate(cfg, m, &d, sp, dir, e) < 0) goto done;
     rc = 0;
 done:
     ast_trainer_free(t);

@@ -6,6 +6,8 @@
 const cli_command cli_commands[] = {
     {"train", "train a model on a dataset (resumes an interrupted run)", cmd_train},
     {"sweep", "run the sweep a Lua script declares, in parallel and resumable", cmd_sweep},
+    {"eval", "held-out evaluation of a trained run: model vs random cells", cmd_eval},
+    {"sample", "generate the cells of a held-out split with a trained run (CSV or .h5ad)", cmd_sample},
     {"plugins", "list the plugins found, with their options", cmd_plugins},
     {"params", "parameter counts of a config's model, total and active, per module group", cmd_params},
     {"forward", "one eval forward pass of a model on tensors from a safetensors file", cmd_forward},

@@ -21,5 +21,7 @@ int cmd_train(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_params(int argc, char **argv);
 int cmd_forward(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_sample(int argc, char **argv);
 
 #endif

@@ -52,7 +52,6 @@ void ast_dataset_free(ast_dataset *d);
  * positions centred per slice. */
 int ast_data_preprocess(ast_dataset *d, const ast_data_opts *o, ast_error *e);
 
-#endif
 
 /* ---- splits and sets ---------------------------------------------------- */
 
@@ -88,5 +87,10 @@ float ast_data_position_scale(const ast_dataset *d, const ast_split *s, int set_
  * slice and split; positions centred on the set and scaled. Sets of a
  * split smaller than N are padded (mask 0). */
 void ast_make_set(const ast_set_sampler *s, int64_t centre, ast_rng *rng, float *expr, float *pos, float *mask);
+/* The dataset indices of the cells ast_make_set puts in the set of
+ * `centre`, in set order (room for N); returns their number. */
+int ast_set_cells(const ast_set_sampler *s, int64_t centre, int64_t *cells);
 /* B sets around random centres of the split. */
 void ast_sample_sets(const ast_set_sampler *s, ast_rng *rng, int B, float *expr, float *pos, float *mask);
+
+#endif

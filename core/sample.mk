@@ -1,0 +1,22 @@
+# Sampling (the reverse process), metrics and held-out evaluation.
+libalphast_la_SOURCES += core/sample.c core/metrics.c core/metrics_spatial.c core/metrics_internal.h \
+	core/evaluate.c core/evaluate_report.c
+noinst_HEADERS += core/include/alphast/sample.h core/include/alphast/metrics.h core/include/alphast/evaluate.h
+
+check_PROGRAMS += tests/test_metrics
+tests_test_metrics_SOURCES = tests/test_metrics.c
+tests_test_metrics_CFLAGS = $(TEST_CC)
+tests_test_metrics_LDADD = $(TEST_LIBS)
+
+libalphast_la_SOURCES += core/h5ad_write.c
+noinst_HEADERS += core/include/alphast/h5ad_write.h
+
+check_PROGRAMS += tests/test_sample
+tests_test_sample_SOURCES = tests/test_sample.c
+tests_test_sample_CFLAGS = $(TEST_CC)
+tests_test_sample_LDADD = $(TEST_LIBS)
+
+check_PROGRAMS += tests/test_evaluate
+tests_test_evaluate_SOURCES = tests/test_evaluate.c
+tests_test_evaluate_CFLAGS = $(TEST_CC) $(CJSON_CFLAGS)
+tests_test_evaluate_LDADD = $(TEST_LIBS) $(CJSON_LIBS)

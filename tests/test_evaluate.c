@@ -1,0 +1,266 @@
+/* Held-out evaluation end to end: the library on the bundled data (with
+ * the chance level of k-NN preservation checked against theory), config
+ * errors, the .h5ad writer against our reader, and alphast-run train /
+ * eval / sample on a tiny model trained for a few seconds. */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "alphast/evaluate.h"
+#include "alphast/h5ad_write.h"
+#include "alphast/train.h"
+
+#define STARMAP ALPHAST_SOURCE_DIR "/data/starmap3d/starmap3d.h5ad"
+
+static const char *tiny_yaml =
+    "training_mode: expr_to_pos\n"
+    "data: {path: " STARMAP ", set_size: 24, preprocessing: {position_key: spatial, cell_type_key: null},\n"
+    "       loading: {rotation: true, expression_dropout: 0.0}}\n"
+    "diffusion: {diffusion_steps: 50}\n"
+    "training: {learning_rate: 1e-3, batch_size: 2, epochs: 2, steps_per_epoch: 3, val_sets: 2, val_t_points: 1,\n"
+    "           early_stopping: false}\n"
+    "sampling: {num_steps: 3}\n"
+    "evaluation: {k_neighbors: 5, sets: 64, morans_genes: [Gja1, Vip]}\n"
+    "mlp_in_expression_setting: {mlp_in_expression_dims: 8, mlp_out_expression_dims: 8}\n"
+    "mlp_in_diffusion_time_setting: {mlp_in_diffusion_time_dims: 4, mlp_out_diffusion_time_dims: 4}\n"
+    "PositionMLP_setting: {hidden_dims: 4}\n"
+    "TransformerLayer_setting: {num_layers: 1, num_heads: 2, dim_ff_expression: 8, dim_ff_diffusion_time: 4}\n"
+    "mlp_out_expression_setting: {hidden_dims: 8}\n"
+    "mlp_out_position_norm_setting: {hidden_dims: 4}\n";
+
+typedef struct fixture {
+    ast_cfg *cfg;
+    ast_dataset d;
+    ast_split sp[3];
+    ast_model *m;
+    ast_schedule s;
+    ast_set_sampler sets;
+} fixture;
+
+static void fixture_open(fixture *f, const char *override)
+{
+    ast_error e = {""};
+    memset(f, 0, sizeof *f);
+    f->cfg = ast_cfg_load_string(tiny_yaml, "tiny.yaml", &e);
+    cr_assert(f->cfg, "%s", e.msg);
+    if (override) cr_assert(ast_cfg_override(f->cfg, override, &e) == 0, "%s", e.msg);
+    ast_data_opts o;
+    ast_data_opts_from_cfg(f->cfg, &o);
+    cr_assert(ast_data_read(STARMAP, &o, &f->d, &e) == 0, "%s", e.msg);
+    cr_assert(ast_data_preprocess(&f->d, &o, &e) == 0, "%s", e.msg);
+    cr_assert(ast_data_split(&f->d, 0.1, 0.1, f->sp, &e) == 0, "%s", e.msg);
+    ast_model_config mc;
+    cr_assert(ast_cfg_model(f->cfg, f->d.n_genes, &mc, &e) == 0, "%s", e.msg);
+    f->m = ast_model_new(&mc, 1, &e);
+    cr_assert(f->m, "%s", e.msg);
+    cr_assert(ast_schedule_init(&f->s, 50, 1.0, 1.0, &e) == 0, "%s", e.msg);
+    f->sets = (ast_set_sampler){&f->d, &f->sp[AST_SPLIT_TEST], 24, 1.0f, 0, 0.0f};
+}
+
+static void fixture_close(fixture *f)
+{
+    ast_schedule_free(&f->s);
+    ast_model_free(f->m);
+    ast_split_free(f->sp);
+    ast_dataset_free(&f->d);
+    ast_cfg_free(f->cfg);
+}
+
+static void assert_pos_in_range(const ast_pos_metrics *p)
+{
+    cr_assert(p->knn >= 0 && p->knn <= 1, "knn %g", p->knn);
+    cr_assert(p->procrustes >= 0 && p->procrustes <= 1 + 1e-9, "procrustes %g", p->procrustes);
+    cr_assert(fabs(p->dist_pearson) <= 1 && fabs(p->dist_spearman) <= 1, "correlations");
+    cr_assert(p->dist_mse >= 0 && isfinite(p->dist_mse), "dist_mse %g", p->dist_mse);
+}
+
+Test(evaluate, scores_model_and_chance_on_held_out_sets, .timeout = 60)
+{
+    fixture f;
+    fixture_open(&f, NULL);
+    ast_error e = {""};
+    ast_eval_config ec;
+    cr_assert(ast_eval_config_from_cfg(f.cfg, &f.d, &ec, &e) == 0, "%s", e.msg);
+    cr_assert_eq(ec.n_genes, 2);
+    cr_assert_str_eq(f.d.genes[ec.genes[1]], "Vip");
+    ast_eval_report r;
+    cr_assert(ast_evaluate(f.m, &f.s, &f.sets, &ec, "test", &r, &e) == 0, "%s", e.msg);
+    cr_assert_eq(r.n_tasks, 1);
+    cr_assert_eq(r.tasks[0].mode, AST_MODE_EXPR_TO_POS);
+    cr_assert_eq(r.cells, 64 * 24);
+    cr_assert_eq(r.evaluations, 4); /* 3 steps of T = 50: delta 16, s = 48 32 16 0 */
+    assert_pos_in_range(&r.tasks[0].model.pos);
+    assert_pos_in_range(&r.tasks[0].random.pos);
+    /* Random positions are independent of the truth, so each cell's
+     * predicted 5-NN are 5 of its 23 others uniformly: mean 5/23. The
+     * per-cell variance of the overlap fraction, 5(5/23)(18/23)(18/22)/25
+     * = 0.0278, bounds that of a set's mean; over 64 independent draws the
+     * std is at most 0.021, and 4 std = 0.083. */
+    cr_assert_float_eq(r.tasks[0].random.pos.knn, 5.0 / 23.0, 0.083, "random knn %g", r.tasks[0].random.pos.knn);
+    for (int j = 0; j < 2; j++) {
+        cr_assert(isfinite(r.tasks[0].model.morans[j]) && fabs(r.tasks[0].model.morans[j]) < 10, "Moran's I");
+        cr_assert(isfinite(r.morans_true[j]), "Moran's I on the truth");
+    }
+    char path[] = "/tmp/alphast-eval-XXXXXX";
+    close(mkstemp(path));
+    cr_assert(ast_eval_report_write_json(&r, path, &e) == 0, "%s", e.msg);
+    FILE *fp = fopen(path, "r");
+    static char text[65536];
+    text[fread(text, 1, sizeof text - 1, fp)] = 0;
+    fclose(fp);
+    remove(path);
+    cJSON *j = cJSON_Parse(text);
+    cr_assert(j, "eval.json is JSON");
+    cJSON *knn = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(j,
+                 "tasks"), "expr_to_pos"), "random"), "positions"), "knn_preservation");
+    cr_assert(cJSON_IsNumber(knn) && knn->valuedouble == r.tasks[0].random.pos.knn, "the report's numbers");
+    cr_assert(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "morans_i_true"), "Gja1"), "Moran's I per gene name");
+    cJSON_Delete(j);
+    ast_eval_report_free(&r);
+    ast_eval_config_free(&ec);
+    fixture_close(&f);
+}
+
+Test(evaluate, joint_models_are_also_asked_to_place_cells, .timeout = 60)
+{
+    fixture f;
+    fixture_open(&f, "training_mode=joint");
+    ast_error e = {""};
+    ast_eval_config ec;
+    cr_assert(ast_eval_config_from_cfg(f.cfg, &f.d, &ec, &e) == 0, "%s", e.msg);
+    ec.sets = 4;
+    ast_eval_report r;
+    cr_assert(ast_evaluate(f.m, &f.s, &f.sets, &ec, "test", &r, &e) == 0, "%s", e.msg);
+    cr_assert_eq(r.n_tasks, 2);
+    cr_assert_eq(r.tasks[0].mode, AST_MODE_JOINT);
+    cr_assert_eq(r.tasks[1].mode, AST_MODE_EXPR_TO_POS);
+    const ast_expr_metrics *x = &r.tasks[0].model.expr;
+    cr_assert(x->mse > 0 && x->mae > 0 && fabs(x->pcc_gene) <= 1 && fabs(x->cosine) <= 1, "expression metrics");
+    assert_pos_in_range(&r.tasks[0].model.pos);
+    ast_eval_report_free(&r);
+    ast_eval_config_free(&ec);
+    fixture_close(&f);
+}
+
+Test(evaluate, config_errors_name_the_key)
+{
+    fixture f;
+    fixture_open(&f, "evaluation.morans_genes=[Gja1, Vipp]");
+    ast_error e = {""};
+    ast_eval_config ec;
+    cr_assert_eq(ast_eval_config_from_cfg(f.cfg, &f.d, &ec, &e), -1);
+    cr_assert(strstr(e.msg, "evaluation.morans_genes[1]") && strstr(e.msg, "did you mean 'Vip'"), "%s", e.msg);
+    cr_assert(ast_cfg_override(f.cfg, "evaluation.morans_genes=null", &e) == 0, "%s", e.msg);
+    cr_assert(ast_cfg_override(f.cfg, "evaluation.k_neighbors=24", &e) == 0, "%s", e.msg);
+    cr_assert_eq(ast_eval_config_from_cfg(f.cfg, &f.d, &ec, &e), -1);
+    cr_assert(strstr(e.msg, "evaluation.k_neighbors (24) must be below data.set_size (24)"), "%s", e.msg);
+    cr_assert(ast_cfg_override(f.cfg, "sampling.return=z1", &e) == -1, "the schema knows sampling.return");
+    fixture_close(&f);
+}
+
+Test(evaluate, h5ad_written_reads_back)
+{
+    float X[3 * 2] = {1, 2, 3, 4, 5, 6}, gen[9] = {0.5f, 1, 2, 3, 4, 5, 6, 7, -8}, tru[9] = {9, 8, 7, 6, 5, 4, 3, 2, 1};
+    int64_t set[3] = {0, 0, 1};
+    const char *genes[2] = {"Gja1", "Vip"}, *cells[3] = {"10", "11", "12"};
+    ast_h5ad_table t = {.n_cells = 3, .n_genes = 2, .X = X, .genes = genes, .cells = cells, .n_obsm = 2,
+                        .obsm_names = {"spatial", "spatial_true"}, .obsm = {gen, tru}, .n_obs = 1,
+                        .obs_names = {"set"}, .obs = {set}};
+    char path[] = "/tmp/alphast-h5ad-XXXXXX";
+    close(mkstemp(path));
+    ast_error e = {""};
+    cr_assert(ast_h5ad_write(path, &t, &e) == 0, "%s", e.msg);
+    ast_data_opts o;
+    ast_data_opts_default(&o);
+    o.cell_type_key = NULL;
+    for (int k = 0; k < 2; k++) {
+        o.position_key = k ? "spatial_true" : "spatial";
+        ast_dataset d;
+        cr_assert(ast_data_read_h5ad(path, &o, &d, &e) == 0, "%s", e.msg);
+        cr_assert_eq(d.n_cells, 3);
+        cr_assert_eq(d.n_genes, 2);
+        cr_assert_str_eq(d.genes[1], "Vip");
+        for (int i = 0; i < 6; i++) cr_assert_eq(d.expr[i], X[i]);
+        for (int i = 0; i < 9; i++) cr_assert_eq(d.pos[i], (k ? tru : gen)[i]);
+        ast_dataset_free(&d);
+    }
+    remove(path);
+}
+
+/* alphast-run with args; its exit status, stdout in out. */
+static int run(const char *args, char *out, size_t n)
+{
+    char cmd[2048], tmp[] = "/tmp/alphast-eval-out-XXXXXX";
+    close(mkstemp(tmp));
+    snprintf(cmd, sizeof cmd, "%s/alphast-run %s >%s 2>&1", ALPHAST_BUILD_DIR, args, tmp);
+    int st = system(cmd);
+    FILE *f = fopen(tmp, "r");
+    out[fread(out, 1, n - 1, f)] = 0;
+    fclose(f);
+    remove(tmp);
+    cr_assert(WIFEXITED(st), "%s", cmd);
+    return WEXITSTATUS(st);
+}
+
+static int count_lines(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    int n = 0, c;
+    while (f && (c = fgetc(f)) != EOF) n += c == '\n';
+    if (f) fclose(f);
+    return n;
+}
+
+Test(evaluate, train_eval_and_sample_commands, .timeout = 120)
+{
+    char dir[] = "/tmp/alphast-run-XXXXXX", args[1024], cfg[1100];
+    static char out[65536];
+    cr_assert(mkdtemp(dir));
+    snprintf(cfg, sizeof cfg, "%s/tiny.yaml", dir);
+    FILE *f = fopen(cfg, "w");
+    fputs(tiny_yaml, f);
+    fclose(f);
+    /* masking adds mask tokens to the saved weights, which sampling ignores */
+    snprintf(args, sizeof args, "train -q --config %s --out %s/run evaluation.sets=4 masking.enable=true", cfg, dir);
+    cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
+    cr_assert(strstr(out, "knn_preservation") && strstr(out, "random"), "train prints the table: %s", out);
+    snprintf(args, sizeof args, "%s/run/eval.json", dir);
+    cr_assert(count_lines(args) > 10, "train writes eval.json");
+
+    snprintf(args, sizeof args, "eval %s/run --split val --steps 2 --json %s/val.json evaluation.sets=2", dir, dir);
+    cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
+    cr_assert(strstr(out, "val split, 2 sets") && strstr(out, "2 network evaluations"), "%s", out);
+
+    fixture fx; /* the test split the commands rebuild from the config */
+    fixture_open(&fx, NULL);
+    int64_t n_test = fx.sp[AST_SPLIT_TEST].n;
+    fixture_close(&fx);
+    snprintf(args, sizeof args, "sample %s/run --out %s/gen.csv", dir, dir);
+    cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
+    snprintf(args, sizeof args, "%s/gen.csv", dir);
+    cr_assert_eq(count_lines(args), n_test + 1, "one row per test cell and a header");
+    snprintf(args, sizeof args, "sample %s/run --out %s/gen.h5ad --mode expr_to_pos", dir, dir);
+    cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
+    ast_data_opts o;
+    ast_data_opts_default(&o);
+    o.position_key = "spatial", o.cell_type_key = NULL;
+    ast_dataset d;
+    ast_error e = {""};
+    snprintf(args, sizeof args, "%s/gen.h5ad", dir);
+    cr_assert(ast_data_read_h5ad(args, &o, &d, &e) == 0, "%s", e.msg);
+    cr_assert_eq(d.n_cells, n_test);
+    cr_assert_eq(d.n_genes, 28);
+    ast_dataset_free(&d);
+
+    snprintf(args, sizeof args, "sample %s/run --out %s/gen.txt", dir, dir);
+    cr_assert_eq(run(args, out, sizeof out), 2, "an unknown output format is a usage error: %s", out);
+    snprintf(args, sizeof args, "eval %s/nothing", dir);
+    cr_assert_eq(run(args, out, sizeof out), 1, "%s", out);
+    cr_assert(strstr(out, "not a run directory"), "%s", out);
+    snprintf(args, sizeof args, "rm -rf %s", dir);
+    cr_assert_eq(system(args), 0);
+}
