@@ -10,6 +10,7 @@
 #define ARENA_ALIGN 64
 #define ARENA_MIN_CHUNK ((size_t)16 << 20)
 #define MAX_LOSSES 64
+#define MAX_SCHEDULED 16
 
 typedef struct chunk {
     struct chunk *prev;
@@ -29,6 +30,11 @@ struct ast_ctx {
     int n_losses;
     ast_stat *stats;
     int n_stats, stats_cap;
+    struct {
+        char name[48];
+        float value;
+    } scheduled[MAX_SCHEDULED];
+    int n_scheduled;
 };
 
 static chunk *chunk_new(size_t cap, chunk *prev)
@@ -191,3 +197,20 @@ void ast_publish_stat(ast_ctx *c, const char *name, int layer, const float *valu
 
 int ast_ctx_n_stats(const ast_ctx *c) { return c->n_stats; }
 const ast_stat *ast_ctx_stats(const ast_ctx *c) { return c->stats; }
+
+void ast_ctx_set_scheduled(ast_ctx *c, const char *name, float value)
+{
+    int i = 0;
+    while (i < c->n_scheduled && strcmp(c->scheduled[i].name, name)) i++;
+    AST_ASSERT(i < MAX_SCHEDULED, "more than %d scheduled values", MAX_SCHEDULED);
+    AST_ASSERT(strlen(name) < sizeof c->scheduled[i].name, "scheduled value name too long: %s", name);
+    if (i == c->n_scheduled) strcpy(c->scheduled[c->n_scheduled++].name, name);
+    c->scheduled[i].value = value;
+}
+
+float ast_ctx_scheduled(const ast_ctx *c, const char *name, float fallback)
+{
+    for (int i = 0; i < c->n_scheduled; i++)
+        if (!strcmp(c->scheduled[i].name, name)) return c->scheduled[i].value;
+    return fallback;
+}

@@ -39,6 +39,7 @@ static const ast_host host = {
 #define AST_OP(ret, name, args) .name = ast_##name,
 #include "alphast/ops.def"
 #undef AST_OP
+    .scheduled = ast_ctx_scheduled,
 };
 
 const ast_host *ast_host_table(void) { return &host; }

@@ -1,9 +1,11 @@
 /* Where the running program finds the build tree and the files alphast
  * ships (configs/, data/): the source tree when it runs uninstalled, the
  * install directories otherwise. */
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "alphast/core.h"
@@ -35,4 +37,21 @@ const char *ast_shipped_file(const char *rel, char *buf, size_t n)
 {
     snprintf(buf, n, "%s/%s", ast_build_dir() ? ALPHAST_SOURCE_DIR : ALPHAST_DATA_DIR, rel);
     return buf;
+}
+
+int ast_make_dirs(const char *dir, ast_error *e)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s", dir);
+    for (char *p = path + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            mkdir(path, 0777);
+            *p = '/';
+        }
+    if (mkdir(path, 0777) && errno != EEXIST) {
+        ast_error_set(e, "%s: cannot create the directory: %s", dir, strerror(errno));
+        return -1;
+    }
+    return 0;
 }

@@ -12,7 +12,7 @@ double ast_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void fmt_time(double s, char *buf, size_t n)
+void ast_fmt_duration(double s, char *buf, size_t n)
 {
     int t = s < 0 ? 0 : (int)(s + 0.5);
     if (t >= 3600)
@@ -40,7 +40,7 @@ void ast_progress_update(ast_progress *p, int64_t done, const char *status)
     p->last_draw = now;
     double rate = done / (now - p->start + 1e-9);
     char eta[16];
-    fmt_time(rate > 0 ? (double)(p->total - done) / rate : 0, eta, sizeof eta);
+    ast_fmt_duration(rate > 0 ? (double)(p->total - done) / rate : 0, eta, sizeof eta);
     enum { WIDTH = 24 };
     char bar[WIDTH + 1];
     int fill = p->total > 0 ? (int)(WIDTH * done / p->total) : 0;
@@ -56,7 +56,7 @@ void ast_progress_finish(ast_progress *p, const char *status)
     if (!p->enabled) return;
     double el = ast_now() - p->start;
     char t[16];
-    fmt_time(el, t, sizeof t);
+    ast_fmt_duration(el, t, sizeof t);
     fprintf(stderr, "%s%s %lld/%lld in %s (%.1f/s) %s\n", p->tty ? "\r\033[K" : "", p->label, (long long)p->done,
             (long long)p->total, t, p->done / (el + 1e-9), status ? status : "");
 }

@@ -4,7 +4,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "alphast/progress.h"
 #include "alphast/safetensors.h"
@@ -58,23 +57,6 @@ const char *ast_trainer_file(const ast_trainer *t, const char *name, char *buf, 
     return buf;
 }
 
-static int make_dir(const char *dir, ast_error *e)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s", dir);
-    for (char *p = path + 1; *p; p++) /* mkdir -p */
-        if (*p == '/') {
-            *p = 0;
-            mkdir(path, 0777);
-            *p = '/';
-        }
-    if (mkdir(path, 0777) && errno != EEXIST) {
-        ast_error_set(e, "%s: cannot create the run directory: %s", dir, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
 static int write_text_file(const char *path, const char *text, ast_error *e)
 {
     FILE *f = fopen(path, "w");
@@ -94,7 +76,7 @@ ast_trainer *ast_trainer_new(ast_model *m, const ast_dataset *d, const ast_split
         ast_error_set(e, "%s: the validation split is empty; set data.val_ratio above 0", d->source);
         return NULL;
     }
-    if (make_dir(run_dir, e) < 0) return NULL;
+    if (ast_make_dirs(run_dir, e) < 0) return NULL;
     ast_trainer *t = ast_xcalloc(1, sizeof *t);
     t->model = m, t->data = d, t->tc = *tc;
     t->dir = ast_xstrdup(run_dir);
@@ -177,12 +159,25 @@ static double micro_step(ast_trainer *t)
     return lp.total->data[0];
 }
 
-static void log_step(ast_trainer *t, double loss, double gnorm, float lr)
+static void log_step(ast_trainer *t, double loss, double gnorm)
 {
+    const ast_schedule_values *v = &t->scheduled;
     fprintf(t->metrics, "{\"kind\":\"train\",\"step\":%lld,\"epoch\":%d,\"loss\":%.9g,\"grad_norm\":%.6g,\"lr\":%.6g",
-            (long long)t->step, t->epoch, loss, gnorm, lr);
+            (long long)t->step, t->epoch, loss, gnorm, v->lr);
+    for (int i = 0; i < v->n; i++) fprintf(t->metrics, ",\"%s\":%.6g", v->named[i].name, v->named[i].value);
     ast_masking_write_metrics(t->masking, t->metrics);
     fputs("}\n", t->metrics);
+}
+
+/* The step's learning rate and scheduled values, set before its forward
+ * passes so plugins see them in every micro-batch. */
+static int schedule_step(ast_trainer *t, ast_error *e)
+{
+    ast_schedule_values *v = &t->scheduled;
+    *v = (ast_schedule_values){.lr = ast_lr_at(&t->tc.lr, t->step, t->epoch)};
+    if (t->tc.schedule && t->tc.schedule(t->tc.schedule_ud, t->step, t->epoch, v, e) < 0) return -1;
+    for (int i = 0; i < v->n; i++) ast_ctx_set_scheduled(t->ctx, v->named[i].name, v->named[i].value);
+    return 0;
 }
 
 /* One optimiser update; -1 with e set if the loss or gradient is not finite. */
@@ -190,6 +185,7 @@ static int train_step(ast_trainer *t, double *loss_out, ast_error *e)
 {
     ast_params *p = ast_model_params(t->model);
     double loss = 0.0;
+    if (schedule_step(t, e) < 0) return -1;
     ast_params_zero_grad(p);
     for (int i = 0; i < t->tc.accumulate; i++) loss += micro_step(t) / t->tc.accumulate;
     train_monitors_observe(t, AST_PHASE_TRAIN_STEP);
@@ -201,10 +197,9 @@ static int train_step(ast_trainer *t, double *loss_out, ast_error *e)
                       (long long)t->step + 1, isfinite(loss) ? "gradient" : "loss", loss, gnorm, t->dir);
         return -1;
     }
-    float lr = ast_lr_at(&t->tc.lr, t->step, t->epoch);
-    ast_adamw_step(t->opt, lr);
+    ast_adamw_step(t->opt, t->scheduled.lr);
     t->step++;
-    log_step(t, loss, gnorm, lr);
+    log_step(t, loss, gnorm);
     if (t->n_losses == t->cap_losses)
         t->losses = ast_xrealloc(t->losses, (size_t)(t->cap_losses = t->cap_losses ? 2 * t->cap_losses : 256) * sizeof(double));
     t->losses[t->n_losses++] = loss;
@@ -237,7 +232,9 @@ static int open_metrics(ast_trainer *t, ast_error *e)
 {
     char path[4096];
     if (t->metrics) return 0;
-    t->metrics = fopen(ast_trainer_file(t, "metrics.jsonl", path, sizeof path), "a");
+    /* A fresh start owns the log: lines there are from an attempt killed
+     * before its first checkpoint. */
+    t->metrics = fopen(ast_trainer_file(t, "metrics.jsonl", path, sizeof path), t->step ? "a" : "w");
     if (!t->metrics) ast_error_set(e, "%s: cannot open for writing: %s", path, strerror(errno));
     return t->metrics ? 0 : -1;
 }

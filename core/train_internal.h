@@ -30,6 +30,7 @@ struct ast_trainer {
     int64_t *val_centres;
     ast_batch batch;
     FILE *metrics;
+    ast_schedule_values scheduled; /* of the current step */
 
     /* progress, saved in checkpoints */
     int64_t step;

@@ -554,6 +554,33 @@ Test(ffn_moe, router_noise_only_in_training)
     ffn_layer_close(&l);
 }
 
+/* A sweep's schedule (host->scheduled) replaces the options per step: the
+ * aux loss is linear in its weight, and a scheduled noise of 0 turns the
+ * training noise off. */
+Test(ffn_moe, scheduled_weight_and_noise_replace_the_options)
+{
+    ffn_layer l;
+    cr_assert(ffn_layer_open(&l, "ffn_moe", &dims, "num_experts=4,top_k=2,noise_epsilon=1", 17), "%s", l.err);
+    ast_params *p = ast_params_new(18);
+    ast_tensor *x = input(p, 2, 6, 1.0f);
+    float out[2][12 * E];
+    double aux[2];
+    for (int seed = 0; seed < 2; seed++) {
+        ast_ctx *c = ast_ctx_new(100 + seed);
+        ast_ctx_set_training(c, 1);
+        ast_ctx_set_scheduled(c, "moe.router_noise", 0.0f);
+        ast_ctx_set_scheduled(c, "moe.load_balance_weight", seed ? 0.05f : 0.01f);
+        memcpy(out[seed], ffn_forward(&l, c, x, NULL, NULL)->data, sizeof out[seed]);
+        aux[seed] = ffn_loss(c, "moe_aux")->data[0];
+        ast_ctx_free(c);
+    }
+    cr_assert_arr_eq(out[0], out[1], sizeof out[0], "no noise: different RNG seeds give the same output");
+    /* the same routing scaled by 5: only the float32 product w * n / T^2 rounds */
+    cr_assert_float_eq(aux[1], 5 * aux[0], 1e-6 * aux[1], "aux %g vs 5 x %g", aux[1], aux[0]);
+    ast_params_free(p);
+    ffn_layer_close(&l);
+}
+
 /* Padded cells are not routed: whatever they hold, valid outputs and the
  * aux loss are unchanged, padded outputs are 0, and the aux loss equals the
  * one of the valid cells alone. */

@@ -3,7 +3,8 @@
 bin_PROGRAMS += alphast-run
 alphast_run_SOURCES = core/cli/main.c core/cli/commands.c core/cli/commands.h \
 	core/cli/cli.h core/cli/cli_args.c core/cli/cmd_plugins.c core/cli/cmd_train.c \
-	core/cli/cmd_params.c core/cli/cmd_forward.c core/cli/cmd_report.c
+	core/cli/cmd_params.c core/cli/cmd_forward.c core/cli/cmd_report.c \
+	core/cli/cmd_sweep.c core/cli/sweep_pool.c core/cli/sweep_pool.h
 alphast_run_LDADD = libalphast.la
 # Commands on trained runs (evaluation, sampling) and what they share with train.
 alphast_run_SOURCES += core/cli/run_setup.c core/cli/run_setup.h core/cli/cmd_eval.c core/cli/cmd_sample.c

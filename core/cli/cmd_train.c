@@ -6,12 +6,13 @@
 #include <string.h>
 
 #include "alphast/config.h"
+#include "alphast/sweep.h"
 #include "alphast/train.h"
 #include "cli.h"
 #include "commands.h"
 #include "run_setup.h"
 
-enum { OPT_CONFIG, OPT_DATA, OPT_OUT, OPT_FRESH, OPT_QUIET, N_OPTS };
+enum { OPT_CONFIG, OPT_DATA, OPT_OUT, OPT_FRESH, OPT_QUIET, OPT_SCHEDULE, N_OPTS };
 
 static const cli_option options[N_OPTS] = {
     [OPT_CONFIG] = {"config", 'c', "FILE", "run configuration (default: the bundled configs/starmap.yaml)"},
@@ -19,11 +20,12 @@ static const cli_option options[N_OPTS] = {
     [OPT_OUT] = {"out", 'o', "DIR", "run directory (default: runs/<config name>)"},
     [OPT_FRESH] = {"fresh", 0, NULL, "start over even if DIR holds a checkpoint"},
     [OPT_QUIET] = {"quiet", 'q', NULL, "no progress bar"},
+    [OPT_SCHEDULE] = {"schedule", 0, "SCRIPT:RUN", "the Lua schedules of run RUN of a sweep script (docs/sweeps.md)"},
 };
 
 static const cli_spec spec = {
     .name = "train",
-    .usage = "[--config FILE] [--data FILE] [--out DIR] [--fresh] [KEY=VALUE ...]",
+    .usage = "[--config FILE] [--data FILE] [--out DIR] [--fresh] [--schedule SCRIPT:RUN] [KEY=VALUE ...]",
     .about = "Trains AlphaSTomics on a spatial transcriptomics dataset: neighbourhood sets of\n"
              "cells, diffusion on expression and/or positions (training_mode), AdamW.\n"
              "KEY=VALUE arguments override the config (training.epochs=5, attention=gated).\n"
@@ -45,6 +47,26 @@ static char *dump_config(const ast_cfg *cfg, ast_error *e)
     fclose(f);
     if (rc < 0) free(text);
     return rc < 0 ? NULL : text;
+}
+
+/* SCRIPT:RUN -> the sweep script, evaluated afresh, with RUN's schedule
+ * bound to tc. */
+static ast_sweep *load_schedule(const char *arg, ast_train_config *tc, ast_error *e)
+{
+    const char *colon = strrchr(arg, ':');
+    if (!colon || colon == arg || !colon[1]) {
+        ast_error_set(e, "--schedule %s: expected SCRIPT.lua:RUN (a run id that `alphast-run sweep --dry-run` lists)", arg);
+        return NULL;
+    }
+    char *script = ast_xstrdup(arg);
+    script[colon - arg] = 0;
+    ast_sweep *s = ast_sweep_load(script, e);
+    free(script);
+    if (s && ast_sweep_bind_schedule(s, colon + 1, tc, e) < 0) {
+        ast_sweep_free(s);
+        s = NULL;
+    }
+    return s;
 }
 
 static void print_summary(const char *dir, const ast_train_result *r, const ast_model *m)
@@ -85,12 +107,14 @@ static int train(const char **v, const char **args, int n_args, ast_error *e)
     ast_model *m = NULL;
     ast_trainer *t = NULL;
     char *yaml = NULL;
+    ast_sweep *sweep = NULL;
     int rc = -1;
     if (cli_load_data(cfg, cfg_path, v[OPT_DATA], &d, sp, e) < 0 || cli_check_evaluation(cfg, &d, e) < 0 ||
         ast_cfg_model(cfg, d.n_genes, &mc, e) < 0 ||
         ast_train_config_from_cfg(cfg, &tc, e) < 0 || !(m = ast_model_new(&mc, tc.seed, e)) || !(yaml = dump_config(cfg, e)))
         goto done;
     tc.progress = !v[OPT_QUIET];
+    if (v[OPT_SCHEDULE] && !(sweep = load_schedule(v[OPT_SCHEDULE], &tc, e))) goto done;
     if (!v[OPT_OUT]) {
         char *copy = ast_xstrdup(cfg_path), *base = basename(copy), *dot = strrchr(base, '.');
         if (dot) *dot = 0;
@@ -116,6 +140,7 @@ done:
     ast_dataset_free(&d);
     free(yaml);
     ast_cfg_free(cfg);
+    ast_sweep_free(sweep);
     return rc;
 }
 

@@ -5,6 +5,7 @@
 
 const cli_command cli_commands[] = {
     {"train", "train a model on a dataset (resumes an interrupted run)", cmd_train},
+    {"sweep", "run the sweep a Lua script declares, in parallel and resumable", cmd_sweep},
     {"eval", "held-out evaluation of a trained run: model vs random cells", cmd_eval},
     {"sample", "generate the cells of a held-out split with a trained run (CSV or .h5ad)", cmd_sample},
     {"plugins", "list the plugins found, with their options", cmd_plugins},

@@ -18,6 +18,7 @@ const cli_command *cli_command_find(const char *name);
 
 int cmd_plugins(int argc, char **argv);
 int cmd_train(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
 int cmd_params(int argc, char **argv);
 int cmd_forward(int argc, char **argv);
 int cmd_eval(int argc, char **argv);

@@ -12,10 +12,11 @@ ast_tensor *moe_router_logits(const moe *m, ast_ctx *c, const moe_tokens *tk, as
     const ast_host *h = m->h;
     int n = m->o.num_experts;
     ast_tensor *logits = h->linear(c, tk->x, m->gate, NULL);
-    if (h->training(c) && m->o.noise_eps > 0.0f) {
+    float noise_eps = h->scheduled(c, "moe.router_noise", m->o.noise_eps);
+    if (h->training(c) && noise_eps > 0.0f) {
         ast_tensor *scale = h->softplus(c, h->linear(c, tk->x, m->w_noise, NULL));
         ast_tensor *eps = h->zeros(c, 2, (int64_t[]){tk->n, n});
-        for (int64_t i = 0; i < eps->size; i++) eps->data[i] = m->o.noise_eps * h->rng_normal(c);
+        for (int64_t i = 0; i < eps->size; i++) eps->data[i] = noise_eps * h->rng_normal(c);
         logits = h->add(c, logits, h->mul(c, eps, scale));
     }
     if (m->o.time_conditioned) {
@@ -149,7 +150,8 @@ static int argmax(const float *v, int n)
 
 /* w * n * sum_e f_e P_e over the routed (valid) tokens, with P_e the mean
  * router probability and f_e the fraction of tokens whose argmax is e (a
- * constant: only P carries the gradient). */
+ * constant: only P carries the gradient). w is the option unless the run
+ * schedules it. */
 ast_tensor *moe_balance_loss(const moe *m, ast_ctx *c, ast_tensor *logits, ast_tensor *probs)
 {
     const ast_host *h = m->h;
@@ -159,7 +161,8 @@ ast_tensor *moe_balance_loss(const moe *m, ast_ctx *c, ast_tensor *logits, ast_t
     for (int64_t t = 0; t < tokens; t++) argmax_count->data[argmax(logits->data + t * n, n)] += 1.0f;
     ast_tensor *prob_sum = h->sum_axis(c, probs, 0);
     ast_tensor *dot = h->sum(c, h->mul(c, prob_sum, argmax_count));
-    return h->affine(c, dot, m->o.lb_weight * (float)n / ((float)tokens * (float)tokens), 0.0f);
+    float weight = h->scheduled(c, "moe.load_balance_weight", m->o.lb_weight);
+    return h->affine(c, dot, weight * (float)n / ((float)tokens * (float)tokens), 0.0f);
 }
 
 /* DeepSeek-V3's aux-loss-free balancing: nudge each expert's selection bias

@@ -55,6 +55,8 @@ const char *ast_build_dir(void);
 /* A file alphast ships, e.g. "configs/starmap.yaml": from the source tree
  * when running uninstalled, else from the installed data directory. */
 const char *ast_shipped_file(const char *rel, char *buf, size_t n);
+/* mkdir -p: 0, or -1 with e set. */
+int ast_make_dirs(const char *dir, ast_error *e);
 
 /* ---- deterministic RNG (xoshiro256**; seeded by splitmix64) ------------- */
 
@@ -99,6 +101,10 @@ ast_tensor *ast_ctx_loss(const ast_ctx *c, int i);
 /* Statistics published this step. */
 int ast_ctx_n_stats(const ast_ctx *c);
 const ast_stat *ast_ctx_stats(const ast_ctx *c);
+/* Values scheduled for the current optimiser step (host->scheduled); they
+ * survive ast_ctx_reset, so every micro-batch of the step sees them. */
+void ast_ctx_set_scheduled(ast_ctx *c, const char *name, float value);
+float ast_ctx_scheduled(const ast_ctx *c, const char *name, float fallback);
 
 /* Reverse-mode pass: seeds dloss = 1 and runs the tape backwards, adding
  * into the grad of every tensor that requires one. loss must be [1]. */

@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 #define AST_ABI_MAJOR 1
-#define AST_ABI_MINOR 0
+#define AST_ABI_MINOR 1
 #define AST_MAX_DIMS 4
 
 /* ---- tensors ---------------------------------------------------------- */
@@ -223,6 +223,11 @@ struct ast_host {
 #define AST_OP(ret, name, args) ret (*name) args;
 #include "alphast/ops.def"
 #undef AST_OP
+
+    /* ABI 1.1. A value the run schedules per optimiser step (a sweep's Lua
+     * schedule): "moe.load_balance_weight", "moe.router_noise",
+     * "masking.ratio"; `fallback` (the plugin's option) when nothing does. */
+    float (*scheduled)(const ast_ctx *c, const char *name, float fallback);
 };
 
 /* ---- the descriptor a plugin returns ------------------------------------ */

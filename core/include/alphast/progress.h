@@ -3,6 +3,7 @@
 #ifndef ALPHAST_PROGRESS_H
 #define ALPHAST_PROGRESS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct ast_progress {
@@ -13,6 +14,8 @@ typedef struct ast_progress {
 } ast_progress;
 
 double ast_now(void); /* monotonic seconds */
+/* "m:ss", or "h:mm:ss" from an hour on. */
+void ast_fmt_duration(double seconds, char *buf, size_t n);
 
 void ast_progress_start(ast_progress *p, const char *label, int64_t total, int enabled);
 /* Advance to `done` units with a short status ("loss 0.53"); redraws at

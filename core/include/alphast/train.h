@@ -13,6 +13,21 @@
 #include "alphast/model.h"
 #include "alphast/optim.h"
 
+/* What a schedule sets before each optimiser step. */
+#define AST_MAX_SCHEDULED 8
+typedef struct ast_schedule_values {
+    float lr; /* in: the config's learning-rate schedule; out: the rate AdamW uses */
+    int n;
+    struct {
+        const char *name; /* "masking.ratio", "moe.load_balance_weight", "moe.router_noise" */
+        float value;
+    } named[AST_MAX_SCHEDULED]; /* published to plugins through host->scheduled */
+} ast_schedule_values;
+
+/* step: optimiser updates done so far (0 before the first), epoch: 0-based.
+ * 0 on success, -1 with e set to stop the run. */
+typedef int (*ast_schedule_fn)(void *ud, int64_t step, int epoch, ast_schedule_values *v, ast_error *e);
+
 typedef struct ast_train_config {
     ast_train_mode mode;
     int diffusion_steps;
@@ -36,6 +51,8 @@ typedef struct ast_train_config {
     uint64_t seed;
     int progress;        /* 1: progress bar on a terminal */
     ast_masking_config masking;
+    ast_schedule_fn schedule; /* optional, called before every optimiser step */
+    void *schedule_ud;
 } ast_train_config;
 
 void ast_train_config_default(ast_train_config *tc);

@@ -1,0 +1,642 @@
+/* Sweeps: the Lua API (runs of grid/list/random, stable ids, overrides,
+ * script errors with tracebacks), schedules driving the trainer, claims,
+ * and `alphast-run sweep` as a user runs it: failures, two runners on one
+ * sweep, and a killed sweep that resumes only what is missing. The scripts
+ * are the Lua files in tests/data/sweeps, over a tiny model (tiny.yaml). */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "alphast/config.h"
+#include "alphast/ledger.h"
+#include "alphast/sweep.h"
+
+#define SCRIPTS ALPHAST_SOURCE_DIR "/tests/data/sweeps/"
+#define CLI ALPHAST_BUILD_DIR "/alphast-run"
+
+/* ---- helpers ----------------------------------------------------------- */
+
+static ast_sweep *load(const char *script)
+{
+    ast_error e = {""};
+    ast_sweep *s = ast_sweep_load(script, &e);
+    cr_assert(s, "%s: %s", script, e.msg);
+    return s;
+}
+
+static void load_fails(const char *script, ast_error *e)
+{
+    ast_sweep *s = ast_sweep_load(script, e);
+    cr_assert_null(s, "%s loaded", script);
+}
+
+static void assert_has(const char *text, const char *part)
+{
+    cr_assert(text && strstr(text, part), "expected \"%s\" in:\n%s", part, text ? text : "(null)");
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    int ch;
+    while ((ch = fgetc(f)) != EOF) fputc(ch, m);
+    fclose(m);
+    fclose(f);
+    return text;
+}
+
+static char *tmp_dir(void)
+{
+    static char buf[8][64];
+    static int i;
+    char *d = buf[i++ % 8];
+    strcpy(d, "/tmp/alphast-sweep-XXXXXX");
+    cr_assert(mkdtemp(d));
+    return d;
+}
+
+/* `alphast-run ARGS`, output in OUT_FILE; its exit status. */
+static int cli(const char *args, const char *out_file)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s %s >%s 2>&1", CLI, args, out_file);
+    int status = system(cmd);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static const char *run_path(char *buf, const char *dir, const ast_sweep_run *r, const char *file)
+{
+    snprintf(buf, 512, "%s/runs/%s/%s", dir, r->id, file);
+    return buf;
+}
+
+static ast_ledger *ledger(const char *dir)
+{
+    ast_error e = {""};
+    ast_ledger *l = ast_ledger_read(dir, &e);
+    cr_assert(l, "%s", e.msg);
+    return l;
+}
+
+static ast_run_state last_state(const ast_ledger *l, const char *run)
+{
+    ast_run_state st;
+    cr_assert(ast_ledger_last(l, run, &st, NULL), "%s is not in the ledger", run);
+    return st;
+}
+
+/* The train lines of a run's metrics.jsonl, as cJSON objects in order. */
+static int train_lines(const char *path, cJSON **lines, int max)
+{
+    char *text = slurp(path), *save = NULL;
+    cr_assert(text, "%s missing", path);
+    int n = 0;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        cJSON *o = cJSON_Parse(line);
+        cr_assert(o, "%s: bad line %s", path, line);
+        if (strcmp(cJSON_GetObjectItem(o, "kind")->valuestring, "train") || n == max) {
+            cJSON_Delete(o);
+            continue;
+        }
+        lines[n++] = o;
+    }
+    free(text);
+    return n;
+}
+
+static double num(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItem(o, key);
+    cr_assert(cJSON_IsNumber(v), "no number '%s'", key);
+    return v->valuedouble;
+}
+
+/* Every optimiser step of the run logged exactly once, in order. */
+static void assert_steps_once(const char *dir, const ast_sweep_run *r, int steps)
+{
+    char path[512];
+    cJSON *lines[256];
+    int n = train_lines(run_path(path, dir, r, "metrics.jsonl"), lines, 256);
+    cr_assert_eq(n, steps, "%s: %d train lines, want %d", r->id, n, steps);
+    for (int i = 0; i < n; i++) {
+        cr_assert_eq((int)num(lines[i], "step"), i + 1, "%s: line %d", r->id, i);
+        cJSON_Delete(lines[i]);
+    }
+}
+
+static ast_cfg *resolved(const ast_sweep_run *r)
+{
+    ast_error e = {""};
+    ast_cfg *cfg = ast_cfg_load_string(r->yaml, r->id, &e);
+    cr_assert(cfg, "%s", e.msg);
+    return cfg;
+}
+
+static const char *value(const ast_cfg *cfg, const char *path)
+{
+    const ast_cfg_node *n = ast_cfg_get(cfg, path);
+    cr_assert(n && n->value, "%s not set", path);
+    return n->value;
+}
+
+/* ---- the Lua API ----------------------------------------------------------- */
+
+Test(sweep, fnv1a_matches_the_published_test_vectors)
+{
+    cr_assert_eq(ast_fnv1a(AST_FNV_OFFSET, "", 0), 0xcbf29ce484222325ull);
+    cr_assert_eq(ast_fnv1a(AST_FNV_OFFSET, "a", 1), 0xaf63dc4c8601ec8cull);
+    cr_assert_eq(ast_fnv1a(AST_FNV_OFFSET, "foobar", 6), 0x85944171f73967e8ull);
+}
+
+Test(sweep, ablation_is_every_config_with_every_seed)
+{
+    ast_sweep *s = load(SCRIPTS "ablation.lua");
+    static const char *const names[] = {"Baseline", "Both", "Gated", "MoE"};
+    cr_assert_str_eq(s->name, "ablation");
+    cr_assert_eq(s->n_runs, 8);
+    for (int i = 0; i < 8; i++) {
+        const ast_sweep_run *r = &s->runs[i];
+        char id[128], seed[32];
+        snprintf(id, sizeof id, "%s-%016llx", names[i / 2], (unsigned long long)r->hash);
+        snprintf(seed, sizeof seed, "seed.value=%d", 1 + i % 2);
+        cr_assert_str_eq(r->config_name, names[i / 2]);
+        cr_assert_eq(r->seed, 1 + i % 2);
+        cr_assert_str_eq(r->id, id);
+        cr_assert_eq(r->hash, ast_fnv1a(AST_FNV_OFFSET, r->yaml, strlen(r->yaml)), "no schedule: the YAML's hash");
+        cr_assert_str_eq(r->overrides[r->n_overrides - 1], seed, "the seed is the last override");
+        cr_assert_eq(r->scheduled, 0);
+        ast_cfg *cfg = resolved(r);
+        cr_assert_eq(ast_cfg_int(cfg, "seed.value"), r->seed);
+        const char *ffn = ast_cfg_get(cfg, "ffn.name") ? value(cfg, "ffn.name") : value(cfg, "ffn");
+        cr_assert_str_eq(value(cfg, "attention"), i / 2 == 1 || i / 2 == 2 ? "gated" : "linear");
+        cr_assert_str_eq(ffn, i / 2 == 1 || i / 2 == 3 ? "moe" : "dense");
+        ast_cfg_free(cfg);
+    }
+    ast_sweep_free(s);
+}
+
+Test(sweep, ids_are_the_same_on_every_evaluation)
+{
+    static const char *const scripts[] = {SCRIPTS "ablation.lua", SCRIPTS "random.lua", SCRIPTS "schedule.lua"};
+    for (int k = 0; k < 3; k++) {
+        ast_sweep *a = load(scripts[k]), *b = load(scripts[k]);
+        cr_assert_eq(a->n_runs, b->n_runs);
+        for (int i = 0; i < a->n_runs; i++) {
+            cr_assert_str_eq(a->runs[i].id, b->runs[i].id);
+            for (int j = 0; j < i; j++) cr_assert_str_neq(a->runs[i].id, a->runs[j].id);
+        }
+        ast_sweep_free(a);
+        ast_sweep_free(b);
+    }
+}
+
+Test(sweep, grid_crosses_every_value_with_the_last_key_fastest)
+{
+    ast_sweep *s = load(SCRIPTS "grid.lua");
+    static const char *const names[] = {
+        "attention=linear,epochs=1", "attention=linear,epochs=2", "attention=linear,epochs=3",
+        "attention=gated,epochs=1",  "attention=gated,epochs=2",  "attention=gated,epochs=3",
+        "hydra:attention=linear,ffn={name: moe, num_experts: 2}", "hydra:attention=linear,ffn=dense",
+        "hydra:attention=gated,ffn={name: moe, num_experts: 2}",  "hydra:attention=gated,ffn=dense",
+    };
+    cr_assert_eq(s->n_runs, 10);
+    for (int i = 0; i < 10; i++) {
+        cr_assert_str_eq(s->runs[i].config_name, names[i]);
+        ast_cfg *cfg = resolved(&s->runs[i]);
+        if (i < 6) cr_assert_eq(ast_cfg_int(cfg, "training.epochs"), 1 + i % 3);
+        if (i >= 6 && i % 2 == 0) cr_assert_str_eq(value(cfg, "ffn.num_experts"), "2");
+        ast_cfg_free(cfg);
+    }
+    /* the directory name keeps no YAML punctuation */
+    cr_assert_eq(strncmp(s->runs[6].id, "hydra-attention=linear,ffn=name-moe,num_experts-2-", 50), 0, "%s", s->runs[6].id);
+    /* equal configs under different names hash alike: the hash is the config's */
+    cr_assert_eq(s->runs[1].hash, s->runs[7].hash);
+    ast_sweep_free(s);
+}
+
+Test(sweep, list_keeps_order_names_and_a_point_s_own_seed)
+{
+    ast_sweep *s = load(SCRIPTS "list.lua");
+    static const char *const names[] = {"wide", "wide", "attention=gated", "attention=gated", "base", "base",
+                                        "use_distance_matrix=false,seed=99"};
+    static const int seeds[] = {3, 4, 3, 4, 3, 4, 99};
+    cr_assert_eq(s->n_runs, 7);
+    for (int i = 0; i < 7; i++) {
+        cr_assert_str_eq(s->runs[i].config_name, names[i]);
+        cr_assert_eq(s->runs[i].seed, seeds[i]);
+    }
+    ast_cfg *cfg = resolved(&s->runs[0]);
+    cr_assert_eq(ast_cfg_int(cfg, "TransformerLayer_setting.dim_ff_expression"), 16);
+    ast_cfg_free(cfg);
+    cfg = resolved(&s->runs[6]);
+    cr_assert_eq(ast_cfg_bool(cfg, "loss.use_distance_matrix"), 0);
+    ast_cfg_free(cfg);
+    ast_sweep_free(s);
+}
+
+Test(sweep, random_draws_within_bounds_and_depend_on_the_seed)
+{
+    ast_sweep *s = load(SCRIPTS "random.lua");
+    cr_assert_eq(s->n_runs, 8);
+    int differ = 0;
+    for (int i = 0; i < 8; i++) {
+        ast_cfg *cfg = resolved(&s->runs[i]);
+        double lr = ast_cfg_float(cfg, "training.learning_rate");
+        double drop = ast_cfg_float(cfg, "data.loading.expression_dropout");
+        int64_t batch = ast_cfg_int(cfg, "training.batch_size");
+        char four[32];
+        snprintf(four, sizeof four, "%.4g", lr);
+        cr_assert(lr >= 1e-4 && lr <= 1e-2 && drop >= 0 && drop <= 0.5 && batch >= 1 && batch <= 8, "%s", s->runs[i].id);
+        cr_assert_eq(strtod(four, NULL), lr, "floats keep 4 significant digits: %.17g", lr);
+        cr_assert_eq(strncmp(s->runs[i].config_name, i < 4 ? "s1:" : "s2:", 3), 0);
+        if (i >= 4) differ += strcmp(strchr(s->runs[i].config_name, ':'), strchr(s->runs[i - 4].config_name, ':')) != 0;
+        ast_cfg_free(cfg);
+    }
+    cr_assert_gt(differ, 0, "seeds 1 and 2 draw different points");
+    ast_sweep_free(s);
+}
+
+Test(sweep, overrides_apply_in_order_on_config_objects)
+{
+    ast_sweep *s = load(SCRIPTS "override.lua");
+    cr_assert_eq(s->n_runs, 3);
+    cr_assert_str_eq(s->runs[0].config_name, "Base");
+    cr_assert_eq(s->runs[0].n_overrides, 0, "no seeds, no overrides");
+    ast_cfg *both = resolved(&s->runs[1]), *moe = resolved(&s->runs[2]);
+    cr_assert_str_eq(value(both, "attention"), "gated");
+    cr_assert_str_eq(value(both, "ffn.num_experts"), "8", "the later override wins");
+    cr_assert_str_eq(value(both, "ffn.top_k"), "2");
+    cr_assert_eq(ast_cfg_bool(both, "loss.use_distance_matrix"), 0);
+    cr_assert_str_eq(value(moe, "ffn.num_experts"), "4");
+    cr_assert_float_eq(ast_cfg_float(moe, "training.learning_rate"), 2.5e-4, 0.0, "a Lua float written exactly");
+    cr_assert_str_eq(value(moe, "attention"), "linear");
+    ast_cfg_free(both);
+    ast_cfg_free(moe);
+    ast_sweep_free(s);
+}
+
+Test(sweep, script_errors_name_the_file_line_and_the_traceback)
+{
+    ast_error e = {""};
+    load_fails(SCRIPTS "bad_key.lua", &e);
+    assert_has(e.msg, "bad_key.lua:4: ");
+    assert_has(e.msg, "training.learnig_rate: unknown key; did you mean 'learning_rate'?");
+    assert_has(e.msg, "stack traceback:");
+    assert_has(e.msg, "bad_key.lua:6: in main chunk");
+    load_fails(SCRIPTS "syntax_error.lua", &e);
+    assert_has(e.msg, "syntax_error.lua:4: '}' expected (to close '{' at line 2)");
+    load_fails(SCRIPTS "runtime_error.lua", &e);
+    assert_has(e.msg, "runtime_error.lua:2: attempt to index a nil value (local 't')");
+    assert_has(e.msg, "runtime_error.lua:3: in main chunk");
+    load_fails(SCRIPTS "bad_field.lua", &e);
+    assert_has(e.msg, "bad_field.lua:2: sweep: unknown field 'seed'; did you mean 'seeds'?");
+    load_fails(SCRIPTS "no_such_script.lua", &e);
+    assert_has(e.msg, "no_such_script.lua: cannot open the sweep script: No such file or directory");
+
+    char out[256], *text;
+    snprintf(out, sizeof out, "%s/out", tmp_dir());
+    cr_assert_eq(cli("sweep --dry-run " SCRIPTS "bad_key.lua", out), 1);
+    assert_has(text = slurp(out), "alphast-run: " SCRIPTS "bad_key.lua:4: ");
+    free(text);
+}
+
+Test(sweep, dry_run_lists_the_runs_and_runs_nothing)
+{
+    ast_sweep *s = load(SCRIPTS "ablation.lua");
+    char *dir = tmp_dir(), args[512], out[256], sweep_dir[256];
+    snprintf(sweep_dir, sizeof sweep_dir, "%s/sweep", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(args, sizeof args, "sweep --dry-run --out %s " SCRIPTS "ablation.lua", sweep_dir);
+    cr_assert_eq(cli(args, out), 0);
+    char *text = slurp(out);
+    for (int i = 0; i < s->n_runs; i++) assert_has(text, s->runs[i].id);
+    cr_assert(access(sweep_dir, F_OK), "a dry run creates nothing");
+    free(text);
+    ast_sweep_free(s);
+}
+
+/* ---- schedules ----------------------------------------------------------------- */
+
+Test(sweep, schedules_set_the_values_of_every_step, .timeout = 60)
+{
+    char *dir = tmp_dir(), args[512], out[256], path[512];
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(args, sizeof args, "sweep --out %s " SCRIPTS "schedule.lua", dir);
+    cr_assert_eq(cli(args, out), 0, "%s", slurp(out));
+    ast_sweep *s = load(SCRIPTS "schedule.lua");
+    cr_assert_eq(s->runs[0].scheduled, 1);
+    cJSON *lines[16];
+    int n = train_lines(run_path(path, dir, &s->runs[0], "metrics.jsonl"), lines, 16);
+    cr_assert_eq(n, 9, "3 epochs x 3 steps");
+    for (int i = 0; i < n; i++) {
+        int step = (int)num(lines[i], "step") - 1, epoch = (int)num(lines[i], "epoch");
+        /* metrics print 6 significant digits of a float32 */
+        double want = 2e-3 / (1 + step) + 1e-5 * epoch;
+        cr_assert_float_eq(num(lines[i], "lr"), want, 1e-5 * want, "step %d", step);
+        cr_assert_float_eq(num(lines[i], "masking.ratio"), 0.25 * epoch, 1e-7);
+        cr_assert_float_eq(num(lines[i], "moe.load_balance_weight"), 0.125, 0.0);
+        cr_assert_float_eq(num(lines[i], "moe.router_noise"), step < 4 ? 0.5 : 0.0, 0.0);
+        cJSON_Delete(lines[i]);
+    }
+    ast_sweep_free(s);
+}
+
+Test(sweep, a_failing_schedule_stops_its_run_with_the_reason, .timeout = 60)
+{
+    char *dir = tmp_dir(), args[512], out[256], path[512];
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(args, sizeof args, "sweep --out %s " SCRIPTS "bad_schedule.lua", dir);
+    cr_assert_eq(cli(args, out), 1, "a failed run fails the sweep");
+    ast_sweep *s = load(SCRIPTS "bad_schedule.lua");
+    ast_ledger *l = ledger(dir);
+    cr_assert_eq(last_state(l, s->runs[0].id), AST_RUN_FAILED);
+    char *log = slurp(run_path(path, dir, &s->runs[0], "train.log"));
+    assert_has(log, "schedule.lr(step 3, epoch 1) returned a string; return a number");
+    char *text = slurp(out);
+    assert_has(text, "FAILED");
+    assert_has(text, "returned a string");
+    free(log), free(text);
+    ast_ledger_free(l);
+    ast_sweep_free(s);
+}
+
+Test(sweep, host_scheduled_values_outlive_the_step_arena)
+{
+    const ast_host *h = ast_host_table();
+    ast_ctx *c = ast_ctx_new(1);
+    cr_assert_float_eq(h->scheduled(c, "masking.ratio", 0.4f), 0.4f, 0.0, "nothing scheduled: the fallback");
+    ast_ctx_set_scheduled(c, "masking.ratio", 0.1f);
+    ast_ctx_set_scheduled(c, "masking.ratio", 0.2f);
+    ast_ctx_reset(c);
+    cr_assert_float_eq(h->scheduled(c, "masking.ratio", 0.4f), 0.2f, 0.0);
+    cr_assert_float_eq(h->scheduled(c, "moe.router_noise", 0.3f), 0.3f, 0.0);
+    ast_ctx_free(c);
+}
+
+/* ---- claims and the ledger --------------------------------------------------------- */
+
+Test(sweep, one_claim_among_racing_processes_and_dead_claims_are_taken_over)
+{
+    char *dir = tmp_dir();
+    enum { RACERS = 6 };
+    int go[2], done[2];
+    cr_assert_eq(pipe(go), 0);
+    cr_assert_eq(pipe(done), 0);
+    pid_t pids[RACERS];
+    for (int i = 0; i < RACERS; i++)
+        if ((pids[i] = fork()) == 0) {
+            char byte;
+            ast_error e = {""};
+            ast_claim c;
+            if (read(go[0], &byte, 1) != 1) _exit(3);
+            int got = ast_claim_take(dir, "run-1", &c, &e);
+            if (got == 1 && read(done[0], &byte, 1) != 1) _exit(3); /* hold it until all have tried */
+            _exit(got == 1 ? 0 : got == 0 ? 1 : 2);
+        }
+    cr_assert_eq(write(go[1], "xxxxxx", RACERS), RACERS);
+    usleep(300000);
+    cr_assert_eq(write(done[1], "x", 1), 1);
+    int winners = 0;
+    for (int i = 0; i < RACERS; i++) {
+        int status;
+        waitpid(pids[i], &status, 0);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) <= 1, "racer %d: status %d", i, status);
+        winners += WEXITSTATUS(status) == 0;
+    }
+    cr_assert_eq(winners, 1);
+    /* The winner died holding the claim: its file remains, its lock does not. */
+    char path[512];
+    snprintf(path, sizeof path, "%s/claims/run-1.claim", dir);
+    cr_assert_eq(access(path, F_OK), 0);
+    ast_error e = {""};
+    ast_claim mine, again;
+    cr_assert_eq(ast_claim_take(dir, "run-1", &mine, &e), 1, "%s", e.msg);
+    cr_assert_eq(ast_claim_take(dir, "run-1", &again, &e), 0, "held by a live claim (ours)");
+    ast_claim_release(&mine);
+    cr_assert(access(path, F_OK), "released");
+}
+
+Test(sweep, ledger_lines_round_trip_and_a_torn_line_is_skipped)
+{
+    char *dir = tmp_dir(), path[512];
+    ast_error e = {""};
+    ast_ledger_entry en = {.run = "A-1", .config_name = "A", .hash = "1", .dir = "runs/A-1", .seed = 3,
+                           .state = AST_RUN_RUNNING, .pid = 42, .start = 5.0, .exit_code = -1};
+    cr_assert_eq(ast_ledger_append(dir, &en, &e), 0, "%s", e.msg);
+    en.state = AST_RUN_DONE, en.end = 9.0, en.exit_code = 0;
+    cr_assert_eq(ast_ledger_append(dir, &en, &e), 0, "%s", e.msg);
+    snprintf(path, sizeof path, "%s/ledger.jsonl", dir);
+    FILE *f = fopen(path, "a");
+    fputs("{\"run\":\"A-1\",\"state\":\"fail", f); /* a crash mid-line */
+    fclose(f);
+    ast_ledger *l = ledger(dir);
+    cr_assert_eq(last_state(l, "A-1"), AST_RUN_DONE);
+    cr_assert_eq(ast_ledger_count(l, "A-1", AST_RUN_RUNNING), 1);
+    ast_ledger_free(l);
+    char *text = slurp(path);
+    assert_has(text, "\"run\":\"A-1\",\"config_name\":\"A\",\"seed\":3,\"hash\":\"1\",\"state\":\"done\","
+                     "\"dir\":\"runs/A-1\",\"pid\":42,\"start\":5,\"end\":9,\"exit\":0}");
+    free(text);
+}
+
+/* ---- running sweeps ------------------------------------------------------------------ */
+
+Test(sweep, a_failed_run_stops_nothing_unless_fail_fast, .timeout = 60)
+{
+    ast_sweep *s = load(SCRIPTS "fail.lua");
+    char *keep = tmp_dir(), *fast = tmp_dir(), args[512], out[256];
+    snprintf(out, sizeof out, "%s/out", keep);
+    snprintf(args, sizeof args, "sweep --jobs 1 --out %s " SCRIPTS "fail.lua", keep);
+    cr_assert_eq(cli(args, out), 1);
+    snprintf(out, sizeof out, "%s/out", fast);
+    snprintf(args, sizeof args, "sweep --jobs 1 --fail-fast --out %s " SCRIPTS "fail.lua", fast);
+    cr_assert_eq(cli(args, out), 1);
+    ast_ledger *k = ledger(keep), *f = ledger(fast);
+    cr_assert_eq(last_state(k, s->runs[0].id), AST_RUN_FAILED);
+    cr_assert_eq(last_state(f, s->runs[0].id), AST_RUN_FAILED);
+    for (int i = 1; i < 3; i++) {
+        cr_assert_eq(last_state(k, s->runs[i].id), AST_RUN_DONE, "keep going: %s", s->runs[i].id);
+        cr_assert_eq(last_state(f, s->runs[i].id), AST_RUN_PENDING, "fail fast: %s", s->runs[i].id);
+        cr_assert_eq(ast_ledger_count(f, s->runs[i].id, AST_RUN_RUNNING), 0);
+    }
+    ast_ledger_free(k);
+    ast_ledger_free(f);
+    ast_sweep_free(s);
+}
+
+static pid_t start_sweep(const char *dir, const char *script, const char *jobs)
+{
+    char log[512];
+    snprintf(log, sizeof log, "%s.%s.log", dir, jobs);
+    pid_t pid = fork();
+    if (pid == 0) {
+        freopen(log, "a", stderr);
+        freopen("/dev/null", "w", stdout);
+        execl(CLI, "alphast-run", "sweep", "--out", dir, "--jobs", jobs, script, (char *)NULL);
+        _exit(127);
+    }
+    cr_assert_gt(pid, 0);
+    return pid;
+}
+
+static int wait_status(pid_t pid)
+{
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+Test(sweep, two_runners_on_one_sweep_never_run_a_run_twice, .timeout = 90)
+{
+    ast_sweep *s = load(SCRIPTS "race.lua");
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/race", tmp_dir());
+    pid_t a = start_sweep(dir, SCRIPTS "race.lua", "1"), b = start_sweep(dir, SCRIPTS "race.lua", "2");
+    cr_assert_eq(wait_status(a), 0);
+    cr_assert_eq(wait_status(b), 0);
+    ast_ledger *l = ledger(dir);
+    for (int i = 0; i < s->n_runs; i++) {
+        cr_assert_eq(last_state(l, s->runs[i].id), AST_RUN_DONE);
+        cr_assert_eq(ast_ledger_count(l, s->runs[i].id, AST_RUN_RUNNING), 1, "%s started once", s->runs[i].id);
+        assert_steps_once(dir, &s->runs[i], 6);
+    }
+    ast_ledger_free(l);
+    ast_sweep_free(s);
+}
+
+/* Waits until path exists; fails if the sweep ends first. */
+static void wait_for_file(pid_t runner, const char *path)
+{
+    while (access(path, F_OK)) {
+        cr_assert_eq(waitpid(runner, NULL, WNOHANG), 0, "the sweep ended before %s appeared", path);
+        usleep(10000);
+    }
+}
+
+Test(sweep, ctrl_c_stops_the_runs_and_puts_them_back_to_pending, .timeout = 90)
+{
+    ast_sweep *s = load(SCRIPTS "resume.lua");
+    char dir[256], ckpt[512], path[512];
+    snprintf(dir, sizeof dir, "%s/interrupt", tmp_dir());
+    pid_t runner = start_sweep(dir, SCRIPTS "resume.lua", "2");
+    wait_for_file(runner, run_path(ckpt, dir, &s->runs[2], "checkpoint.safetensors"));
+    kill(runner, SIGINT);
+    cr_assert_eq(wait_status(runner), 130);
+    ast_ledger *l = ledger(dir);
+    cr_assert_eq(last_state(l, s->runs[2].id), AST_RUN_PENDING, "the interrupted run can resume");
+    for (int i = 0; i < 4; i++) {
+        ast_run_state st = last_state(l, s->runs[i].id);
+        cr_assert(st == AST_RUN_DONE || st == AST_RUN_PENDING, "%s: %s", s->runs[i].id, ast_run_state_name(st));
+    }
+    snprintf(path, sizeof path, "%s/ledger.jsonl", dir);
+    char *text = slurp(path);
+    assert_has(text, "\"state\":\"pending\",\"dir\":\"runs/c_long-");
+    assert_has(text, "\"signal\":2,\"reason\":\"interrupted\"}");
+    snprintf(path, sizeof path, "%s/claims/%s.claim", dir, s->runs[2].id);
+    cr_assert(access(path, F_OK), "its claim is released");
+    free(text);
+    ast_ledger_free(l);
+    ast_sweep_free(s);
+}
+
+/* Is pid a process whose command line mentions `word`? */
+static int cmdline_has(int pid, const char *word)
+{
+    char path[64], buf[8192];
+    snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    for (size_t i = 0; i < n; i++) buf[i] = buf[i] ? buf[i] : ' '; /* arguments are NUL-separated */
+    buf[n] = 0;
+    return strstr(buf, word) != NULL;
+}
+
+/* SIGKILLs the trainers the ledger says are running (each pid checked to
+ * still be that run's trainer). */
+static void kill_trainers(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/ledger.jsonl", dir);
+    char *text = slurp(path), *save = NULL;
+    ast_ledger *l = ledger(dir);
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        cJSON *o = cJSON_Parse(line);
+        const cJSON *run = cJSON_GetObjectItem(o, "run"), *pid = cJSON_GetObjectItem(o, "pid");
+        ast_run_state st;
+        if (cJSON_IsNumber(pid) && ast_ledger_last(l, run->valuestring, &st, NULL) && st == AST_RUN_RUNNING &&
+            cmdline_has(pid->valueint, run->valuestring))
+            kill(pid->valueint, SIGKILL);
+        cJSON_Delete(o);
+    }
+    ast_ledger_free(l);
+    free(text);
+}
+
+Test(sweep, a_killed_sweep_resumes_only_the_missing_runs, .timeout = 120)
+{
+    ast_sweep *s = load(SCRIPTS "resume.lua");
+    cr_assert_eq(s->n_runs, 4);
+    const ast_sweep_run *long_run = &s->runs[2];
+    cr_assert_str_eq(long_run->config_name, "c_long");
+    char dir[256], ckpt[512];
+    snprintf(dir, sizeof dir, "%s/resume", tmp_dir());
+    run_path(ckpt, dir, long_run, "checkpoint.safetensors");
+
+    /* Kill everything once the first long run has a checkpoint: by then a
+     * short run is done and the long ones are not. */
+    pid_t runner = start_sweep(dir, SCRIPTS "resume.lua", "2");
+    wait_for_file(runner, ckpt);
+    kill(runner, SIGKILL);
+    wait_status(runner);
+    kill_trainers(dir);
+
+    ast_ledger *l = ledger(dir);
+    char *before[4] = {NULL};
+    int done_before = 0;
+    for (int i = 0; i < 4; i++) {
+        ast_run_state st;
+        char path[512];
+        if (ast_ledger_last(l, s->runs[i].id, &st, NULL) && st == AST_RUN_DONE) {
+            before[i] = slurp(run_path(path, dir, &s->runs[i], "metrics.jsonl"));
+            done_before++;
+        }
+    }
+    ast_ledger_free(l);
+    cr_assert_geq(done_before, 1, "a short run finished before the kill");
+    cr_assert_null(before[2], "the long run was killed midway");
+    cr_assert_null(before[3]);
+
+    cr_assert_eq(wait_status(start_sweep(dir, SCRIPTS "resume.lua", "2")), 0);
+    l = ledger(dir);
+    for (int i = 0; i < 4; i++) {
+        char path[512];
+        const ast_sweep_run *r = &s->runs[i];
+        cr_assert_eq(last_state(l, r->id), AST_RUN_DONE, "%s", r->id);
+        assert_steps_once(dir, r, i < 2 ? 6 : 30);
+        if (!before[i]) continue;
+        char *after = slurp(run_path(path, dir, r, "metrics.jsonl"));
+        cr_assert_str_eq(after, before[i], "%s was not trained again", r->id);
+        cr_assert_eq(ast_ledger_count(l, r->id, AST_RUN_RUNNING), 1, "%s started once", r->id);
+        free(after), free(before[i]);
+    }
+    char path[512];
+    char *log = slurp(run_path(path, dir, long_run, "train.log"));
+    assert_has(log, "alphast: resuming");
+    cr_assert_eq(ast_ledger_count(l, long_run->id, AST_RUN_RUNNING), 2, "started, killed, started again");
+    free(log);
+    ast_ledger_free(l);
+    ast_sweep_free(s);
+}
