@@ -249,6 +249,22 @@ Test(report, a_changed_run_changes_its_cell_and_the_verdict)
     free(after);
 }
 
+/* The layout `alphast-run train` writes: per task, then per modality. */
+Test(report, reads_the_nested_eval_json_that_training_writes)
+{
+    char *sweep = make_sweep();
+    char path[512];
+    snprintf(path, sizeof path, "%s/runs/%s/eval.json", sweep, runs[4].id);
+    write_file(path, "{\"split\": \"test\", \"sets\": 16, \"tasks\": {\"expr_to_pos\": {"
+                     "\"model\": {\"positions\": {\"knn_preservation\": 0.93, \"procrustes\": 0.3}},"
+                     " \"random\": {\"positions\": {\"knn_preservation\": 0.05}}}}}\n");
+    char *md = report_md(sweep, NULL);
+    cr_assert(!strncmp(cell(md, "kNN preservation", 2), "0.730 ± 0.174 (+17.7%, p = ", 27), "%s",
+              cell(md, "kNN preservation", 2));
+    cr_assert(!strstr(md, "| sets |"), "bookkeeping numbers are not metrics");
+    free(md);
+}
+
 Test(report, monitor_summaries_and_warnings_follow_the_logged_values)
 {
     char *sweep = make_sweep();
