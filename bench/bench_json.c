@@ -139,6 +139,39 @@ static const cJSON *find_model(const cJSON *root, const char *name)
     return NULL;
 }
 
+static const cJSON *find_label(const cJSON *arr, const char *label)
+{
+    const cJSON *r;
+    cJSON_ArrayForEach(r, arr)
+    {
+        const cJSON *l = cJSON_GetObjectItem(r, "label");
+        if (cJSON_IsString(l) && !strcmp(l->valuestring, label)) return r;
+    }
+    return NULL;
+}
+
+/* Step times of each scaling section both files have. */
+static void print_scaling_ratios(const cJSON *a, const cJSON *b)
+{
+    const cJSON *sec;
+    cJSON_ArrayForEach(sec, cJSON_GetObjectItem(a, "scaling"))
+    {
+        const cJSON *other = cJSON_GetObjectItem(cJSON_GetObjectItem(b, "scaling"), sec->string);
+        if (!other) continue;
+        printf("%-22s %10s %10s %8s | %8s %8s\n", sec->string, "step ms", "torch ms", "speedup", "RSS MB", "torch MB");
+        const cJSON *r;
+        cJSON_ArrayForEach(r, sec)
+        {
+            const char *label = cJSON_GetObjectItem(r, "label")->valuestring;
+            const cJSON *t = find_label(other, label);
+            double s1 = num(r, "step_median_s"), s2 = t ? num(t, "step_median_s") : 0.0;
+            if (s1 <= 0 && s2 <= 0) continue;
+            printf("  %-20s %10.1f %10.1f %7.2fx | %8.0f %8.0f\n", label, 1e3 * s1, 1e3 * s2,
+                   s1 > 0 && s2 > 0 ? s2 / s1 : 0.0, num(r, "peak_rss_mb"), t ? num(t, "peak_rss_mb") : 0.0);
+        }
+    }
+}
+
 void bench_print_ratios(const char *ours, const char *theirs)
 {
     cJSON *a = load(ours), *b = load(theirs);
@@ -146,7 +179,7 @@ void bench_print_ratios(const char *ours, const char *theirs)
         cJSON_Delete(a), cJSON_Delete(b);
         return;
     }
-    printf("\nalphast vs PyTorch twin (%s vs %s; threads %g vs %g)\n", ours, theirs, num(a, "threads"),
+    printf("\nalphast vs PyTorch twin (%s vs %s; threads %g vs %g; speedup = torch time / alphast time)\n", ours, theirs, num(a, "threads"),
            num(b, "threads"));
     printf("%-22s %10s %10s %8s | %10s %10s %8s | %8s %8s\n", "model", "step ms", "torch ms", "speedup", "eval ms",
            "torch ms", "speedup", "RSS MB", "torch MB");
@@ -161,5 +194,6 @@ void bench_print_ratios(const char *ours, const char *theirs)
                cJSON_GetObjectItem(m, "name")->valuestring, 1e3 * s1, 1e3 * s2, s2 / s1, 1e3 * e1, 1e3 * e2,
                e1 > 0 ? e2 / e1 : 0.0, num(m, "peak_rss_mb"), num(t, "peak_rss_mb"));
     }
+    print_scaling_ratios(a, b);
     cJSON_Delete(a), cJSON_Delete(b);
 }

@@ -105,6 +105,8 @@ static void run_models(const bench_args *a, const char *size, bench_json *j, dou
 
 /* ---- (c): gated attention in the set size ---------------------------- */
 
+#define GATED_LONG_STEP_S 10.0
+
 static const ast_optsrc gated_opts[] = {{"gate_type", "headwise", "bench"}, {"use_qk_norm", "true", "bench"}};
 
 static void scaling_header(const char *what)
@@ -129,27 +131,30 @@ static void run_gated_scaling(const bench_args *a, bench_json *j, double peak)
     ast_model_config base;
     ast_model_config_base(&base, 100);
     printf("\n== gated attention alone (headwise + QK norm, tiled core, dropout 0.1), B=1, E=%d, %d heads; "
-           "training step = forward + MSE + backward + AdamW; budget %.0f s per size ==\n",
+           "training step = forward + MSE + backward + AdamW; budget %.0f s per step and size ==\n",
            base.d_model, base.num_heads, a->budget_s);
     scaling_header("N");
     double last = 0.0;
     for (int cells = 1024; cells <= a->max_cells; cells *= 2) {
         char label[32], note[160];
         snprintf(label, sizeof label, "%d", cells);
-        /* The core is quadratic in N: the next size costs about 4x the last. */
-        double predicted = 4.0 * last * (1 + 3);
-        if (last > 0 && predicted > a->budget_s) {
-            snprintf(note, sizeof note, "skipped: 1 warm-up + 3 steps predicted at %.0f s > budget %.0f s", predicted,
+        /* The core is quadratic in N: a step costs about 4x the last size's. */
+        double predicted = 4.0 * last;
+        if (predicted > a->budget_s) {
+            snprintf(note, sizeof note, "skipped: one step predicted at %.0f s > budget %.0f s", predicted,
                      a->budget_s);
             scaling_row(label, NULL, peak, note);
             bench_json_scaling(j, "gated_attention", label, cells, NULL, note);
+            last = predicted;
             continue;
         }
+        /* Long steps need no warm-up to be representative, and each costs minutes. */
+        bench_run_opts run = {.warmup = predicted > GATED_LONG_STEP_S ? 0 : 1, .steps = 3, .seed = a->run.seed};
         bench_plugin_job job = {AST_KIND_ATTENTION, "gated", gated_opts, 2,
                                 {.d_model = base.d_model, .heads = base.num_heads, .d_ff = base.d_ff,
                                  .d_time = base.d_time, .num_layers = 1, .dropout = base.dropout,
                                  .ln_eps = base.ln_eps},
-                                1, cells, {.warmup = 1, .steps = 3, .seed = a->run.seed}, a->budget_s, 0.0};
+                                1, cells, run, a->budget_s, 0.0};
         job.flops_step = BENCH_STEP_FLOPS(bench_flops_attention(&base, "gated", 1, cells));
         bench_timing t;
         bench_in_child(bench_plugin_child, &job, &t);
