@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
 # Installs everything alphast needs to build and test on Debian 12 (run as root).
+# --bench adds Debian's PyTorch for `make bench-torch` and `make parity` (large;
+# the tests never need it).
 set -euo pipefail
 packages=(
   build-essential autoconf automake libtool pkg-config
   libltdl-dev libyaml-dev libopenblas-dev liblua5.4-dev libhdf5-dev libcjson-dev zlib1g-dev libcriterion-dev
 )
+for arg in "$@"; do
+  case "$arg" in
+    --bench) packages+=(python3-torch) ;;
+    *) echo "usage: $0 [--bench]" >&2; exit 2 ;;
+  esac
+done
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,199 @@
+/* Results as JSON (bench/results/<impl>.json, the format bench/torch_bench.py
+ * writes too), and the alphast/PyTorch comparison of two such files. */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+
+struct bench_json {
+    char *path;
+    cJSON *root, *models, *scaling;
+    double sgemm;
+};
+
+bench_json *bench_json_open(const char *path, const char *impl, int threads, double sgemm_gflops)
+{
+    bench_json *j = ast_xcalloc(1, sizeof *j);
+    j->path = ast_xstrdup(path);
+    j->sgemm = sgemm_gflops;
+    j->root = cJSON_CreateObject();
+    char when[32];
+    time_t now = time(NULL);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    cJSON_AddStringToObject(j->root, "impl", impl);
+    cJSON_AddStringToObject(j->root, "date", when);
+    cJSON_AddNumberToObject(j->root, "threads", threads);
+    cJSON_AddNumberToObject(j->root, "sgemm_gflops", sgemm_gflops);
+    j->models = cJSON_AddArrayToObject(j->root, "models");
+    j->scaling = cJSON_AddObjectToObject(j->root, "scaling");
+    return j;
+}
+
+/* Fields every timing has, model or plugin. */
+static void add_timing(cJSON *o, const bench_timing *t, double sgemm)
+{
+    cJSON_AddBoolToObject(o, "ok", t->ok);
+    if (!t->ok) {
+        cJSON_AddStringToObject(o, "error", t->error);
+        return;
+    }
+    double gflops = t->step_median_s > 0 ? t->flops_step / t->step_median_s * 1e-9 : 0.0;
+    cJSON_AddNumberToObject(o, "steps", t->steps);
+    cJSON_AddNumberToObject(o, "step_median_s", t->step_median_s);
+    cJSON_AddNumberToObject(o, "step_min_s", t->step_min_s);
+    cJSON_AddNumberToObject(o, "step_cpu_s", t->step_cpu_s);
+    cJSON_AddNumberToObject(o, "flops_step", t->flops_step);
+    cJSON_AddNumberToObject(o, "step_gflops", gflops);
+    cJSON_AddNumberToObject(o, "sgemm_fraction", sgemm > 0 ? gflops / sgemm : 0.0);
+    cJSON_AddNumberToObject(o, "params", (double)t->params);
+    cJSON_AddNumberToObject(o, "active_params", (double)t->active_params);
+    cJSON_AddNumberToObject(o, "peak_rss_mb", (double)t->peak_rss_kb / 1024.0);
+    cJSON_AddNumberToObject(o, "arena_peak_mb", (double)t->arena_peak / (1024.0 * 1024.0));
+    cJSON_AddNumberToObject(o, "threads", t->threads);
+}
+
+void bench_json_model(bench_json *j, const bench_model_case *mc, const bench_timing *t)
+{
+    cJSON *o = cJSON_CreateObject();
+    const ast_model_config *c = &mc->cfg;
+    cJSON_AddStringToObject(o, "name", mc->name);
+    cJSON_AddStringToObject(o, "config", mc->config);
+    cJSON_AddStringToObject(o, "size", mc->size);
+    cJSON_AddNumberToObject(o, "sets", mc->sets);
+    cJSON_AddNumberToObject(o, "cells", mc->cells);
+    cJSON_AddNumberToObject(o, "genes", c->num_genes);
+    cJSON_AddNumberToObject(o, "d_model", c->d_model);
+    cJSON_AddNumberToObject(o, "layers", c->num_layers);
+    add_timing(o, t, j->sgemm);
+    if (t->ok) {
+        cJSON_AddNumberToObject(o, "eval_median_s", t->eval_median_s);
+        cJSON_AddNumberToObject(o, "flops_eval", t->flops_eval);
+    }
+    cJSON_AddItemToArray(j->models, o);
+}
+
+void bench_json_scaling(bench_json *j, const char *section, const char *label, double x, const bench_timing *t,
+                        const char *note)
+{
+    cJSON *arr = cJSON_GetObjectItem(j->scaling, section);
+    if (!arr) arr = cJSON_AddArrayToObject(j->scaling, section);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "label", label);
+    cJSON_AddNumberToObject(o, "x", x);
+    if (note) {
+        cJSON_AddBoolToObject(o, "ok", 0);
+        cJSON_AddStringToObject(o, "skipped", note);
+    } else {
+        add_timing(o, t, j->sgemm);
+    }
+    cJSON_AddItemToArray(arr, o);
+}
+
+int bench_json_close(bench_json *j)
+{
+    char *text = cJSON_Print(j->root);
+    FILE *f = fopen(j->path, "w");
+    int rc = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF ? 0 : -1;
+    if (f && fclose(f)) rc = -1;
+    if (rc) fprintf(stderr, "bench: cannot write %s\n", j->path);
+    else printf("results: %s\n", j->path);
+    free(text);
+    cJSON_Delete(j->root);
+    free(j->path);
+    free(j);
+    return rc;
+}
+
+static cJSON *load(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = ast_xmalloc((size_t)n + 1);
+    size_t got = fread(buf, 1, (size_t)n, f);
+    buf[got] = '\0';
+    fclose(f);
+    cJSON *root = cJSON_Parse(buf);
+    free(buf);
+    return root;
+}
+
+static double num(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItem(o, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : 0.0;
+}
+
+static const cJSON *find_model(const cJSON *root, const char *name)
+{
+    const cJSON *m;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItem(root, "models"))
+    {
+        const cJSON *n = cJSON_GetObjectItem(m, "name");
+        if (cJSON_IsString(n) && !strcmp(n->valuestring, name)) return m;
+    }
+    return NULL;
+}
+
+static const cJSON *find_label(const cJSON *arr, const char *label)
+{
+    const cJSON *r;
+    cJSON_ArrayForEach(r, arr)
+    {
+        const cJSON *l = cJSON_GetObjectItem(r, "label");
+        if (cJSON_IsString(l) && !strcmp(l->valuestring, label)) return r;
+    }
+    return NULL;
+}
+
+/* Step times of each scaling section both files have. */
+static void print_scaling_ratios(const cJSON *a, const cJSON *b)
+{
+    const cJSON *sec;
+    cJSON_ArrayForEach(sec, cJSON_GetObjectItem(a, "scaling"))
+    {
+        const cJSON *other = cJSON_GetObjectItem(cJSON_GetObjectItem(b, "scaling"), sec->string);
+        if (!other) continue;
+        printf("%-22s %10s %10s %8s | %8s %8s\n", sec->string, "step ms", "torch ms", "speedup", "RSS MB", "torch MB");
+        const cJSON *r;
+        cJSON_ArrayForEach(r, sec)
+        {
+            const char *label = cJSON_GetObjectItem(r, "label")->valuestring;
+            const cJSON *t = find_label(other, label);
+            double s1 = num(r, "step_median_s"), s2 = t ? num(t, "step_median_s") : 0.0;
+            if (s1 <= 0 && s2 <= 0) continue;
+            printf("  %-20s %10.1f %10.1f %7.2fx | %8.0f %8.0f\n", label, 1e3 * s1, 1e3 * s2,
+                   s1 > 0 && s2 > 0 ? s2 / s1 : 0.0, num(r, "peak_rss_mb"), t ? num(t, "peak_rss_mb") : 0.0);
+        }
+    }
+}
+
+void bench_print_ratios(const char *ours, const char *theirs)
+{
+    cJSON *a = load(ours), *b = load(theirs);
+    if (!a || !b) {
+        cJSON_Delete(a), cJSON_Delete(b);
+        return;
+    }
+    printf("\nalphast vs PyTorch twin (%s vs %s; threads %g vs %g; speedup = torch time / alphast time)\n", ours, theirs, num(a, "threads"),
+           num(b, "threads"));
+    printf("%-22s %10s %10s %8s | %10s %10s %8s | %8s %8s\n", "model", "step ms", "torch ms", "speedup", "eval ms",
+           "torch ms", "speedup", "RSS MB", "torch MB");
+    const cJSON *m;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItem(a, "models"))
+    {
+        const cJSON *t = find_model(b, cJSON_GetObjectItem(m, "name")->valuestring);
+        double s1 = num(m, "step_median_s"), s2 = t ? num(t, "step_median_s") : 0.0;
+        double e1 = num(m, "eval_median_s"), e2 = t ? num(t, "eval_median_s") : 0.0;
+        if (!t || s1 <= 0 || s2 <= 0) continue;
+        printf("%-22s %10.2f %10.2f %7.2fx | %10.2f %10.2f %7.2fx | %8.0f %8.0f\n",
+               cJSON_GetObjectItem(m, "name")->valuestring, 1e3 * s1, 1e3 * s2, s2 / s1, 1e3 * e1, 1e3 * e2,
+               e1 > 0 ? e2 / e1 : 0.0, num(m, "peak_rss_mb"), num(t, "peak_rss_mb"));
+    }
+    print_scaling_ratios(a, b);
+    cJSON_Delete(a), cJSON_Delete(b);
+}
