@@ -1,6 +1,7 @@
 /* The masking module of a training run: the learnable mask tokens, the
  * per-batch decision and masks, the token replacement on the tape, the
  * reconstruction loss and the step's masking metrics. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "alphast/masking.h"
@@ -15,6 +16,7 @@ struct ast_masking {
     ast_tensor *expr_token, *pos_token;
     float *m_expr, *m_pos; /* this batch's masks, 1 = masked */
     int has_expr, has_pos;
+    float scheduled; /* a sweep's mask_ratio schedule: share of the target ratios; NAN = none */
     /* since the last metrics line */
     double sum_expr, sum_pos;
     int draws, applied;
@@ -41,6 +43,7 @@ ast_masking *ast_masking_new(const ast_masking_config *mc, ast_train_mode mode, 
     mk->pos_token = token(p, "position_mask_token", 3);
     mk->m_expr = ast_xcalloc((size_t)B * N * G, sizeof *mk->m_expr);
     mk->m_pos = ast_xcalloc((size_t)B * N * 3, sizeof *mk->m_pos);
+    mk->scheduled = NAN;
     return mk;
 }
 
@@ -52,6 +55,11 @@ void ast_masking_free(ast_masking *mk)
     free(mk);
 }
 
+void ast_masking_schedule(ast_masking *mk, float share)
+{
+    if (mk) mk->scheduled = share;
+}
+
 ast_masking *ast_masking_draw(ast_masking *mk, ast_rng *rng, int64_t step, const float *z_expr,
                               const float *node_mask)
 {
@@ -60,8 +68,12 @@ ast_masking *ast_masking_draw(ast_masking *mk, ast_rng *rng, int64_t step, const
     mk->draws++;
     mk->has_expr = mk->has_pos = 0;
     if (!(ast_rng_uniform01(rng) < mc->masking_probability)) return NULL;
-    int m_cnt = mk->can_expr ? ast_mask_gene_count(mk->G, ast_masking_ratio(mc, mc->expression_mask_ratio, step)) : 0;
-    float rho_pos = mk->can_pos ? ast_masking_ratio(mc, mc->position_mask_ratio, step) : 0.0f;
+    float rho_expr = isnan(mk->scheduled) ? ast_masking_ratio(mc, mc->expression_mask_ratio, step)
+                                          : mc->expression_mask_ratio * mk->scheduled;
+    float rho_pos = isnan(mk->scheduled) ? ast_masking_ratio(mc, mc->position_mask_ratio, step)
+                                         : mc->position_mask_ratio * mk->scheduled;
+    int m_cnt = mk->can_expr ? ast_mask_gene_count(mk->G, rho_expr) : 0;
+    rho_pos = mk->can_pos ? rho_pos : 0.0f;
     if ((mk->has_expr = m_cnt > 0))
         ast_mask_expression(mc->strategy, rng, mk->B, mk->N, mk->G, m_cnt, z_expr, node_mask, mk->m_expr);
     if ((mk->has_pos = rho_pos > 0.0f)) ast_mask_positions(rng, mk->B, mk->N, rho_pos, node_mask, mk->m_pos);

@@ -149,6 +149,7 @@ static double micro_step(ast_trainer *t)
     ast_noised z = {b->z_expr, b->z_pos, b->t, b->t_int};
     ast_apply_noise(&t->sched, t->tc.mode, &t->data_rng, b->B, b->N, b->G, b->expr, b->pos, b->mask, &z);
     /* t->step counts optimiser updates and is checkpointed: the progressive schedule survives a resume. */
+    ast_masking_schedule(t->masking, ast_ctx_scheduled(t->ctx, "masking.ratio", NAN));
     b->masks = ast_masking_draw(t->masking, &t->data_rng, t->step, b->z_expr, b->mask);
     ast_ctx_reset(t->ctx);
     ast_ctx_set_training(t->ctx, 1);

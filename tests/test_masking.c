@@ -261,6 +261,13 @@ Test(masking, batch_decision_follows_the_probability)
     f = module_open(mc, AST_MODE_JOINT, 8);
     cr_assert_null(ast_masking_draw(f.mk, &f.rng, 0, NULL, f.node_mask), "progressive ratios are 0 at step 0");
     cr_assert_not_null(ast_masking_draw(f.mk, &f.rng, 5000, NULL, f.node_mask));
+    /* a sweep's mask_ratio schedule replaces the progressive ramp */
+    ast_masking_schedule(f.mk, 1.0f);
+    cr_assert_not_null(ast_masking_draw(f.mk, &f.rng, 0, NULL, f.node_mask), "scheduled share 1 at step 0");
+    ast_masking_schedule(f.mk, 0.0f);
+    cr_assert_null(ast_masking_draw(f.mk, &f.rng, 5000, NULL, f.node_mask), "scheduled share 0");
+    ast_masking_schedule(f.mk, NAN);
+    cr_assert_not_null(ast_masking_draw(f.mk, &f.rng, 5000, NULL, f.node_mask), "back to the config's ramp");
     module_close(&f);
 }
 

@@ -105,6 +105,11 @@ typedef struct ast_masking ast_masking;
 ast_masking *ast_masking_new(const ast_masking_config *mc, ast_train_mode mode, ast_params *p, int B, int N, int G);
 void ast_masking_free(ast_masking *mk);
 
+/* A sweep's mask_ratio schedule for the next draws: the masking ratios
+ * become share x the configured expression/position ratios, in place of
+ * the progressive ramp. NAN returns to the config's own schedule. */
+void ast_masking_schedule(ast_masking *mk, float share);
+
 /* One batch's decision (u ~ U(0,1) < masking_probability) and masks at
  * optimiser step `step`, from the noised expression input z_expr (for the
  * structured strategy). Returns mk when the batch is masked, else NULL
