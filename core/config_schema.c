@@ -124,7 +124,8 @@ static const cfg_key schema[] = {
     STR("data.coords_file", "null"),   /* alphast: CSV genes x cells: the x y z file */
     BOOL("data.genes_by_cells", "false"),
     STR("data.slice_key", "null"),     /* alphast: obs column naming each cell's slice */
-    INT("data.set_size", "64", CFG_POSITIVE), /* alphast: cells per neighbourhood set (N) */
+    INT("data.set_size", "64", CFG_NONNEG), /* alphast: cells per neighbourhood set (N); 0: whole slices */
+    STR("data.cache_dir", "auto"),     /* alphast: preprocessing cache; auto: $XDG_CACHE_HOME/alphast or ~/.cache/alphast; null: off */
     STR("data.raw_data_dir", "./data/raw"),
     STR("data.processed_data_dir", "./data/processed"),
     MAP("data.preprocessing"),

@@ -100,6 +100,18 @@ static int nearest(const ast_dataset *d, const ast_split *s, int64_t centre, int
     return n;
 }
 
+int ast_data_max_set_size(const ast_dataset *d, const ast_split *s, int set_size)
+{
+    if (set_size > 0) return set_size;
+    int64_t *count = ast_xcalloc((size_t)d->n_slices, sizeof *count), most = 1; /* an empty split still gets a set */
+    for (int64_t i = 0; i < s->n; i++) {
+        int64_t n = ++count[d->slice[s->cells[i]]];
+        if (n > most) most = n;
+    }
+    free(count);
+    return (int)most;
+}
+
 /* A uniformly random rotation from a random unit quaternion. */
 static void random_rotation(ast_rng *rng, float r[9])
 {

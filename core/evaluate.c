@@ -54,7 +54,7 @@ int ast_eval_config_from_cfg(const ast_cfg *cfg, const ast_dataset *d, ast_eval_
     ec->num_steps = (int)ast_cfg_int(cfg, "sampling.num_steps");
     ec->seed = (uint64_t)ast_cfg_int(cfg, "seed.value");
     int set_size = (int)ast_cfg_int(cfg, "data.set_size");
-    if (ec->k >= set_size) {
+    if (set_size > 0 && ec->k >= set_size) { /* whole-slice sets (0) are sized by the data */
         ast_error_set(e, "evaluation.k_neighbors (%d) must be below data.set_size (%d): k-NN preservation "
                       "compares each cell's k nearest others in its set", ec->k, set_size);
         return -1;

@@ -79,6 +79,11 @@ ast_trainer *ast_trainer_new(ast_model *m, const ast_dataset *d, const ast_split
     if (ast_make_dirs(run_dir, e) < 0) return NULL;
     ast_trainer *t = ast_xcalloc(1, sizeof *t);
     t->model = m, t->data = d, t->tc = *tc;
+    /* From here on tc->set_size is the N that batches are sized by. */
+    int n_train = ast_data_max_set_size(d, &splits[AST_SPLIT_TRAIN], tc->set_size);
+    int n_val = ast_data_max_set_size(d, &splits[AST_SPLIT_VAL], tc->set_size);
+    t->tc.set_size = n_train > n_val ? n_train : n_val;
+    tc = &t->tc;
     t->dir = ast_xstrdup(run_dir);
     if (ast_schedule_init(&t->sched, tc->diffusion_steps, tc->nu_expression, tc->nu_position, e) < 0 ||
         (config_yaml && write_text_file(ast_trainer_file(t, "config.yaml", path, sizeof path), config_yaml, e) < 0)) {

@@ -32,3 +32,6 @@ check_PROGRAMS += tests/test_train
 tests_test_train_SOURCES = tests/test_train.c
 tests_test_train_CFLAGS = $(TEST_CC)
 tests_test_train_LDADD = $(TEST_LIBS)
+
+# The preprocessing cache (data.cache_dir).
+libalphast_la_SOURCES += core/data_cache.c

@@ -63,8 +63,8 @@ int ast_train_config_from_cfg(const ast_cfg *cfg, ast_train_config *tc, ast_erro
     tc->val_t_points = (int)ast_cfg_int(cfg, "training.val_t_points");
     tc->max_minutes = ast_cfg_float(cfg, "training.max_minutes");
     tc->seed = (uint64_t)ast_cfg_int(cfg, "seed.value");
-    if (tc->set_size < 2) {
-        ast_error_set(e, "data.set_size: a set needs at least 2 cells for the distance loss (got %d)", tc->set_size);
+    if (tc->set_size == 1) { /* 0 means whole slices */
+        ast_error_set(e, "data.set_size: a set needs at least 2 cells for the distance loss (got 1); use 0 for whole slices");
         return -1;
     }
     return 0;

@@ -6,9 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "alphast/config.h"
 #include "alphast/data.h"
+#include "alphast/safetensors.h"
+#include "alphast/train.h"
 
 #define STARMAP ALPHAST_SOURCE_DIR "/data/starmap3d/"
 
@@ -279,4 +283,199 @@ Test(data, csv_cells_by_genes_with_ids)
     cr_assert_eq(d.pos[3], 1.5f);
     cr_assert_eq(d.coord_dims, 2);
     ast_dataset_free(&d);
+}
+
+/* ---- the preprocessing cache ------------------------------------------- */
+
+static ast_dataset load_ok(const ast_data_opts *o, const char *cache)
+{
+    ast_dataset d;
+    ast_error e = {""};
+    cr_assert(ast_data_load(STARMAP "starmap3d.h5ad", o, cache, &d, &e) == 0, "%s", e.msg);
+    return d;
+}
+
+static void expect_same(const ast_dataset *a, const ast_dataset *b)
+{
+    cr_assert_eq(a->n_cells, b->n_cells);
+    cr_assert_eq(a->n_genes, b->n_genes);
+    cr_assert_eq(a->n_slices, b->n_slices);
+    cr_assert_eq(a->coord_dims, b->coord_dims);
+    cr_assert_eq(a->n_types, b->n_types);
+    cr_assert_eq(!a->cell_type, !b->cell_type);
+    cr_assert_eq(memcmp(a->expr, b->expr, (size_t)(a->n_cells * a->n_genes) * sizeof(float)), 0, "expr differs");
+    cr_assert_eq(memcmp(a->pos, b->pos, (size_t)a->n_cells * 3 * sizeof(float)), 0, "pos differs");
+    cr_assert_eq(memcmp(a->slice, b->slice, (size_t)a->n_cells * sizeof(int)), 0, "slice differs");
+    if (a->cell_type) cr_assert_eq(memcmp(a->cell_type, b->cell_type, (size_t)a->n_cells * sizeof(int)), 0);
+    for (int g = 0; g < a->n_genes; g++) cr_assert_str_eq(a->genes[g], b->genes[g]);
+    for (int t = 0; t < a->n_types; t++) cr_assert_str_eq(a->type_names[t], b->type_names[t]);
+    cr_assert_str_eq(a->source, b->source);
+}
+
+/* The cache directory's only file (the test starts from an empty one). */
+static void only_file(char *out, size_t n)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "ls %s/cache", tmpdir);
+    FILE *p = popen(cmd, "r");
+    char name[256] = "", extra[256];
+    cr_assert(p && fgets(name, sizeof name, p));
+    cr_assert(!fgets(extra, sizeof extra, p), "one file expected, also %s", extra);
+    pclose(p);
+    name[strcspn(name, "\n")] = 0;
+    snprintf(out, n, "%s/cache/%s", tmpdir, name);
+}
+
+Test(data_cache, hit_equals_a_fresh_parse_and_an_option_change_misses)
+{
+    make_tmpdir();
+    char cache[300], file[600];
+    snprintf(cache, sizeof cache, "%s/cache", tmpdir);
+    ast_data_opts o;
+    ast_data_opts_default(&o);
+    o.slice_key = "slice_id";
+    ast_dataset fresh = read_ok(STARMAP "starmap3d.h5ad", &o);
+    ast_error e;
+    cr_assert(ast_data_preprocess(&fresh, &o, &e) == 0);
+    ast_dataset first = load_ok(&o, cache);
+    only_file(file, sizeof file);
+    /* The second load is served from the file, not rewritten. */
+    struct stat before, after;
+    cr_assert(stat(file, &before) == 0);
+    ast_dataset hit = load_ok(&o, cache);
+    cr_assert(stat(file, &after) == 0);
+    cr_assert_eq(before.st_mtim.tv_nsec, after.st_mtim.tv_nsec, "a hit must not rewrite the cache");
+    cr_assert_eq(before.st_ino, after.st_ino, "a hit must not rewrite the cache");
+    expect_same(&fresh, &first);
+    expect_same(&fresh, &hit);
+    o.clip = 5.0f; /* a preprocessing option: another key, another file */
+    ast_dataset clipped = load_ok(&o, cache);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "test $(ls %s | wc -l) -eq 2", cache);
+    cr_assert_eq(system(cmd), 0, "a changed option must miss and write a second file");
+    float most = 0;
+    for (int64_t i = 0; i < clipped.n_cells * clipped.n_genes; i++) most = fmaxf(most, fabsf(clipped.expr[i]));
+    cr_assert_leq(most, 5.0f, "the miss used the new clip");
+    ast_dataset_free(&fresh), ast_dataset_free(&first), ast_dataset_free(&hit), ast_dataset_free(&clipped);
+}
+
+Test(data_cache, damaged_cache_is_ignored_and_reparsed)
+{
+    make_tmpdir();
+    char cache[300], file[600];
+    snprintf(cache, sizeof cache, "%s/cache", tmpdir);
+    ast_data_opts o;
+    ast_data_opts_default(&o);
+    ast_dataset first = load_ok(&o, cache);
+    only_file(file, sizeof file);
+    /* Truncated mid-buffer, then with a valid header but a wrong shape. */
+    cr_assert_eq(truncate(file, 1000), 0);
+    ast_dataset again = load_ok(&o, cache);
+    expect_same(&first, &again);
+    ast_dataset_free(&again);
+    ast_st_writer *w = ast_st_writer_new();
+    int64_t shape[2] = {first.n_cells, 2};
+    ast_st_writer_add(w, "expr", AST_ST_F32, 2, shape, first.expr);
+    ast_error e;
+    cr_assert(ast_st_writer_write(w, file, &e) == 0, "%s", e.msg);
+    ast_st_writer_free(w);
+    again = load_ok(&o, cache);
+    expect_same(&first, &again);
+    ast_dataset_free(&again), ast_dataset_free(&first);
+}
+
+/* ---- whole-slice sets -------------------------------------------------- */
+
+/* Two slices of cells on a line, 10 and 6 cells, 3 genes; counts already
+ * "preprocessed" (the sets only copy them). */
+static ast_dataset two_slices(void)
+{
+    ast_dataset d = {.n_cells = 16, .n_genes = 3, .n_slices = 2, .coord_dims = 2};
+    d.expr = ast_xmalloc(16 * 3 * sizeof(float));
+    d.pos = ast_xcalloc(16 * 3, sizeof(float));
+    d.slice = ast_xmalloc(16 * sizeof(int));
+    d.genes = ast_xmalloc(3 * sizeof(char *));
+    for (int g = 0; g < 3; g++) d.genes[g] = ast_xstrdup(g == 0 ? "a" : g == 1 ? "b" : "c");
+    for (int c = 0; c < 16; c++) {
+        d.slice[c] = c < 10 ? 0 : 1;
+        d.pos[c * 3] = (float)(c < 10 ? c : c - 10);
+        d.pos[c * 3 + 1] = (float)(c % 3);
+        d.pos[c * 3 + 2] = (float)d.slice[c];
+        for (int g = 0; g < 3; g++) d.expr[c * 3 + g] = (float)(c * 3 + g);
+    }
+    d.source = ast_xstrdup("two_slices");
+    return d;
+}
+
+Test(data_sets, whole_slice_sets_hold_the_slice_and_pad_to_the_largest)
+{
+    ast_dataset d = two_slices();
+    ast_split sp[3];
+    ast_error e;
+    cr_assert(ast_data_split(&d, 0.2, 0.2, sp, &e) == 0, "%s", e.msg);
+    /* Slabs of 60 %: slice 0 gives 6 training cells, slice 1 llround(3.6) = 4. */
+    int N = ast_data_max_set_size(&d, &sp[AST_SPLIT_TRAIN], 0);
+    cr_assert_eq(N, 6);
+    cr_assert_eq(ast_data_max_set_size(&d, &sp[AST_SPLIT_TRAIN], 9), 9, "a positive set_size is kept");
+    ast_set_sampler s = {&d, &sp[AST_SPLIT_TRAIN], N, 2.0f, 0, 0.0f};
+    for (int64_t i = 0; i < sp[AST_SPLIT_TRAIN].n; i++) {
+        int64_t centre = sp[AST_SPLIT_TRAIN].cells[i], cells[6];
+        int want = d.slice[centre] == 0 ? 6 : 4, n = ast_set_cells(&s, centre, cells);
+        cr_assert_eq(n, want);
+        for (int j = 0; j < n; j++) cr_assert_eq(d.slice[cells[j]], d.slice[centre], "another slice's cell");
+        float expr[6 * 3], pos[6 * 3], mask[6];
+        ast_make_set(&s, centre, NULL, expr, pos, mask);
+        double mean[3] = {0};
+        for (int j = 0; j < 6; j++) {
+            cr_assert_eq(mask[j], j < want ? 1.0f : 0.0f, "mask of slot %d with %d cells", j, want);
+            for (int k = 0; k < 3; k++) mean[k] += pos[j * 3 + k];
+            if (j >= want) cr_assert_eq(pos[j * 3] + pos[j * 3 + 1] + pos[j * 3 + 2] + expr[j * 3], 0.0f, "padding is zero");
+        }
+        for (int k = 0; k < 3; k++) cr_assert_float_eq(mean[k], 0.0, 1e-5, "centred (float rounding only)");
+    }
+    ast_split_free(sp);
+    ast_dataset_free(&d);
+}
+
+static const char *whole_slice_yaml =
+    "training_mode: joint\n"
+    "data: {set_size: 0, preprocessing: {cell_type_key: null}, loading: {rotation: true}}\n"
+    "diffusion: {diffusion_steps: 20}\n"
+    "training: {batch_size: 2, epochs: 2, steps_per_epoch: 2, val_sets: 2, val_t_points: 1, early_stopping: false}\n"
+    "mlp_in_expression_setting: {mlp_in_expression_dims: 4, mlp_out_expression_dims: 4}\n"
+    "mlp_in_diffusion_time_setting: {mlp_in_diffusion_time_dims: 4, mlp_out_diffusion_time_dims: 4}\n"
+    "PositionMLP_setting: {hidden_dims: 4}\n"
+    "TransformerLayer_setting: {num_layers: 1, num_heads: 2, dim_ff_expression: 4, dim_ff_diffusion_time: 4}\n"
+    "mlp_out_expression_setting: {hidden_dims: 4}\n"
+    "mlp_out_position_norm_setting: {hidden_dims: 4}\n";
+
+Test(data_sets, training_on_whole_slices_runs, .timeout = 60)
+{
+    make_tmpdir();
+    ast_error e = {""};
+    ast_cfg *cfg = ast_cfg_load_string(whole_slice_yaml, "whole.yaml", &e);
+    cr_assert(cfg, "%s", e.msg);
+    ast_dataset d = two_slices();
+    ast_split sp[3];
+    ast_train_config tc;
+    ast_model_config mc;
+    cr_assert(ast_data_split(&d, 0.2, 0.2, sp, &e) == 0, "%s", e.msg);
+    cr_assert(ast_cfg_model(cfg, d.n_genes, &mc, &e) == 0, "%s", e.msg);
+    cr_assert(ast_train_config_from_cfg(cfg, &tc, &e) == 0, "%s", e.msg);
+    cr_assert_eq(tc.set_size, 0);
+    tc.progress = 0;
+    ast_model *m = ast_model_new(&mc, tc.seed, &e);
+    cr_assert(m, "%s", e.msg);
+    ast_trainer *t = ast_trainer_new(m, &d, sp, &tc, tmp_path("run"), NULL, &e);
+    cr_assert(t, "%s", e.msg);
+    ast_train_result r;
+    cr_assert(ast_trainer_run(t, &r, &e) == 0, "%s", e.msg);
+    cr_assert_eq(ast_trainer_n_losses(t), 4);
+    for (int64_t i = 0; i < 4; i++) cr_assert(isfinite(ast_trainer_losses(t)[i]));
+    cr_assert(isfinite(r.best_val));
+    ast_trainer_free(t);
+    ast_model_free(m);
+    ast_split_free(sp);
+    ast_dataset_free(&d);
+    ast_cfg_free(cfg);
 }

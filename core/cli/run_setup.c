@@ -59,7 +59,10 @@ int cli_load_data(ast_cfg *cfg, const char *cfg_path, const char *data_arg, ast_
         ast_error_set(e, "%s: no dataset; set data.path or pass --data FILE", cfg_path);
         return -1;
     }
-    if (ast_data_read(path, &o, d, e) < 0 || ast_data_preprocess(d, &o, e) < 0) return -1;
+    const char *cache = ast_cfg_str(cfg, "data.cache_dir");
+    char b3[4096];
+    if (cache && !strcmp(cache, "auto")) cache = ast_data_default_cache_dir(b3, sizeof b3);
+    if (ast_data_load(path, &o, cache, d, e) < 0) return -1;
     /* o's strings point into cfg, which set_absolute changes: read them first. */
     char coords[4096];
     snprintf(coords, sizeof coords, "%s", o.coords_file ? o.coords_file : "");
@@ -121,9 +124,11 @@ const char *cli_split_name(int which) { return split_names[which]; }
 ast_set_sampler cli_eval_sets(const ast_cfg *cfg, const ast_dataset *d, const ast_split sp[3], int which)
 {
     int set_size = (int)ast_cfg_int(cfg, "data.set_size");
-    /* The length unit is the training split's, exactly as ast_trainer_new computes it. */
-    float scale = ast_data_position_scale(d, &sp[AST_SPLIT_TRAIN], set_size, (uint64_t)ast_cfg_int(cfg, "seed.value"));
-    return (ast_set_sampler){d, &sp[which], set_size, scale, 0, 0.0f};
+    /* The length unit is the training split's, exactly as ast_trainer_new
+     * computes it (whole-slice sets are the same for any N from the largest slice up). */
+    float scale = ast_data_position_scale(d, &sp[AST_SPLIT_TRAIN], ast_data_max_set_size(d, &sp[AST_SPLIT_TRAIN], set_size),
+                                          (uint64_t)ast_cfg_int(cfg, "seed.value"));
+    return (ast_set_sampler){d, &sp[which], ast_data_max_set_size(d, &sp[which], set_size), scale, 0, 0.0f};
 }
 
 int cli_check_evaluation(const ast_cfg *cfg, const ast_dataset *d, ast_error *e)

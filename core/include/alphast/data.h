@@ -52,6 +52,15 @@ void ast_dataset_free(ast_dataset *d);
  * positions centred per slice. */
 int ast_data_preprocess(ast_dataset *d, const ast_data_opts *o, ast_error *e);
 
+/* ast_data_read + ast_data_preprocess through a cache in cache_dir (NULL:
+ * none): the result is saved there as safetensors under a hash of the
+ * files' path, size and mtime and of every option, and later loads of the
+ * same read it instead of parsing. A damaged cache is ignored with a
+ * warning; failing to write one only warns. */
+int ast_data_load(const char *path, const ast_data_opts *o, const char *cache_dir, ast_dataset *d, ast_error *e);
+/* $XDG_CACHE_HOME/alphast, else $HOME/.cache/alphast, into buf; NULL without either. */
+const char *ast_data_default_cache_dir(char *buf, size_t n);
+
 
 /* ---- splits and sets ---------------------------------------------------- */
 
@@ -78,6 +87,10 @@ typedef struct ast_set_sampler {
     float expr_dropout; /* zero each expression entry with this probability */
 } ast_set_sampler;
 
+/* The N of sets of data.set_size `set_size`: itself, or for 0 (whole-slice
+ * sets) the most cells any one slice has in the split. */
+int ast_data_max_set_size(const ast_dataset *d, const ast_split *s, int set_size);
+
 /* A dataset-wide length unit: the median RMS radius of centred
  * neighbourhood sets of the split, so set coordinates are O(1) like the
  * unit-variance diffusion noise. */
@@ -85,7 +98,8 @@ float ast_data_position_scale(const ast_dataset *d, const ast_split *s, int set_
 
 /* The set of the `centre` cell: it and its N-1 nearest cells of the same
  * slice and split; positions centred on the set and scaled. Sets of a
- * split smaller than N are padded (mask 0). */
+ * split smaller than N are padded (mask 0). With N from
+ * ast_data_max_set_size(d, s, 0) this is the centre's whole slice. */
 void ast_make_set(const ast_set_sampler *s, int64_t centre, ast_rng *rng, float *expr, float *pos, float *mask);
 /* The dataset indices of the cells ast_make_set puts in the set of
  * `centre`, in set order (room for N); returns their number. */

@@ -35,7 +35,7 @@ typedef struct ast_train_config {
     ast_loss_config loss;
 
     int sets_per_step;   /* B */
-    int set_size;        /* N */
+    int set_size;        /* N; 0: whole slices, N the largest slice of the train or val split */
     int rotate;          /* random 3-D rotation of each training set */
     float expr_dropout;  /* expression dropout augmentation */
     int epochs;
