@@ -6,7 +6,7 @@
 --   MoE        linear attention + MoE FFN (4 experts, top-2)
 --   Gated+MoE  both
 --
---   alphast-run sweep scripts/ablation.lua      # 12 runs, ~8-10 min on 2 cores
+--   alphast-run sweep scripts/ablation.lua      # 12 runs, ~3 min on 2 cores
 --   ALPHAST_QUICK=1 alphast-run sweep ...       # a few steps per run, for tests
 --
 -- report = true writes report.md and report.html into the sweep directory
@@ -15,9 +15,8 @@ local a = require "alphast"
 
 local quick = (os.getenv("ALPHAST_QUICK") or "") ~= ""
 
--- 12 runs, 2 at a time: 6 rounds in ~8-10 minutes leave ~1.2 min per run.
--- 10 epochs of 30 steps take ~25 s for the slowest config (Gated+MoE runs
--- ~13 steps/s on an idle core); on a busy machine max_minutes stops a run
+-- 12 runs, 2 at a time: about 3 minutes on an idle 2-core machine (10 epochs
+-- of 30 steps take ~20 s per run); on a busy machine max_minutes stops a run
 -- (with its checkpoint and summary) rather than the sweep overrunning.
 local budget = quick and {
     "training.epochs=2", "training.steps_per_epoch=3", "training.val_sets=2",
@@ -26,6 +25,10 @@ local budget = quick and {
     "training.epochs=10", "training.steps_per_epoch=30", "training.max_minutes=1.2",
     "training.scheduler.T_max=10",
 }
+
+-- Monitors say why a config wins; each one is silent on a model without its part.
+local monitors = "monitors=[expert_load, gate_activation, grad_norm, time_conditioning]"
+for _, b in ipairs{budget} do b[#b + 1] = monitors end
 
 local gated = {"attention=gated", "attention.gate_type=headwise", "attention.use_qk_norm=true"}
 local moe = {"ffn=moe", "ffn.num_experts=4", "ffn.top_k=2"}
