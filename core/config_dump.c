@@ -1,5 +1,6 @@
 /* Writes a config tree back as YAML through libyaml's emitter, so that
  * quoting is always right and the output reloads to the same values. */
+#include <stdlib.h>
 #include <yaml.h>
 
 #include "config_impl.h"
@@ -64,4 +65,15 @@ int ast_cfg_dump(const ast_cfg *cfg, FILE *out, ast_error *e)
                       em.problem ? em.problem : "write error");
     yaml_emitter_delete(&em);
     return rc;
+}
+
+char *ast_cfg_dump_string(const ast_cfg *cfg, ast_error *e)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    int rc = ast_cfg_dump(cfg, f, e);
+    fclose(f);
+    if (rc < 0) free(text);
+    return rc < 0 ? NULL : text;
 }

@@ -193,17 +193,6 @@ static void push_id(lua_State *L, const char *name, uint64_t hash)
     lua_pushfstring(L, "%s-%s", n ? clean : "run", hex);
 }
 
-static char *dump_yaml(const ast_cfg *cfg, ast_error *e)
-{
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    int rc = ast_cfg_dump(cfg, f, e);
-    fclose(f);
-    if (rc < 0) free(text);
-    return rc < 0 ? NULL : text;
-}
-
 /* Resolves config entry `c` with the overrides at ovr into a run table
  * appended to runs; raises if it does not resolve or repeats a run. */
 static void add_run(lua_State *L, int runs, int c, int ovr, int schedule, int by_id)
@@ -213,7 +202,7 @@ static void add_run(lua_State *L, int runs, int c, int ovr, int schedule, int by
     const char *name = lua_tostring(L, -2), *file = lua_tostring(L, -1);
     ast_error e = {""};
     ast_cfg *cfg = sweep_resolve(L, file, ovr, &e);
-    char *yaml = cfg ? dump_yaml(cfg, &e) : NULL;
+    char *yaml = cfg ? ast_cfg_dump_string(cfg, &e) : NULL;
     int64_t seed = yaml ? ast_cfg_int(cfg, "seed.value") : 0;
     ast_cfg_free(cfg);
     if (!yaml) luaL_error(L, "sweep: configs.%s: %s", name, e.msg);

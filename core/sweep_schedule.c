@@ -58,6 +58,16 @@ static int feed(lua_State *L, const void *p, size_t n, void *ud)
     return 0;
 }
 
+/* Hashes the text of the value on top of the stack (with its NUL). */
+static uint64_t hash_text_of_top(lua_State *L, uint64_t h)
+{
+    size_t n;
+    const char *s = luaL_tolstring(L, -1, &n);
+    h = ast_fnv1a(h, s, n + 1);
+    lua_pop(L, 1);
+    return h;
+}
+
 /* A function's stripped bytecode (the same for the same code wherever it
  * sits in the script) and the scalar values it closes over. */
 static uint64_t hash_function(lua_State *L, int f, uint64_t h)
@@ -67,12 +77,7 @@ static uint64_t hash_function(lua_State *L, int f, uint64_t h)
     lua_pop(L, 1);
     for (int i = 1; lua_getupvalue(L, f, i); i++) {
         int t = lua_type(L, -1);
-        if (t == LUA_TNUMBER || t == LUA_TSTRING || t == LUA_TBOOLEAN) {
-            size_t n;
-            const char *s = luaL_tolstring(L, -1, &n);
-            h = ast_fnv1a(h, s, n + 1);
-            lua_pop(L, 1);
-        }
+        if (t == LUA_TNUMBER || t == LUA_TSTRING || t == LUA_TBOOLEAN) h = hash_text_of_top(L, h);
         lua_pop(L, 1);
     }
     return h;
@@ -84,12 +89,7 @@ uint64_t sweep_hash_schedule(lua_State *L, int idx, uint64_t h)
         int type = lua_getfield(L, idx, schedule_keys[k].key);
         if (type != LUA_TNIL) h = ast_fnv1a(h, schedule_keys[k].key, strlen(schedule_keys[k].key) + 1);
         if (type == LUA_TFUNCTION) h = hash_function(L, lua_gettop(L), h);
-        if (type == LUA_TNUMBER) {
-            size_t n;
-            const char *s = luaL_tolstring(L, -1, &n);
-            h = ast_fnv1a(h, s, n + 1);
-            lua_pop(L, 1);
-        }
+        if (type == LUA_TNUMBER) h = hash_text_of_top(L, h);
         lua_pop(L, 1);
     }
     return h;

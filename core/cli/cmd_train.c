@@ -38,17 +38,6 @@ static const cli_spec spec = {
     .max_args = 64,
 };
 
-static char *dump_config(const ast_cfg *cfg, ast_error *e)
-{
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    int rc = ast_cfg_dump(cfg, f, e);
-    fclose(f);
-    if (rc < 0) free(text);
-    return rc < 0 ? NULL : text;
-}
-
 /* SCRIPT:RUN -> the sweep script, evaluated afresh, with RUN's schedule
  * bound to tc. */
 static ast_sweep *load_schedule(const char *arg, ast_train_config *tc, ast_error *e)
@@ -111,7 +100,7 @@ static int train(const char **v, const char **args, int n_args, ast_error *e)
     int rc = -1;
     if (cli_load_data(cfg, cfg_path, v[OPT_DATA], &d, sp, e) < 0 || cli_check_evaluation(cfg, &d, e) < 0 ||
         ast_cfg_model(cfg, d.n_genes, &mc, e) < 0 ||
-        ast_train_config_from_cfg(cfg, &tc, e) < 0 || !(m = ast_model_new(&mc, tc.seed, e)) || !(yaml = dump_config(cfg, e)))
+        ast_train_config_from_cfg(cfg, &tc, e) < 0 || !(m = ast_model_new(&mc, tc.seed, e)) || !(yaml = ast_cfg_dump_string(cfg, e)))
         goto done;
     tc.progress = !v[OPT_QUIET];
     if (v[OPT_SCHEDULE] && !(sweep = load_schedule(v[OPT_SCHEDULE], &tc, e))) goto done;

@@ -82,6 +82,9 @@ const char *ast_cfg_str(const ast_cfg *cfg, const char *path);
 /* Writes the config as it stands (file + overrides, in file order) as YAML,
  * loadable again with the same values. 0 on success, -1 with e set. */
 int ast_cfg_dump(const ast_cfg *cfg, FILE *out, ast_error *e);
+/* The same YAML as a malloc'd string (the run's config.yaml, the sweep's
+ * run ids); NULL with e set on failure. */
+char *ast_cfg_dump_string(const ast_cfg *cfg, ast_error *e);
 
 /* A plugin as the config names it: `name` or {name: x, options...}. */
 typedef struct ast_cfg_plugin {
