@@ -3,6 +3,6 @@ libalphast_la_SOURCES += core/masking.c core/masking_module.c core/masking_confi
 noinst_HEADERS += core/include/alphast/masking.h
 
 check_PROGRAMS += tests/test_masking
-tests_test_masking_SOURCES = tests/test_masking.c
+tests_test_masking_SOURCES = tests/test_masking.c tests/train_fixture.c tests/train_fixture.h
 tests_test_masking_CFLAGS = $(TEST_CC)
 tests_test_masking_LDADD = $(TEST_LIBS)

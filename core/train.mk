@@ -29,7 +29,7 @@ nobase_dist_pkgdata_DATA = configs/starmap.yaml \
 	data/starmap3d/starmap3d.h5ad data/starmap3d/expr.txt.gz data/starmap3d/loc.txt data/starmap3d/README.md
 
 check_PROGRAMS += tests/test_train
-tests_test_train_SOURCES = tests/test_train.c
+tests_test_train_SOURCES = tests/test_train.c tests/train_fixture.c tests/train_fixture.h
 tests_test_train_CFLAGS = $(TEST_CC)
 tests_test_train_LDADD = $(TEST_LIBS)
 

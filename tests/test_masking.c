@@ -14,6 +14,7 @@
 
 #include "alphast/train.h"
 #include "gradcheck.h"
+#include "train_fixture.h"
 
 #define EXPR_TOKEN "masking_module.mask_token.expression_mask_token"
 #define POS_TOKEN "masking_module.mask_token.position_mask_token"
@@ -485,11 +486,7 @@ static const char *tiny_yaml =
     "mlp_out_position_norm_setting: {hidden_dims: 4}\n";
 
 typedef struct run_fixture {
-    ast_cfg *cfg;
-    ast_dataset d;
-    ast_split sp[3];
-    ast_train_config tc;
-    ast_model_config mc;
+    train_setup s;
     ast_model *m;
     ast_trainer *t;
 } run_fixture;
@@ -498,21 +495,10 @@ typedef struct run_fixture {
 static void run_open(run_fixture *f, const char *dir, const char *const *overrides)
 {
     ast_error e = {""};
-    memset(f, 0, sizeof *f);
-    f->cfg = ast_cfg_load_string(tiny_yaml, "tiny.yaml", &e);
-    cr_assert(f->cfg, "%s", e.msg);
-    for (; overrides && *overrides; overrides++) cr_assert(ast_cfg_override(f->cfg, *overrides, &e) == 0, "%s", e.msg);
-    ast_data_opts o;
-    ast_data_opts_from_cfg(f->cfg, &o);
-    cr_assert(ast_data_read(ALPHAST_SOURCE_DIR "/data/starmap3d/starmap3d.h5ad", &o, &f->d, &e) == 0, "%s", e.msg);
-    cr_assert(ast_data_preprocess(&f->d, &o, &e) == 0, "%s", e.msg);
-    cr_assert(ast_data_split(&f->d, 0.1, 0.1, f->sp, &e) == 0, "%s", e.msg);
-    cr_assert(ast_cfg_model(f->cfg, f->d.n_genes, &f->mc, &e) == 0, "%s", e.msg);
-    cr_assert(ast_train_config_from_cfg(f->cfg, &f->tc, &e) == 0, "%s", e.msg);
-    f->tc.progress = 0;
-    f->m = ast_model_new(&f->mc, f->tc.seed, &e);
+    train_setup_open(&f->s, tiny_yaml, overrides);
+    f->m = ast_model_new(&f->s.mc, f->s.tc.seed, &e);
     cr_assert(f->m, "%s", e.msg);
-    f->t = ast_trainer_new(f->m, &f->d, f->sp, &f->tc, dir, NULL, &e);
+    f->t = ast_trainer_new(f->m, &f->s.d, f->s.sp, &f->s.tc, dir, NULL, &e);
     cr_assert(f->t, "%s", e.msg);
 }
 
@@ -520,20 +506,9 @@ static void run_close(run_fixture *f)
 {
     ast_trainer_free(f->t);
     ast_model_free(f->m);
-    ast_split_free(f->sp);
-    ast_dataset_free(&f->d);
-    ast_cfg_free(f->cfg);
+    train_setup_close(&f->s);
 }
 
-static char *tmp_dir(void)
-{
-    static char buf[4][64];
-    static int i;
-    char *d = buf[i++ % 4];
-    strcpy(d, "/tmp/alphast-masking-XXXXXX");
-    cr_assert(mkdtemp(d));
-    return d;
-}
 
 static int count_lines_with(const char *dir, const char *a, const char *b)
 {
@@ -551,10 +526,10 @@ Test(masking, training_with_masking_trains_the_tokens, .timeout = 60)
 {
     run_fixture f, plain;
     const char *off[] = {"masking.enable=false", NULL};
-    run_open(&plain, tmp_dir(), off);
-    char *dir = tmp_dir();
+    run_open(&plain, train_tmp_dir("masking"), off);
+    char *dir = train_tmp_dir("masking");
     run_open(&f, dir, NULL);
-    int G = f.d.n_genes;
+    int G = f.s.d.n_genes;
     cr_assert_eq(ast_model_param_count(f.m), ast_model_param_count(plain.m) + G + 3);
     cr_assert_eq(ast_model_active_param_count(f.m), ast_model_active_param_count(plain.m) + G + 3);
     /* Validation never masks: the same weights give the same loss. */
@@ -601,8 +576,8 @@ Test(masking, resumed_run_continues_the_progressive_schedule_exactly, .timeout =
     /* progressive_steps 4 over 6 steps: a schedule restarted at 0 on resume
      * would mask less and change the later losses. */
     int64_t n_full, n_first, n_rest;
-    double *full = losses_of(tmp_dir(), 2, &n_full);
-    char *dir = tmp_dir();
+    double *full = losses_of(train_tmp_dir("masking"), 2, &n_full);
+    char *dir = train_tmp_dir("masking");
     double *first = losses_of(dir, 1, &n_first), *rest = losses_of(dir, 2, &n_rest);
     cr_assert(n_full == 6 && n_first == 3 && n_rest == 3);
     for (int i = 0; i < 3; i++) cr_assert_eq(first[i], full[i], "step %d", i + 1);
@@ -616,7 +591,7 @@ Test(masking, every_training_mode_trains_with_masking, .timeout = 60)
     for (int k = 0; k < 2; k++) {
         const char *ov[] = {modes[k], "training.epochs=1", "masking.masking_probability=1.0", NULL};
         run_fixture f;
-        run_open(&f, tmp_dir(), ov);
+        run_open(&f, train_tmp_dir("masking"), ov);
         ast_error e = {""};
         ast_train_result r;
         cr_assert_eq(ast_trainer_run(f.t, &r, &e), 0, "%s: %s", modes[k], e.msg);

@@ -10,6 +10,7 @@
 #include "alphast/config.h"
 #include "alphast/safetensors.h"
 #include "alphast/train.h"
+#include "train_fixture.h"
 
 static const char *tiny_yaml =
     "training_mode: joint\n"
@@ -27,38 +28,14 @@ static const char *tiny_yaml =
     "attention: gated\n"
     "ffn: {name: moe, num_experts: 2, top_k: 1}\n";
 
-typedef struct fixture {
-    ast_cfg *cfg;
-    ast_dataset d;
-    ast_split sp[3];
-    ast_train_config tc;
-    ast_model_config mc;
-} fixture;
+typedef train_setup fixture;
 
 static void fixture_open(fixture *f, int epochs)
 {
-    ast_error e = {""};
-    memset(f, 0, sizeof *f);
-    f->cfg = ast_cfg_load_string(tiny_yaml, "tiny.yaml", &e);
-    cr_assert(f->cfg, "%s", e.msg);
     char set[64];
     snprintf(set, sizeof set, "training.epochs=%d", epochs);
-    cr_assert(ast_cfg_override(f->cfg, set, &e) == 0, "%s", e.msg);
-    ast_data_opts o;
-    ast_data_opts_from_cfg(f->cfg, &o);
-    cr_assert(ast_data_read(ALPHAST_SOURCE_DIR "/data/starmap3d/starmap3d.h5ad", &o, &f->d, &e) == 0, "%s", e.msg);
-    cr_assert(ast_data_preprocess(&f->d, &o, &e) == 0, "%s", e.msg);
-    cr_assert(ast_data_split(&f->d, 0.1, 0.1, f->sp, &e) == 0, "%s", e.msg);
-    cr_assert(ast_cfg_model(f->cfg, f->d.n_genes, &f->mc, &e) == 0, "%s", e.msg);
-    cr_assert(ast_train_config_from_cfg(f->cfg, &f->tc, &e) == 0, "%s", e.msg);
-    f->tc.progress = 0;
-}
-
-static void fixture_close(fixture *f)
-{
-    ast_split_free(f->sp);
-    ast_dataset_free(&f->d);
-    ast_cfg_free(f->cfg);
+    const char *const overrides[] = {set, NULL};
+    train_setup_open(f, tiny_yaml, overrides);
 }
 
 /* Trains in dir (resuming if it holds a checkpoint); returns this
@@ -79,18 +56,8 @@ static double *train_in(const char *dir, int epochs, int64_t *n, ast_train_resul
     memcpy(losses, ast_trainer_losses(t), (size_t)*n * sizeof *losses);
     ast_trainer_free(t);
     ast_model_free(m);
-    fixture_close(&f);
+    train_setup_close(&f);
     return losses;
-}
-
-static char *tmp_dir(void)
-{
-    static char buf[4][64];
-    static int i;
-    char *d = buf[i++ % 4];
-    strcpy(d, "/tmp/alphast-train-XXXXXX");
-    cr_assert(mkdtemp(d));
-    return d;
 }
 
 Test(train, resumed_run_repeats_the_uninterrupted_losses_exactly, .timeout = 60)
@@ -100,9 +67,9 @@ Test(train, resumed_run_repeats_the_uninterrupted_losses_exactly, .timeout = 60)
      * the continued run must match bit for bit. */
     int64_t n_full, n_first, n_rest;
     ast_train_result r;
-    double *full = train_in(tmp_dir(), 4, &n_full, &r);
+    double *full = train_in(train_tmp_dir("train"), 4, &n_full, &r);
     cr_assert_eq(n_full, 12);
-    char *dir = tmp_dir();
+    char *dir = train_tmp_dir("train");
     double *first = train_in(dir, 2, &n_first, &r);
     double *rest = train_in(dir, 4, &n_rest, &r);
     cr_assert_eq(n_first, 6);
@@ -115,7 +82,7 @@ Test(train, resumed_run_repeats_the_uninterrupted_losses_exactly, .timeout = 60)
 
 Test(train, run_directory_holds_the_logs_and_a_loadable_checkpoint, .timeout = 60)
 {
-    char *dir = tmp_dir(), path[256];
+    char *dir = train_tmp_dir("train"), path[256];
     int64_t n;
     ast_train_result r;
     free(train_in(dir, 2, &n, &r));
@@ -147,7 +114,7 @@ Test(train, run_directory_holds_the_logs_and_a_loadable_checkpoint, .timeout = 6
 
 Test(train, non_finite_loss_stops_and_keeps_the_last_checkpoint, .timeout = 60)
 {
-    char *dir = tmp_dir(), path[256];
+    char *dir = train_tmp_dir("train"), path[256];
     int64_t n;
     ast_train_result r;
     free(train_in(dir, 1, &n, &r));
@@ -169,7 +136,7 @@ Test(train, non_finite_loss_stops_and_keeps_the_last_checkpoint, .timeout = 60)
     cr_assert(strstr(e.msg, "checkpoint.safetensors"), "%s", e.msg);
     ast_trainer_free(t);
     ast_model_free(m);
-    fixture_close(&fx);
+    train_setup_close(&fx);
 
     ast_st_file *ck = ast_st_open(path, &e);
     cr_assert(ck, "the last good checkpoint must stay readable: %s", e.msg);
