@@ -7,3 +7,4 @@ check_PROGRAMS += tests/test_ops_linalg
 tests_test_ops_linalg_SOURCES = tests/test_ops_linalg.c
 tests_test_ops_linalg_CFLAGS = $(TEST_CC)
 tests_test_ops_linalg_LDADD = $(TEST_LIBS)
+EXTRA_DIST += tests/lsan.supp
