@@ -103,7 +103,7 @@ size_t ast_ctx_arena_peak(const ast_ctx *c) { return c->peak; }
 int ast_training(const ast_ctx *c) { return c->training; }
 int ast_grad_enabled(const ast_ctx *c) { return c->grad_enabled; }
 
-void *ast_alloc(ast_ctx *c, size_t bytes)
+void *ast_alloc_uninit(ast_ctx *c, size_t bytes)
 {
     size_t need = (bytes + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
     if (c->top->used + need > c->top->cap) {
@@ -114,7 +114,21 @@ void *ast_alloc(ast_ctx *c, size_t bytes)
     c->top->used += need;
     c->used += need;
     if (c->used > c->peak) c->peak = c->used;
-    memset(p, 0, bytes);
+#ifdef ALPHAST_POISON_UNINIT
+    memset(p, 0xff, bytes); /* all-ones bits: a NaN in every float */
+#endif
+    return p;
+}
+
+static void zero_range(void *arg, int64_t lo, int64_t hi)
+{
+    memset((unsigned char *)arg + lo, 0, (size_t)(hi - lo));
+}
+
+void *ast_alloc(ast_ctx *c, size_t bytes)
+{
+    void *p = ast_alloc_uninit(c, bytes);
+    ast_parallel_for((int64_t)bytes, (int64_t)1 << 20, zero_range, p);
     return p;
 }
 

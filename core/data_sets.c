@@ -136,7 +136,7 @@ void ast_make_set(const ast_set_sampler *s, int64_t centre, ast_rng *rng, float 
     double mean[3] = {0};
     for (int i = 0; i < n; i++)
         for (int k = 0; k < 3; k++) mean[k] += d->pos[cells[i] * 3 + k] / (double)n;
-    float rot[9];
+    float rot[9] = {0};
     if (s->rotate) random_rotation(rng, rot);
     for (int i = 0; i < N; i++) {
         mask[i] = i < n ? 1.0f : 0.0f;

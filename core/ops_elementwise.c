@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "alphast/core.h"
+#include "alphast/fastmath.h"
 
 /* ---- broadcasting binary ops ------------------------------------------ */
 
@@ -176,7 +177,7 @@ static ast_tensor *binary(ast_ctx *c, const binary_op *op, ast_tensor *a, ast_te
     int64_t out[AST_MAX_DIMS];
     binary_plan *p = plan_binary(c, op, a, b, out);
     int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
-    ast_tensor *y = ast_zeros(c, nd, out + AST_MAX_DIMS - nd);
+    ast_tensor *y = ast_empty(c, nd, out + AST_MAX_DIMS - nd);
     walk(p, &(run){.a = a->data, .b = b->data, .y = y->data}, op->forward);
     ast_record(c, &(ast_node){.op = op->name, .backward = binary_node_backward, .out = y, .in = {a, b}, .n_in = 2,
                               .saved = p});
@@ -190,7 +191,8 @@ ast_tensor *ast_div(ast_ctx *c, ast_tensor *a, ast_tensor *b) { return binary(c,
 
 /* ---- unary ops ---------------------------------------------------------- */
 
-static ast_tensor *same_shape(ast_ctx *c, const ast_tensor *x) { return ast_zeros(c, x->ndim, x->shape); }
+/* The outputs of unary ops: each op writes every element. */
+static ast_tensor *same_shape(ast_ctx *c, const ast_tensor *x) { return ast_empty(c, x->ndim, x->shape); }
 
 static void record_unary(ast_ctx *c, const char *op, ast_backward_fn backward, ast_tensor *x, ast_tensor *y)
 {
@@ -232,32 +234,52 @@ ast_tensor *ast_relu(ast_ctx *c, ast_tensor *x)
 }
 
 /* gelu'(x) = Phi(x) + x phi(x), Phi/phi the standard normal cdf/density. */
-static void gelu_backward(ast_ctx *c, const ast_node *n)
+typedef struct gelu_args {
+    const float *x, *gy;
+    float *y; /* forward: the output; backward: the input's gradient */
+} gelu_args;
+
+static void gelu_backward_range(void *arg, int64_t lo, int64_t hi)
 {
-    float *gx = ast_grad(c, n->in[0]);
-    const float *x = n->in[0]->data, *gy = n->out->grad;
+    const gelu_args *a = arg;
+    const float *restrict x = a->x, *restrict gy = a->gy;
+    float *restrict gx = a->y;
     const float inv_sqrt_2pi = 0.3989422804014327f;
-    for (int64_t i = 0; gx && i < n->out->size; i++) {
-        float cdf = 0.5f * (1.0f + erff(x[i] * (float)M_SQRT1_2));
-        float pdf = inv_sqrt_2pi * expf(-0.5f * x[i] * x[i]);
+    for (int64_t i = lo; i < hi; i++) {
+        float cdf = 0.5f * (1.0f + ast_erff(x[i] * (float)M_SQRT1_2));
+        float pdf = inv_sqrt_2pi * ast_expf(-0.5f * x[i] * x[i]);
         gx[i] += gy[i] * (cdf + x[i] * pdf);
     }
+}
+
+static void gelu_backward(ast_ctx *c, const ast_node *n)
+{
+    gelu_args a = {n->in[0]->data, n->out->grad, ast_grad(c, n->in[0])};
+    if (a.y) ast_parallel_for(n->out->size, AST_PAR_GRAIN, gelu_backward_range, &a);
+}
+
+static void gelu_range(void *arg, int64_t lo, int64_t hi)
+{
+    const gelu_args *a = arg;
+    const float *restrict x = a->x;
+    float *restrict y = a->y;
+    for (int64_t i = lo; i < hi; i++) y[i] = 0.5f * x[i] * (1.0f + ast_erff(x[i] * (float)M_SQRT1_2));
 }
 
 ast_tensor *ast_gelu(ast_ctx *c, ast_tensor *x)
 {
     ast_tensor *y = same_shape(c, x);
-    for (int64_t i = 0; i < x->size; i++) y->data[i] = 0.5f * x->data[i] * (1.0f + erff(x->data[i] * (float)M_SQRT1_2));
+    ast_parallel_for(x->size, AST_PAR_GRAIN, gelu_range, &(gelu_args){x->data, NULL, y->data});
     record_unary(c, "gelu", gelu_backward, x, y);
     return y;
 }
 
-/* exp of a non-positive argument only, so neither tail overflows. */
-static float stable_sigmoid(float x)
+/* exp of a non-positive argument only, so neither tail overflows;
+ * branch-free so the loops over it vectorize. */
+static inline float stable_sigmoid(float x)
 {
-    if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
-    float e = expf(x);
-    return e / (1.0f + e);
+    float e = ast_expf(-fabsf(x));
+    return (x >= 0.0f ? 1.0f : e) / (1.0f + e);
 }
 
 static void sigmoid_backward(ast_ctx *c, const ast_node *n)

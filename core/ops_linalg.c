@@ -26,7 +26,7 @@ ast_tensor *ast_linear(ast_ctx *c, ast_tensor *x, ast_tensor *w, ast_tensor *b)
     int64_t shape[AST_MAX_DIMS];
     for (int i = 0; i < x->ndim; i++) shape[i] = x->shape[i];
     shape[x->ndim - 1] = out;
-    ast_tensor *y = ast_zeros(c, x->ndim, shape);
+    ast_tensor *y = ast_empty(c, x->ndim, shape);
     int rows = (int)ast_rows(x);
     if (b)
         for (int r = 0; r < rows; r++)
@@ -102,7 +102,7 @@ ast_tensor *ast_bmm(ast_ctx *c, ast_tensor *a, ast_tensor *b, int trans_a, int t
     for (int i = 0; i < d - 2; i++) shape[i] = a->shape[i];
     shape[d - 2] = s->m;
     shape[d - 1] = s->n;
-    ast_tensor *y = ast_zeros(c, d, shape);
+    ast_tensor *y = ast_empty(c, d, shape);
     mm_forward(s, a->data, b->data, y->data);
     ast_record(c, &(ast_node){.op = "bmm", .backward = mm_backward, .out = y, .in = {a, b}, .n_in = 2, .saved = s});
     return y;

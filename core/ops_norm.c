@@ -5,9 +5,11 @@
 #include <string.h>
 
 #include "alphast/core.h"
+#include "alphast/fastmath.h"
 #include "ops_axis.h"
 
-static ast_tensor *zeros_like(ast_ctx *c, const ast_tensor *x) { return ast_zeros(c, x->ndim, x->shape); }
+/* Outputs of the normalisations, which write every element. */
+static ast_tensor *empty_like(ast_ctx *c, const ast_tensor *x) { return ast_empty(c, x->ndim, x->shape); }
 
 static void check_affine(const ast_tensor *x, const ast_tensor *p, const char *op, const char *what)
 {
@@ -23,7 +25,8 @@ static void softmax_row(const float *x, float *y, int64_t len)
 {
     float m = x[0], s = 0.0f;
     for (int64_t k = 1; k < len; k++) m = fmaxf(m, x[k]);
-    for (int64_t k = 0; k < len; k++) s += (y[k] = expf(x[k] - m));
+    for (int64_t k = 0; k < len; k++) y[k] = ast_expf(x[k] - m);
+    for (int64_t k = 0; k < len; k++) s += y[k];
     for (int64_t k = 0; k < len; k++) y[k] /= s;
 }
 
@@ -37,7 +40,7 @@ static void softmax_slab(const float *x, float *y, int64_t len, int64_t inner, f
         for (int64_t j = 0; j < inner; j++) m[j] = fmaxf(m[j], x[k * inner + j]);
     memset(s, 0, (size_t)inner * sizeof *s);
     for (int64_t k = 0; k < len; k++)
-        for (int64_t j = 0; j < inner; j++) s[j] += (y[k * inner + j] = expf(x[k * inner + j] - m[j]));
+        for (int64_t j = 0; j < inner; j++) s[j] += (y[k * inner + j] = ast_expf(x[k * inner + j] - m[j]));
     for (int64_t k = 0; k < len; k++)
         for (int64_t j = 0; j < inner; j++) y[k * inner + j] /= s[j];
 }
@@ -78,7 +81,7 @@ ast_tensor *ast_softmax(ast_ctx *c, ast_tensor *x, int axis)
 {
     ast_axis_split sp = ast_split_axis(x, axis, "softmax");
     AST_ASSERT(sp.len > 0, "softmax over an empty axis %d", axis);
-    ast_tensor *y = zeros_like(c, x);
+    ast_tensor *y = empty_like(c, x);
     int64_t slab = sp.len * sp.inner;
     float *scratch = sp.inner > 1 ? ast_alloc(c, 2 * (size_t)sp.inner * sizeof *scratch) : NULL;
     for (int64_t o = 0; o < sp.outer; o++) {
@@ -149,7 +152,7 @@ ast_tensor *ast_layernorm(ast_ctx *c, ast_tensor *x, ast_tensor *w, ast_tensor *
     check_affine(x, w, "layernorm", "weight");
     check_affine(x, b, "layernorm", "bias");
     int64_t rows = ast_rows(x), d = ast_cols(x);
-    ast_tensor *y = zeros_like(c, x);
+    ast_tensor *y = empty_like(c, x);
     float *mean = ast_alloc(c, 2 * (size_t)rows * sizeof *mean), *rstd = mean + rows;
     for (int64_t r = 0; r < rows; r++)
         layernorm_row(x->data + r * d, y->data + r * d, d, w ? w->data : NULL, b ? b->data : NULL, eps, &mean[r],
@@ -192,7 +195,7 @@ ast_tensor *ast_rmsnorm(ast_ctx *c, ast_tensor *x, ast_tensor *w, float eps)
 {
     check_affine(x, w, "rmsnorm", "weight");
     int64_t rows = ast_rows(x), d = ast_cols(x);
-    ast_tensor *y = zeros_like(c, x);
+    ast_tensor *y = empty_like(c, x);
     float *rstd = ast_alloc(c, (size_t)rows * sizeof *rstd);
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x->data + r * d;
@@ -228,7 +231,7 @@ ast_tensor *ast_vecnorm(ast_ctx *c, ast_tensor *x)
     int64_t shape[AST_MAX_DIMS], d = ast_cols(x);
     for (int i = 0; i < x->ndim; i++) shape[i] = x->shape[i];
     shape[x->ndim - 1] = 1;
-    ast_tensor *y = ast_zeros(c, x->ndim, shape);
+    ast_tensor *y = ast_empty(c, x->ndim, shape);
     for (int64_t r = 0; r < ast_rows(x); r++) {
         double ss = 0.0;
         for (int64_t k = 0; k < d; k++) ss += (double)x->data[r * d + k] * x->data[r * d + k];

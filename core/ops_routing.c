@@ -31,7 +31,7 @@ ast_tensor *ast_gather_rows(ast_ctx *c, ast_tensor *x, const int32_t *idx, int64
 {
     int64_t d = ast_cols(x);
     check_indices(idx, n, ast_rows(x), "gather_rows");
-    ast_tensor *y = ast_zeros(c, 2, (int64_t[]){n, d});
+    ast_tensor *y = ast_empty(c, 2, (int64_t[]){n, d});
     for (int64_t i = 0; i < n; i++) memcpy(y->data + i * d, x->data + idx[i] * d, (size_t)d * sizeof(float));
     ast_record(c, &(ast_node){.op = "gather_rows", .backward = gather_backward, .out = y, .in = {x}, .n_in = 1,
                               .saved = (void *)idx, .iarg = {n}});

@@ -85,7 +85,7 @@ static ast_tensor *permuted_copy(ast_ctx *c, const char *op, ast_tensor *x, int 
                                  const int *perm, int out_ndim, const int64_t *out_shape)
 {
     perm_plan *p = plan_permute(c, view_ndim, view, perm);
-    ast_tensor *y = ast_zeros(c, out_ndim, out_shape);
+    ast_tensor *y = ast_empty(c, out_ndim, out_shape);
     permute_walk(p, x->data, y->data, 0);
     ast_record(c, &(ast_node){.op = op, .backward = permute_backward, .out = y, .in = {x}, .n_in = 1, .saved = p});
     return y;
@@ -152,7 +152,7 @@ ast_tensor *ast_concat(ast_ctx *c, ast_tensor *const *xs, int n)
     }
     memcpy(shape, xs[0]->shape, (size_t)nd * sizeof *shape);
     shape[nd - 1] = width;
-    ast_tensor *y = ast_zeros(c, nd, shape);
+    ast_tensor *y = ast_empty(c, nd, shape);
     ast_node node = {.op = "concat", .backward = concat_backward, .out = y, .n_in = n};
     int64_t rows = ast_rows(y), off = 0;
     for (int k = 0; k < n; k++) {
@@ -182,7 +182,7 @@ ast_tensor *ast_slice(ast_ctx *c, ast_tensor *x, int64_t start, int64_t len)
     int64_t shape[AST_MAX_DIMS];
     memcpy(shape, x->shape, (size_t)x->ndim * sizeof *shape);
     shape[x->ndim - 1] = len;
-    ast_tensor *y = ast_zeros(c, x->ndim, shape);
+    ast_tensor *y = ast_empty(c, x->ndim, shape);
     int64_t rows = ast_rows(x);
     for (int64_t r = 0; r < rows; r++)
         memcpy(y->data + r * len, x->data + r * width + start, (size_t)len * sizeof(float));

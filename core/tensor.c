@@ -30,7 +30,7 @@ const char *ast_shape_str(const ast_tensor *t, char *buf, size_t n)
     return buf;
 }
 
-ast_tensor *ast_zeros(ast_ctx *c, int ndim, const int64_t *shape)
+static ast_tensor *tensor_header(ast_ctx *c, int ndim, const int64_t *shape)
 {
     AST_ASSERT(ndim >= 1 && ndim <= AST_MAX_DIMS, "tensor with %d dims (1..%d allowed)", ndim, AST_MAX_DIMS);
     ast_tensor *t = ast_alloc(c, sizeof *t);
@@ -40,7 +40,20 @@ ast_tensor *ast_zeros(ast_ctx *c, int ndim, const int64_t *shape)
         t->shape[i] = shape[i];
     }
     t->size = ast_shape_size(ndim, shape);
+    return t;
+}
+
+ast_tensor *ast_zeros(ast_ctx *c, int ndim, const int64_t *shape)
+{
+    ast_tensor *t = tensor_header(c, ndim, shape);
     t->data = ast_alloc(c, (size_t)t->size * sizeof(float));
+    return t;
+}
+
+ast_tensor *ast_empty(ast_ctx *c, int ndim, const int64_t *shape)
+{
+    ast_tensor *t = tensor_header(c, ndim, shape);
+    t->data = ast_alloc_uninit(c, (size_t)t->size * sizeof(float));
     return t;
 }
 

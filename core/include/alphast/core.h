@@ -84,8 +84,22 @@ ast_rng *ast_ctx_rng(ast_ctx *c);
 size_t ast_ctx_arena_used(const ast_ctx *c);
 size_t ast_ctx_arena_peak(const ast_ctx *c);
 
+/* Runs fn(arg, lo, hi) over [0, n) in contiguous ranges on the kernel
+ * thread pool (as many threads as OpenBLAS), or serially when n < 2 * grain
+ * elements would not pay for the hand-off. fn must write disjoint outputs
+ * per range; each range is one thread's, so results do not depend on timing. */
+typedef void (*ast_range_fn)(void *arg, int64_t lo, int64_t hi);
+void ast_parallel_for(int64_t n, int64_t grain, ast_range_fn fn, void *arg);
+int ast_parallel_threads(void);
+/* Elements below which an elementwise kernel stays on one thread. */
+#define AST_PAR_GRAIN 16384
+
 /* Host-service implementations (also reachable through ast_host). */
 void *ast_alloc(ast_ctx *c, size_t bytes);
+/* Arena memory left as it is, for buffers the caller writes in full (op
+ * outputs): zeroing them would only be overwritten. Sanitizer builds fill it
+ * with NaN instead, so an op that misses an element fails its tests. */
+void *ast_alloc_uninit(ast_ctx *c, size_t bytes);
 int ast_training(const ast_ctx *c);
 int ast_grad_enabled(const ast_ctx *c);
 float *ast_grad(ast_ctx *c, ast_tensor *t);
@@ -124,6 +138,8 @@ int64_t ast_rows(const ast_tensor *t);
 int64_t ast_cols(const ast_tensor *t);
 /* "[2, 24, 128]" into buf, for messages. */
 const char *ast_shape_str(const ast_tensor *t, char *buf, size_t n);
+/* Arena tensor whose elements the caller writes, every one (see ast_alloc_uninit). */
+ast_tensor *ast_empty(ast_ctx *c, int ndim, const int64_t *shape);
 /* Arena tensor with the given shape and a copy of data (may be NULL = 0). */
 ast_tensor *ast_tensor_from(ast_ctx *c, int ndim, const int64_t *shape, const float *data);
 
