@@ -57,7 +57,7 @@ typedef struct moe_tokens {
 /* One forward's routing: the kept (token, expert) assignments sorted by
  * expert (a counting sort), each with the row of `weights` holding its
  * differentiable routing weight. Lives in the step arena, so the gather
- * and scatter ops of the backward reuse the same permutation. */
+ * and combine of the backward reuse the same permutation. */
 typedef struct moe_routing {
     int32_t *token;    /* [n_pairs] row of the token in moe_tokens.x */
     int32_t *weight;   /* [n_pairs] row of `weights` */
@@ -84,5 +84,11 @@ void moe_update_bias(moe *m, const moe_routing *r, int64_t tokens);
 void moe_sort_pairs(ast_ctx *c, const ast_host *h, int n_experts, const int32_t *expert, const int32_t *token,
                     const int32_t *weight, int64_t n, int64_t capacity, moe_routing *r);
 ast_tensor *moe_dispatch(const moe *m, ast_ctx *c, const moe_tokens *tk, const moe_routing *r);
+
+/* moe_combine.c: out[token[i]] += weights[weight[i]] * y[i] for every row i
+ * of y [rows, E], recorded on the tape with out as its output; several
+ * calls may add into one out. token and weight live for the step. */
+void moe_combine(const ast_host *h, ast_ctx *c, ast_tensor *out, ast_tensor *y, ast_tensor *weights,
+                 const int32_t *token, const int32_t *weight);
 
 #endif

@@ -1,8 +1,8 @@
 /* Sparse dispatch without a per-token loop through the network (the
  * OpenBLAS recipe of PRIOR_ART §4): counting-sort the (token, expert)
  * assignments by expert, gather each expert's tokens into one contiguous
- * block, run the expert once on its block, and scatter-add the results
- * back weighted by the routing weights. */
+ * block, run the expert once on its block, and add the results back
+ * weighted by the routing weights. */
 #include "moe.h"
 
 /* Stable counting sort of n candidate assignments by expert; an expert
@@ -37,20 +37,19 @@ void moe_sort_pairs(ast_ctx *c, const ast_host *h, int n_experts, const int32_t 
 }
 
 /* sum over kept assignments (t, e) of w * Expert_e(x_t), as [Tv, E]; tokens
- * with no kept assignment get zeros (the layer's residual carries them). */
+ * with no kept assignment get zeros (the layer's residual carries them).
+ * Each expert's rows are combined into the one output (moe_combine.c), so
+ * the work follows the assignments, not experts x tokens. */
 ast_tensor *moe_dispatch(const moe *m, ast_ctx *c, const moe_tokens *tk, const moe_routing *r)
 {
     const ast_host *h = m->h;
-    ast_tensor *out = NULL;
+    ast_tensor *out = h->zeros(c, 2, (int64_t[]){tk->n, m->d_model});
     for (int e = 0; e < m->o.num_experts; e++) {
         int64_t start = r->offset[e], count = r->offset[e + 1] - start;
         if (!count) continue;
         const int32_t *rows = r->token + start;
         ast_tensor *y = moe_expert_forward(m, c, &m->experts[e], h->gather_rows(c, tk->x, rows, count));
-        ast_tensor *w = h->reshape(c, h->gather_rows(c, r->weights, r->weight + start, count), 1,
-                                   (int64_t[]){count});
-        ast_tensor *part = h->scatter_add_rows(c, y, rows, w, tk->n);
-        out = out ? h->add(c, out, part) : part;
+        moe_combine(h, c, out, y, r->weights, rows, r->weight + start);
     }
-    return out ? out : h->zeros(c, 2, (int64_t[]){tk->n, m->d_model});
+    return out;
 }
