@@ -40,6 +40,8 @@ static const ast_host host = {
 #include "alphast/ops.def"
 #undef AST_OP
     .scheduled = ast_ctx_scheduled,
+    .parallel_for = ast_parallel_for,
+    .alloc_uninit = ast_alloc_uninit,
 };
 
 const ast_host *ast_host_table(void) { return &host; }

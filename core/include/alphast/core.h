@@ -88,7 +88,6 @@ size_t ast_ctx_arena_peak(const ast_ctx *c);
  * thread pool (as many threads as OpenBLAS), or serially when n < 2 * grain
  * elements would not pay for the hand-off. fn must write disjoint outputs
  * per range; each range is one thread's, so results do not depend on timing. */
-typedef void (*ast_range_fn)(void *arg, int64_t lo, int64_t hi);
 void ast_parallel_for(int64_t n, int64_t grain, ast_range_fn fn, void *arg);
 int ast_parallel_threads(void);
 /* Elements below which an elementwise kernel stays on one thread. */

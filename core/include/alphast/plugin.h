@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 #define AST_ABI_MAJOR 1
-#define AST_ABI_MINOR 1
+#define AST_ABI_MINOR 2
 #define AST_MAX_DIMS 4
 
 /* ---- tensors ---------------------------------------------------------- */
@@ -41,6 +41,8 @@ enum {
 };
 
 typedef struct ast_node ast_node;
+/* A kernel over the index range [lo, hi) (host->parallel_for). */
+typedef void (*ast_range_fn)(void *arg, int64_t lo, int64_t hi);
 
 /* A contiguous row-major float32 tensor. Plugins may read and write `data`
  * of tensors they created; `grad` is allocated by the tape on demand
@@ -228,6 +230,14 @@ struct ast_host {
      * schedule): "moe.load_balance_weight", "moe.router_noise",
      * "masking.ratio"; `fallback` (the plugin's option) when nothing does. */
     float (*scheduled)(const ast_ctx *c, const char *name, float fallback);
+
+    /* ABI 1.2. The kernel thread pool, as many threads as OpenBLAS: runs
+     * fn(arg, lo, hi) over [0, n) in contiguous ranges, one per thread, or
+     * serially when n < 2 * grain. Each range must write its own outputs;
+     * fn must not call parallel_for (a nested call runs serially). */
+    void (*parallel_for)(int64_t n, int64_t grain, ast_range_fn fn, void *arg);
+    /* Arena memory like alloc but not zeroed, for buffers written in full. */
+    void *(*alloc_uninit)(ast_ctx *c, size_t bytes);
 };
 
 /* ---- the descriptor a plugin returns ------------------------------------ */
