@@ -215,33 +215,50 @@ ast_tensor *ast_affine(ast_ctx *c, ast_tensor *x, float scale, float shift)
     return y;
 }
 
+/* Arguments of the one-input elementwise kernels run on the thread pool. */
+typedef struct unary_args {
+    const float *x, *gy;
+    float *y; /* forward: the output; backward: the input's gradient */
+    const uint8_t *keep;
+    float scale;
+} unary_args;
+
 /* The gradient at 0 is 0, as in torch. */
+static void relu_backward_range(void *arg, int64_t lo, int64_t hi)
+{
+    const unary_args *a = arg;
+    const float *restrict x = a->x, *restrict gy = a->gy;
+    float *restrict gx = a->y;
+    for (int64_t i = lo; i < hi; i++) gx[i] += x[i] > 0.0f ? gy[i] : 0.0f;
+}
+
 static void relu_backward(ast_ctx *c, const ast_node *n)
 {
-    float *gx = ast_grad(c, n->in[0]);
-    const float *x = n->in[0]->data, *gy = n->out->grad;
-    for (int64_t i = 0; gx && i < n->out->size; i++)
-        if (x[i] > 0.0f) gx[i] += gy[i];
+    unary_args a = {.x = n->in[0]->data, .gy = n->out->grad, .y = ast_grad(c, n->in[0])};
+    if (a.y) ast_parallel_for(n->out->size, AST_PAR_GRAIN, relu_backward_range, &a);
+}
+
+/* NaN passes through, as in torch, so a bad value is not silently hidden. */
+static void relu_range(void *arg, int64_t lo, int64_t hi)
+{
+    const unary_args *a = arg;
+    const float *restrict x = a->x;
+    float *restrict y = a->y;
+    for (int64_t i = lo; i < hi; i++) y[i] = x[i] <= 0.0f ? 0.0f : x[i];
 }
 
 ast_tensor *ast_relu(ast_ctx *c, ast_tensor *x)
 {
     ast_tensor *y = same_shape(c, x);
-    /* NaN passes through, as in torch, so a bad value is not silently hidden. */
-    for (int64_t i = 0; i < x->size; i++) y->data[i] = x->data[i] <= 0.0f ? 0.0f : x->data[i];
+    ast_parallel_for(x->size, AST_PAR_GRAIN, relu_range, &(unary_args){.x = x->data, .y = y->data});
     record_unary(c, "relu", relu_backward, x, y);
     return y;
 }
 
 /* gelu'(x) = Phi(x) + x phi(x), Phi/phi the standard normal cdf/density. */
-typedef struct gelu_args {
-    const float *x, *gy;
-    float *y; /* forward: the output; backward: the input's gradient */
-} gelu_args;
-
 static void gelu_backward_range(void *arg, int64_t lo, int64_t hi)
 {
-    const gelu_args *a = arg;
+    const unary_args *a = arg;
     const float *restrict x = a->x, *restrict gy = a->gy;
     float *restrict gx = a->y;
     const float inv_sqrt_2pi = 0.3989422804014327f;
@@ -254,13 +271,13 @@ static void gelu_backward_range(void *arg, int64_t lo, int64_t hi)
 
 static void gelu_backward(ast_ctx *c, const ast_node *n)
 {
-    gelu_args a = {n->in[0]->data, n->out->grad, ast_grad(c, n->in[0])};
+    unary_args a = {.x = n->in[0]->data, .gy = n->out->grad, .y = ast_grad(c, n->in[0])};
     if (a.y) ast_parallel_for(n->out->size, AST_PAR_GRAIN, gelu_backward_range, &a);
 }
 
 static void gelu_range(void *arg, int64_t lo, int64_t hi)
 {
-    const gelu_args *a = arg;
+    const unary_args *a = arg;
     const float *restrict x = a->x;
     float *restrict y = a->y;
     for (int64_t i = lo; i < hi; i++) y[i] = 0.5f * x[i] * (1.0f + ast_erff(x[i] * (float)M_SQRT1_2));
@@ -269,7 +286,7 @@ static void gelu_range(void *arg, int64_t lo, int64_t hi)
 ast_tensor *ast_gelu(ast_ctx *c, ast_tensor *x)
 {
     ast_tensor *y = same_shape(c, x);
-    ast_parallel_for(x->size, AST_PAR_GRAIN, gelu_range, &(gelu_args){x->data, NULL, y->data});
+    ast_parallel_for(x->size, AST_PAR_GRAIN, gelu_range, &(unary_args){.x = x->data, .y = y->data});
     record_unary(c, "gelu", gelu_backward, x, y);
     return y;
 }
@@ -320,30 +337,65 @@ ast_tensor *ast_softplus(ast_ctx *c, ast_tensor *x)
     return y;
 }
 
+static void dropout_backward_range(void *arg, int64_t lo, int64_t hi)
+{
+    const unary_args *a = arg;
+    const float *restrict gy = a->gy;
+    const uint8_t *restrict keep = a->keep;
+    float *restrict gx = a->y;
+    for (int64_t i = lo; i < hi; i++) gx[i] += keep[i] ? gy[i] * a->scale : 0.0f;
+}
+
 static void dropout_backward(ast_ctx *c, const ast_node *n)
 {
-    float *gx = ast_grad(c, n->in[0]);
-    const uint8_t *keep = n->saved;
-    const float *gy = n->out->grad;
-    for (int64_t i = 0; gx && i < n->out->size; i++)
-        if (keep[i]) gx[i] += gy[i] * n->farg[0];
+    unary_args a = {.gy = n->out->grad, .y = ast_grad(c, n->in[0]), .keep = n->saved, .scale = n->farg[0]};
+    if (a.y) ast_parallel_for(n->out->size, AST_PAR_GRAIN, dropout_backward_range, &a);
+}
+
+typedef struct dropout_args {
+    const float *x;
+    float *y;
+    uint8_t *keep;
+    uint64_t key;
+    uint32_t drop_below; /* drop where the element's 24-bit hash is below this */
+    float scale;
+} dropout_args;
+
+/* The mask is a hash of (key, index), not a draw from a sequential stream,
+ * so any range of elements can be computed on any thread (splitmix64's
+ * finaliser; its top 24 bits are a uniform in [0, 2^24)). */
+static void dropout_range(void *arg, int64_t lo, int64_t hi)
+{
+    const dropout_args *a = arg;
+    const float *restrict x = a->x;
+    float *restrict y = a->y;
+    uint8_t *restrict keep = a->keep;
+    for (int64_t i = lo; i < hi; i++) {
+        uint64_t z = a->key + (uint64_t)i * 0x9E3779B97F4A7C15ull;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        keep[i] = (uint32_t)(z >> 40) >= a->drop_below;
+        y[i] = keep[i] ? x[i] * a->scale : 0.0f;
+    }
 }
 
 /* Returns x itself when it is the identity, so eval draws nothing from the
- * RNG and costs nothing. The mask is kept as bytes: a quarter of a copy. */
+ * RNG and costs nothing. The mask is kept as bytes: a quarter of a copy.
+ * One draw from the step's RNG per call keys the mask. */
 ast_tensor *ast_dropout(ast_ctx *c, ast_tensor *x, float p)
 {
     AST_ASSERT(p >= 0.0f && p <= 1.0f, "dropout probability %g is outside [0, 1]", (double)p);
     if (!ast_training(c) || p == 0.0f) return x;
-    ast_rng *rng = ast_ctx_rng(c);
-    float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
-    uint8_t *keep = ast_alloc(c, (size_t)x->size);
+    dropout_args a = {.x = x->data,
+                      .keep = ast_alloc_uninit(c, (size_t)x->size),
+                      .key = ast_rng_next(ast_ctx_rng(c)),
+                      .drop_below = (uint32_t)ceil((double)p * 16777216.0),
+                      .scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f};
     ast_tensor *y = same_shape(c, x);
-    for (int64_t i = 0; i < x->size; i++) {
-        keep[i] = ast_rng_uniform01(rng) >= p;
-        y->data[i] = keep[i] ? x->data[i] * scale : 0.0f;
-    }
+    a.y = y->data;
+    ast_parallel_for(x->size, AST_PAR_GRAIN, dropout_range, &a);
     ast_record(c, &(ast_node){.op = "dropout", .backward = dropout_backward, .out = y, .in = {x}, .n_in = 1,
-                              .saved = keep, .farg = {scale}});
+                              .saved = a.keep, .farg = {a.scale}});
     return y;
 }

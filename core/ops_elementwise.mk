@@ -8,3 +8,12 @@ tests_test_ops_shape_LDADD = $(TEST_LIBS)
 tests_test_ops_elementwise_SOURCES = tests/test_ops_elementwise.c
 tests_test_ops_elementwise_CFLAGS = $(TEST_CC)
 tests_test_ops_elementwise_LDADD = $(TEST_LIBS)
+
+# The vectorisable expf/erff and the kernel thread pool (core/parallel.c).
+check_PROGRAMS += tests/test_fastmath tests/test_parallel
+tests_test_fastmath_SOURCES = tests/test_fastmath.c
+tests_test_fastmath_CFLAGS = $(TEST_CC)
+tests_test_fastmath_LDADD = $(TEST_LIBS)
+tests_test_parallel_SOURCES = tests/test_parallel.c
+tests_test_parallel_CFLAGS = $(TEST_CC)
+tests_test_parallel_LDADD = $(TEST_LIBS)

@@ -21,28 +21,28 @@ static void check_affine(const ast_tensor *x, const ast_tensor *p, const char *o
 /* ---- softmax ------------------------------------------------------------ */
 
 /* One contiguous row; subtracting the max keeps exp from overflowing. */
-static void softmax_row(const float *x, float *y, int64_t len)
+static void softmax_row(const float *restrict x, float *restrict y, int64_t len)
 {
     float m = x[0], s = 0.0f;
-    for (int64_t k = 1; k < len; k++) m = fmaxf(m, x[k]);
+    for (int64_t k = 1; k < len; k++) m = x[k] > m ? x[k] : m;
     for (int64_t k = 0; k < len; k++) y[k] = ast_expf(x[k] - m);
     for (int64_t k = 0; k < len; k++) s += y[k];
     for (int64_t k = 0; k < len; k++) y[k] /= s;
 }
 
-/* A [len, inner] slab normalised down each column (a middle axis). Walking
- * it row by row keeps memory access contiguous; m and s carry the running
- * max and sum of every column. */
-static void softmax_slab(const float *x, float *y, int64_t len, int64_t inner, float *m, float *s)
+/* Columns [j0, j1) of a [len, inner] slab normalised down each column (a
+ * middle axis). Walking it row by row keeps memory access contiguous; m and
+ * s carry the running max and sum of every column. */
+static void softmax_slab(const float *x, float *y, int64_t len, int64_t inner, int64_t j0, int64_t j1, float *m,
+                         float *s)
 {
-    memcpy(m, x, (size_t)inner * sizeof *m);
+    for (int64_t j = j0; j < j1; j++) m[j] = x[j], s[j] = 0.0f;
     for (int64_t k = 1; k < len; k++)
-        for (int64_t j = 0; j < inner; j++) m[j] = fmaxf(m[j], x[k * inner + j]);
-    memset(s, 0, (size_t)inner * sizeof *s);
+        for (int64_t j = j0; j < j1; j++) m[j] = x[k * inner + j] > m[j] ? x[k * inner + j] : m[j];
     for (int64_t k = 0; k < len; k++)
-        for (int64_t j = 0; j < inner; j++) s[j] += (y[k * inner + j] = ast_expf(x[k * inner + j] - m[j]));
+        for (int64_t j = j0; j < j1; j++) s[j] += (y[k * inner + j] = ast_expf(x[k * inner + j] - m[j]));
     for (int64_t k = 0; k < len; k++)
-        for (int64_t j = 0; j < inner; j++) y[k * inner + j] /= s[j];
+        for (int64_t j = j0; j < j1; j++) y[k * inner + j] /= s[j];
 }
 
 /* dx = y * (dy - sum(dy * y)) along the axis. */
@@ -53,28 +53,63 @@ static void softmax_row_backward(const float *y, const float *dy, float *dx, int
     for (int64_t k = 0; k < len; k++) dx[k] += y[k] * (dy[k] - dot);
 }
 
-static void softmax_slab_backward(const float *y, const float *dy, float *dx, int64_t len, int64_t inner, float *dot)
+static void softmax_slab_backward(const float *y, const float *dy, float *dx, int64_t len, int64_t inner, int64_t j0,
+                                  int64_t j1, float *dot)
 {
-    memset(dot, 0, (size_t)inner * sizeof *dot);
+    for (int64_t j = j0; j < j1; j++) dot[j] = 0.0f;
     for (int64_t k = 0; k < len; k++)
-        for (int64_t j = 0; j < inner; j++) dot[j] += dy[k * inner + j] * y[k * inner + j];
+        for (int64_t j = j0; j < j1; j++) dot[j] += dy[k * inner + j] * y[k * inner + j];
     for (int64_t k = 0; k < len; k++)
-        for (int64_t j = 0; j < inner; j++) dx[k * inner + j] += y[k * inner + j] * (dy[k * inner + j] - dot[j]);
+        for (int64_t j = j0; j < j1; j++) dx[k * inner + j] += y[k * inner + j] * (dy[k * inner + j] - dot[j]);
+}
+
+/* A softmax's work for the thread pool: rows when the axis is the last one
+ * (inner == 1), else columns of every slab, each with its own scratch. */
+typedef struct softmax_args {
+    const float *x, *dy;
+    float *y, *dx, *scratch; /* scratch: 2 * inner floats */
+    int64_t outer, len, inner;
+} softmax_args;
+
+static int64_t softmax_items(const softmax_args *a) { return a->inner == 1 ? a->outer : a->inner; }
+static int64_t softmax_grain(const softmax_args *a)
+{
+    int64_t per_item = a->len * (a->inner == 1 ? 1 : a->outer);
+    return per_item >= AST_PAR_GRAIN ? 1 : AST_PAR_GRAIN / (per_item ? per_item : 1);
+}
+
+static void softmax_range(void *arg, int64_t lo, int64_t hi)
+{
+    const softmax_args *a = arg;
+    int64_t slab = a->len * a->inner;
+    if (a->inner == 1)
+        for (int64_t o = lo; o < hi; o++) softmax_row(a->x + o * slab, a->y + o * slab, a->len);
+    else
+        for (int64_t o = 0; o < a->outer; o++)
+            softmax_slab(a->x + o * slab, a->y + o * slab, a->len, a->inner, lo, hi, a->scratch,
+                         a->scratch + a->inner);
+}
+
+static void softmax_backward_range(void *arg, int64_t lo, int64_t hi)
+{
+    const softmax_args *a = arg;
+    int64_t slab = a->len * a->inner;
+    if (a->inner == 1)
+        for (int64_t o = lo; o < hi; o++) softmax_row_backward(a->y + o * slab, a->dy + o * slab, a->dx + o * slab, a->len);
+    else
+        for (int64_t o = 0; o < a->outer; o++)
+            softmax_slab_backward(a->y + o * slab, a->dy + o * slab, a->dx + o * slab, a->len, a->inner, lo, hi,
+                                  a->scratch);
 }
 
 /* iarg: outer, len, inner. */
 static void softmax_backward(ast_ctx *c, const ast_node *n)
 {
-    float *gx = ast_grad(c, n->in[0]);
-    const float *y = n->out->data, *dy = n->out->grad;
-    int64_t outer = n->iarg[0], len = n->iarg[1], inner = n->iarg[2], slab = len * inner;
-    float *dot = inner > 1 ? ast_alloc(c, (size_t)inner * sizeof *dot) : NULL;
-    for (int64_t o = 0; o < outer; o++) {
-        if (inner == 1)
-            softmax_row_backward(y + o * slab, dy + o * slab, gx + o * slab, len);
-        else
-            softmax_slab_backward(y + o * slab, dy + o * slab, gx + o * slab, len, inner, dot);
-    }
+    softmax_args a = {.y = n->out->data, .dy = n->out->grad, .dx = ast_grad(c, n->in[0]), .outer = n->iarg[0],
+                      .len = n->iarg[1], .inner = n->iarg[2]};
+    if (!a.dx) return;
+    if (a.inner > 1) a.scratch = ast_alloc_uninit(c, (size_t)a.inner * sizeof *a.scratch);
+    ast_parallel_for(softmax_items(&a), softmax_grain(&a), softmax_backward_range, &a);
 }
 
 ast_tensor *ast_softmax(ast_ctx *c, ast_tensor *x, int axis)
@@ -82,14 +117,9 @@ ast_tensor *ast_softmax(ast_ctx *c, ast_tensor *x, int axis)
     ast_axis_split sp = ast_split_axis(x, axis, "softmax");
     AST_ASSERT(sp.len > 0, "softmax over an empty axis %d", axis);
     ast_tensor *y = empty_like(c, x);
-    int64_t slab = sp.len * sp.inner;
-    float *scratch = sp.inner > 1 ? ast_alloc(c, 2 * (size_t)sp.inner * sizeof *scratch) : NULL;
-    for (int64_t o = 0; o < sp.outer; o++) {
-        if (sp.inner == 1)
-            softmax_row(x->data + o * slab, y->data + o * slab, sp.len);
-        else
-            softmax_slab(x->data + o * slab, y->data + o * slab, sp.len, sp.inner, scratch, scratch + sp.inner);
-    }
+    softmax_args a = {.x = x->data, .y = y->data, .outer = sp.outer, .len = sp.len, .inner = sp.inner};
+    if (a.inner > 1) a.scratch = ast_alloc_uninit(c, 2 * (size_t)a.inner * sizeof *a.scratch);
+    ast_parallel_for(softmax_items(&a), softmax_grain(&a), softmax_range, &a);
     ast_record(c, &(ast_node){.op = "softmax", .backward = softmax_backward, .out = y, .in = {x}, .n_in = 1,
                               .iarg = {sp.outer, sp.len, sp.inner}});
     return y;
@@ -116,35 +146,75 @@ static void layernorm_row(const float *x, float *y, int64_t d, const float *w, c
 /* With g = dy * w and xh = (x - mean) * rstd:
  * dx = rstd * (g - mean(g) - xh * mean(g * xh)). */
 static void layernorm_row_backward(const float *x, const float *dy, int64_t d, const float *w, float mean, float rstd,
-                                   float *dx, float *dw, float *db)
+                                   float *dx)
 {
     double mg = 0.0, mgx = 0.0;
     for (int64_t k = 0; k < d; k++) {
         float g = dy[k] * (w ? w[k] : 1.0f), xh = (x[k] - mean) * rstd;
         mg += g;
         mgx += g * xh;
-        if (dw) dw[k] += dy[k] * xh;
-        if (db) db[k] += dy[k];
     }
     mg /= (double)d;
     mgx /= (double)d;
-    if (!dx) return;
     for (int64_t k = 0; k < d; k++) {
         float g = dy[k] * (w ? w[k] : 1.0f), xh = (x[k] - mean) * rstd;
         dx[k] += rstd * (float)(g - mg - xh * mgx);
     }
 }
 
+/* The arguments of the row-parallel (dx) and column-parallel (dw, db)
+ * passes of the norms: rows are independent, while the weight gradients
+ * sum over rows, so those are split by column and each column is summed in
+ * row order, the same bits for any thread count. */
+typedef struct norm_args {
+    const float *x, *dy, *w, *b, *mean, *rstd;
+    float *y, *dx, *dw, *db;
+    int64_t rows, d;
+    float eps;
+} norm_args;
+
+static void layernorm_dx_range(void *arg, int64_t lo, int64_t hi)
+{
+    const norm_args *a = arg;
+    for (int64_t r = lo; r < hi; r++)
+        layernorm_row_backward(a->x + r * a->d, a->dy + r * a->d, a->d, a->w, a->mean[r], a->rstd[r],
+                               a->dx + r * a->d);
+}
+
+static void layernorm_dwdb_range(void *arg, int64_t lo, int64_t hi)
+{
+    const norm_args *a = arg;
+    int64_t d = a->d;
+    for (int64_t r = 0; r < a->rows; r++) {
+        const float *x = a->x + r * d, *dy = a->dy + r * d;
+        for (int64_t k = lo; k < hi; k++) {
+            if (a->dw) a->dw[k] += dy[k] * ((x[k] - a->mean[r]) * a->rstd[r]);
+            if (a->db) a->db[k] += dy[k];
+        }
+    }
+}
+
+/* Rows per thread-pool range: about AST_PAR_GRAIN elements. */
+static int64_t row_grain(int64_t d) { return d >= AST_PAR_GRAIN ? 1 : AST_PAR_GRAIN / (d ? d : 1); }
+
 /* saved: mean[rows] then rstd[rows]. */
 static void layernorm_backward(ast_ctx *c, const ast_node *n)
 {
     ast_tensor *x = n->in[0], *w = n->in[1], *b = n->in[2];
-    float *gx = ast_grad(c, x), *gw = ast_grad(c, w), *gb = ast_grad(c, b);
-    const float *mean = n->saved, *rstd = mean + ast_rows(x);
-    int64_t d = ast_cols(x);
-    for (int64_t r = 0; r < ast_rows(x); r++)
-        layernorm_row_backward(x->data + r * d, n->out->grad + r * d, d, w ? w->data : NULL, mean[r], rstd[r],
-                               gx ? gx + r * d : NULL, gw, gb);
+    int64_t rows = ast_rows(x), d = ast_cols(x);
+    norm_args a = {.x = x->data, .dy = n->out->grad, .w = w ? w->data : NULL, .mean = n->saved,
+                   .rstd = (const float *)n->saved + rows, .dx = ast_grad(c, x), .dw = ast_grad(c, w),
+                   .db = ast_grad(c, b), .rows = rows, .d = d};
+    if (a.dx) ast_parallel_for(rows, row_grain(d), layernorm_dx_range, &a);
+    if (a.dw || a.db) ast_parallel_for(d, rows >= AST_PAR_GRAIN ? 1 : AST_PAR_GRAIN / rows, layernorm_dwdb_range, &a);
+}
+
+static void layernorm_range(void *arg, int64_t lo, int64_t hi)
+{
+    const norm_args *a = arg;
+    float *mean = (float *)a->mean, *rstd = (float *)a->rstd;
+    for (int64_t r = lo; r < hi; r++)
+        layernorm_row(a->x + r * a->d, a->y + r * a->d, a->d, a->w, a->b, a->eps, &mean[r], &rstd[r]);
 }
 
 ast_tensor *ast_layernorm(ast_ctx *c, ast_tensor *x, ast_tensor *w, ast_tensor *b, float eps)
@@ -153,10 +223,10 @@ ast_tensor *ast_layernorm(ast_ctx *c, ast_tensor *x, ast_tensor *w, ast_tensor *
     check_affine(x, b, "layernorm", "bias");
     int64_t rows = ast_rows(x), d = ast_cols(x);
     ast_tensor *y = empty_like(c, x);
-    float *mean = ast_alloc(c, 2 * (size_t)rows * sizeof *mean), *rstd = mean + rows;
-    for (int64_t r = 0; r < rows; r++)
-        layernorm_row(x->data + r * d, y->data + r * d, d, w ? w->data : NULL, b ? b->data : NULL, eps, &mean[r],
-                      &rstd[r]);
+    float *mean = ast_alloc(c, 2 * (size_t)rows * sizeof *mean);
+    norm_args a = {.x = x->data, .w = w ? w->data : NULL, .b = b ? b->data : NULL, .mean = mean,
+                   .rstd = mean + rows, .y = y->data, .d = d, .eps = eps};
+    ast_parallel_for(rows, row_grain(d), layernorm_range, &a);
     ast_record(c, &(ast_node){.op = "layernorm", .backward = layernorm_backward, .out = y, .in = {x, w, b},
                               .n_in = 3, .saved = mean});
     return y;

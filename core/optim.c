@@ -45,20 +45,40 @@ static int all_zero(const float *g, int64_t n)
     return 1;
 }
 
+typedef struct adamw_args {
+    float *p, *m, *v, *vmax;
+    const float *g;
+    float beta1, beta2, eps, decay, step_size, bc2_sqrt;
+} adamw_args;
+
+/* Comparisons rather than fmaxf, and no branch on AMSGrad inside a loop,
+ * so the update vectorises; blocks of 1024 keep the three passes in cache. */
+static void adamw_range(void *arg, int64_t lo, int64_t hi)
+{
+    const adamw_args *a = arg;
+    float *restrict p = a->p, *restrict m = a->m, *restrict v = a->v, *restrict vmax = a->vmax;
+    const float *restrict g = a->g;
+    for (int64_t b = lo; b < hi; b += 1024) {
+        int64_t e = b + 1024 < hi ? b + 1024 : hi;
+        for (int64_t j = b; j < e; j++) {
+            m[j] = a->beta1 * m[j] + (1.0f - a->beta1) * g[j];
+            v[j] = a->beta2 * v[j] + (1.0f - a->beta2) * g[j] * g[j];
+        }
+        if (vmax)
+            for (int64_t j = b; j < e; j++) vmax[j] = v[j] > vmax[j] ? v[j] : vmax[j];
+        const float *restrict vhat = vmax ? vmax : v;
+        for (int64_t j = b; j < e; j++)
+            p[j] = p[j] * a->decay - a->step_size * m[j] / (sqrtf(vhat[j]) / a->bc2_sqrt + a->eps);
+    }
+}
+
 static void update_param(const ast_adamw *o, int i, float lr, float bc1, float bc2_sqrt)
 {
     ast_tensor *t = ast_params_at(o->params, i);
     const ast_adamw_config *c = &o->cfg;
-    float *m = o->m[i], *v = o->v[i], *vmax = o->vmax[i];
-    float decay = 1.0f - lr * c->weight_decay, step_size = lr / bc1;
-    for (int64_t j = 0; j < t->size; j++) {
-        float g = t->grad[j];
-        m[j] = c->beta1 * m[j] + (1.0f - c->beta1) * g;
-        v[j] = c->beta2 * v[j] + (1.0f - c->beta2) * g * g;
-        float vhat = v[j];
-        if (vmax) vhat = vmax[j] = fmaxf(vmax[j], v[j]);
-        t->data[j] = t->data[j] * decay - step_size * m[j] / (sqrtf(vhat) / bc2_sqrt + c->eps);
-    }
+    adamw_args a = {t->data, o->m[i], o->v[i], o->vmax[i], t->grad, c->beta1, c->beta2, c->eps,
+                    1.0f - lr * c->weight_decay, lr / bc1, bc2_sqrt};
+    ast_parallel_for(t->size, AST_PAR_GRAIN, adamw_range, &a);
 }
 
 void ast_adamw_step(ast_adamw *o, float lr)

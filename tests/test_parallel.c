@@ -1,0 +1,148 @@
+/* The kernel thread pool: every index exactly once, nested and forked use,
+ * and ops on tensors big enough to be split giving the same bits as the
+ * same ops on single rows (which run on one thread). */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/wait.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gradcheck.h"
+
+typedef struct coverage {
+    atomic_int *hits;
+    pthread_t threads[64];
+    atomic_int n_ranges;
+} coverage;
+
+static void count_range(void *arg, int64_t lo, int64_t hi)
+{
+    coverage *cv = arg;
+    int k = atomic_fetch_add(&cv->n_ranges, 1);
+    if (k < 64) cv->threads[k] = pthread_self();
+    for (int64_t i = lo; i < hi; i++) atomic_fetch_add(&cv->hits[i], 1);
+}
+
+static int run_coverage(int64_t n, int64_t grain, coverage *cv)
+{
+    cv->hits = calloc((size_t)n + 1, sizeof *cv->hits);
+    atomic_store(&cv->n_ranges, 0);
+    ast_parallel_for(n, grain, count_range, cv);
+    for (int64_t i = 0; i < n; i++)
+        if (atomic_load(&cv->hits[i]) != 1) return (int)i + 1;
+    free(cv->hits);
+    return 0;
+}
+
+Test(parallel, every_index_is_visited_once)
+{
+    const int64_t sizes[] = {0, 1, 1000, 32767, 32768, 1000003};
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        coverage cv = {0};
+        cr_assert_eq(run_coverage(sizes[k], 16384, &cv), 0, "n = %lld", (long long)sizes[k]);
+    }
+}
+
+Test(parallel, big_ranges_are_split_across_the_threads)
+{
+    coverage cv = {0};
+    cr_assert_eq(run_coverage(1 << 20, 1024, &cv), 0);
+    int threads = ast_parallel_threads();
+    cr_assert_eq(atomic_load(&cv.n_ranges), threads, "%d ranges for %d threads", atomic_load(&cv.n_ranges), threads);
+    for (int i = 1; i < threads; i++) cr_assert(!pthread_equal(cv.threads[0], cv.threads[i]) || threads == 1);
+}
+
+Test(parallel, small_ranges_stay_on_the_caller)
+{
+    coverage cv = {0};
+    cr_assert_eq(run_coverage(100, 1024, &cv), 0);
+    cr_assert_eq(atomic_load(&cv.n_ranges), 1);
+    cr_assert(pthread_equal(cv.threads[0], pthread_self()));
+}
+
+static void nested_range(void *arg, int64_t lo, int64_t hi)
+{
+    coverage *inner = arg;
+    for (int64_t i = lo; i < hi; i++) ast_parallel_for(1 << 16, 1024, count_range, &inner[i]);
+}
+
+Test(parallel, a_nested_call_runs_serially_and_completes)
+{
+    coverage inner[2] = {0};
+    for (int i = 0; i < 2; i++) inner[i].hits = calloc(1 << 16, sizeof *inner[i].hits);
+    ast_parallel_for(2, 1, nested_range, inner);
+    for (int i = 0; i < 2; i++)
+        for (int64_t k = 0; k < 1 << 16; k++) cr_assert_eq(atomic_load(&inner[i].hits[k]), 1, "%d/%lld", i, (long long)k);
+}
+
+/* The sweep runner and the bench fork: a child must not wait for the
+ * parent's workers, which it does not have. */
+Test(parallel, a_forked_child_has_a_working_pool)
+{
+    coverage cv = {0};
+    cr_assert_eq(run_coverage(1 << 20, 1024, &cv), 0); /* the parent's pool is up */
+    pid_t pid = fork();
+    if (pid == 0) _exit(run_coverage(1 << 20, 1024, &cv) ? 1 : 0);
+    int status = 0;
+    alarm(60);
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+}
+
+/* ---- ops split across threads ------------------------------------------- */
+
+enum { ROWS = 300, COLS = 512 }; /* 153,600 elements: several ranges per op */
+
+static ast_tensor *filled(ast_ctx *c, int64_t rows, int64_t cols, uint64_t seed)
+{
+    ast_tensor *t = ast_zeros(c, 2, (int64_t[]){rows, cols});
+    ast_rng r;
+    ast_rng_seed(&r, seed);
+    for (int64_t i = 0; i < t->size; i++) t->data[i] = 2.0f * ast_rng_gauss(&r);
+    return t;
+}
+
+static ast_tensor *row_of(ast_ctx *c, const ast_tensor *t, int64_t r)
+{
+    return ast_tensor_from(c, 2, (int64_t[]){1, t->shape[1]}, t->data + r * t->shape[1]);
+}
+
+typedef ast_tensor *(*row_op)(ast_ctx *c, ast_tensor *x);
+static ast_tensor *op_gelu(ast_ctx *c, ast_tensor *x) { return ast_gelu(c, x); }
+static ast_tensor *op_relu(ast_ctx *c, ast_tensor *x) { return ast_relu(c, x); }
+static ast_tensor *op_softmax(ast_ctx *c, ast_tensor *x) { return ast_softmax(c, x, -1); }
+static ast_tensor *op_layernorm(ast_ctx *c, ast_tensor *x) { return ast_layernorm(c, x, NULL, NULL, 1e-5f); }
+
+/* Forward values and input gradients (of sum(y * x), so every element's
+ * gradient differs) of the whole tensor against row-by-row runs. */
+static void check_rowwise(row_op op, const char *name)
+{
+    ast_ctx *c = ast_ctx_new(1);
+    ast_params *p = ast_params_new(1);
+    ast_tensor *x = gc_input(p, "x", 2, (int64_t[]){ROWS, COLS}, 2.0f);
+    ast_tensor *src = filled(c, ROWS, COLS, 7);
+    ast_tensor *y = op(c, x);
+    ast_backward(c, ast_sum(c, ast_mul(c, y, src)));
+    for (int64_t r = 0; r < ROWS; r++) {
+        ast_ctx *rc = ast_ctx_new(1);
+        ast_params *rp = ast_params_new(1);
+        ast_tensor *xr = gc_input(rp, "x", 2, (int64_t[]){1, COLS}, 1.0f);
+        memcpy(xr->data, x->data + r * COLS, COLS * sizeof(float));
+        ast_tensor *yr = op(rc, xr);
+        ast_backward(rc, ast_sum(rc, ast_mul(rc, yr, row_of(rc, src, r))));
+        for (int64_t k = 0; k < COLS; k++) {
+            cr_assert_eq(y->data[r * COLS + k], yr->data[k], "%s y[%lld, %lld]", name, (long long)r, (long long)k);
+            cr_assert_eq(x->grad[r * COLS + k], xr->grad[k], "%s dx[%lld, %lld]", name, (long long)r, (long long)k);
+        }
+        ast_params_free(rp);
+        ast_ctx_free(rc);
+    }
+    ast_params_free(p);
+    ast_ctx_free(c);
+}
+
+Test(parallel, split_gelu_matches_rows) { check_rowwise(op_gelu, "gelu"); }
+Test(parallel, split_relu_matches_rows) { check_rowwise(op_relu, "relu"); }
+Test(parallel, split_softmax_matches_rows) { check_rowwise(op_softmax, "softmax"); }
+Test(parallel, split_layernorm_matches_rows) { check_rowwise(op_layernorm, "layernorm"); }
