@@ -89,25 +89,51 @@ static binary_plan *plan_binary(ast_ctx *c, const binary_op *op, const ast_tenso
     return p;
 }
 
-/* Calls kernel on every innermost run, base pointers offset to the run. */
-static void walk(const binary_plan *p, const run *base, run_fn kernel)
+/* Calls kernel on the parts of the innermost runs that cover output
+ * elements [lo, hi), base pointers offset to each part. */
+static void walk_span(const binary_plan *p, const run *base, run_fn kernel, int64_t lo, int64_t hi)
 {
     int last = p->nd - 1;
-    int64_t runs = 1;
-    for (int d = 0; d < last; d++) runs *= p->dim[d];
-    for (int64_t k = 0; k < runs; k++) {
-        int64_t oa = 0, ob = 0, rest = k, oy = k * p->dim[last];
+    int64_t len = p->dim[last];
+    for (int64_t k = lo / len; k * len < hi; k++) {
+        int64_t oa = 0, ob = 0, rest = k, oy = k * len;
         for (int d = last - 1; d >= 0; d--) {
             int64_t i = rest % p->dim[d];
             rest /= p->dim[d];
             oa += i * p->sa[d];
             ob += i * p->sb[d];
         }
-        run r = {.n = p->dim[last], .sa = p->sa[last], .sb = p->sb[last], .a = base->a + oa, .b = base->b + ob,
+        int64_t from = lo > oy ? lo - oy : 0, to = hi < oy + len ? hi - oy : len;
+        oa += from * p->sa[last], ob += from * p->sb[last], oy += from;
+        run r = {.n = to - from, .sa = p->sa[last], .sb = p->sb[last], .a = base->a + oa, .b = base->b + ob,
                  .gy = base->gy ? base->gy + oy : NULL, .y = base->y + oy,
                  .ga = base->ga ? base->ga + oa : NULL, .gb = base->gb ? base->gb + ob : NULL};
         kernel(&r);
     }
+}
+
+typedef struct walk_args {
+    const binary_plan *p;
+    const run *base;
+    run_fn kernel;
+} walk_args;
+
+static void walk_range(void *arg, int64_t lo, int64_t hi)
+{
+    const walk_args *w = arg;
+    walk_span(w->p, w->base, w->kernel, lo, hi);
+}
+
+/* Calls kernel on every innermost run, split over the thread pool. A
+ * backward into a broadcast operand sums many outputs into one gradient
+ * element, so it stays on one thread. */
+static void walk(const binary_plan *p, const run *base, run_fn kernel, int64_t size, int splittable)
+{
+    if (size == 0) return;
+    if (splittable)
+        ast_parallel_for(size, AST_PAR_GRAIN, walk_range, &(walk_args){p, base, kernel});
+    else
+        walk_span(p, base, kernel, 0, size);
 }
 
 /* The contiguous case gets its own loop so the compiler vectorises it. */
@@ -169,7 +195,8 @@ static void binary_node_backward(ast_ctx *c, const ast_node *n)
     const binary_plan *p = n->saved;
     ast_tensor *a = n->in[0], *b = n->in[1], *y = n->out;
     run base = {.a = a->data, .b = b->data, .y = y->data, .gy = y->grad, .ga = ast_grad(c, a), .gb = ast_grad(c, b)};
-    walk(p, &base, p->op->backward);
+    int broadcast = (base.ga && a->size < y->size) || (base.gb && b->size < y->size);
+    walk(p, &base, p->op->backward, y->size, !broadcast);
 }
 
 static ast_tensor *binary(ast_ctx *c, const binary_op *op, ast_tensor *a, ast_tensor *b)
@@ -178,7 +205,7 @@ static ast_tensor *binary(ast_ctx *c, const binary_op *op, ast_tensor *a, ast_te
     binary_plan *p = plan_binary(c, op, a, b, out);
     int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
     ast_tensor *y = ast_empty(c, nd, out + AST_MAX_DIMS - nd);
-    walk(p, &(run){.a = a->data, .b = b->data, .y = y->data}, op->forward);
+    walk(p, &(run){.a = a->data, .b = b->data, .y = y->data}, op->forward, y->size, 1);
     ast_record(c, &(ast_node){.op = op->name, .backward = binary_node_backward, .out = y, .in = {a, b}, .n_in = 2,
                               .saved = p});
     return y;

@@ -112,6 +112,7 @@ typedef ast_tensor *(*row_op)(ast_ctx *c, ast_tensor *x);
 static ast_tensor *op_gelu(ast_ctx *c, ast_tensor *x) { return ast_gelu(c, x); }
 static ast_tensor *op_relu(ast_ctx *c, ast_tensor *x) { return ast_relu(c, x); }
 static ast_tensor *op_softmax(ast_ctx *c, ast_tensor *x) { return ast_softmax(c, x, -1); }
+static ast_tensor *op_square(ast_ctx *c, ast_tensor *x) { return ast_mul(c, x, x); }
 static ast_tensor *op_layernorm(ast_ctx *c, ast_tensor *x) { return ast_layernorm(c, x, NULL, NULL, 1e-5f); }
 
 /* Forward values and input gradients (of sum(y * x), so every element's
@@ -146,3 +147,4 @@ Test(parallel, split_gelu_matches_rows) { check_rowwise(op_gelu, "gelu"); }
 Test(parallel, split_relu_matches_rows) { check_rowwise(op_relu, "relu"); }
 Test(parallel, split_softmax_matches_rows) { check_rowwise(op_softmax, "softmax"); }
 Test(parallel, split_layernorm_matches_rows) { check_rowwise(op_layernorm, "layernorm"); }
+Test(parallel, split_binary_op_matches_rows) { check_rowwise(op_square, "mul"); }
