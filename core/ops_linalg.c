@@ -1,6 +1,32 @@
 /* linear, matmul and batched matmul: forward and backward through
  * cblas_sgemm (row-major). Each backward adds into the input grads. */
+#include <string.h>
+
 #include "alphast/core.h"
+
+/* The bias's share of a linear, on the thread pool: copied into every row
+ * of y before the GEMM adds x W^T, and its gradient summed down the rows
+ * of dy, split by column so each column sums in row order on one thread. */
+typedef struct bias_args {
+    const float *src;
+    float *dst;
+    int64_t rows, out;
+} bias_args;
+
+static void bias_copy_range(void *arg, int64_t lo, int64_t hi)
+{
+    const bias_args *a = arg;
+    for (int64_t r = lo; r < hi; r++) memcpy(a->dst + r * a->out, a->src, (size_t)a->out * sizeof(float));
+}
+
+static void bias_grad_range(void *arg, int64_t lo, int64_t hi)
+{
+    const bias_args *a = arg;
+    for (int64_t r = 0; r < a->rows; r++)
+        for (int64_t o = lo; o < hi; o++) a->dst[o] += a->src[r * a->out + o];
+}
+
+static int64_t per_grain(int64_t items) { return items >= AST_PAR_GRAIN ? 1 : AST_PAR_GRAIN / (items ? items : 1); }
 
 /* y[R, out] = x[R, in] W[out, in]^T + b */
 static void linear_backward(ast_ctx *c, const ast_node *n)
@@ -10,9 +36,7 @@ static void linear_backward(ast_ctx *c, const ast_node *n)
     float *gx = ast_grad(c, x), *gw = ast_grad(c, w), *gb = ast_grad(c, b);
     if (gx) ast_sgemm(0, 0, rows, in, out, 1.0f, y->grad, out, w->data, in, 1.0f, gx, in);
     if (gw) ast_sgemm(1, 0, out, in, rows, 1.0f, y->grad, out, x->data, in, 1.0f, gw, in);
-    if (gb)
-        for (int r = 0; r < rows; r++)
-            for (int o = 0; o < out; o++) gb[o] += y->grad[(int64_t)r * out + o];
+    if (gb) ast_parallel_for(out, per_grain(rows), bias_grad_range, &(bias_args){y->grad, gb, rows, out});
 }
 
 ast_tensor *ast_linear(ast_ctx *c, ast_tensor *x, ast_tensor *w, ast_tensor *b)
@@ -28,9 +52,7 @@ ast_tensor *ast_linear(ast_ctx *c, ast_tensor *x, ast_tensor *w, ast_tensor *b)
     shape[x->ndim - 1] = out;
     ast_tensor *y = ast_empty(c, x->ndim, shape);
     int rows = (int)ast_rows(x);
-    if (b)
-        for (int r = 0; r < rows; r++)
-            for (int64_t o = 0; o < out; o++) y->data[r * out + o] = b->data[o];
+    if (b) ast_parallel_for(rows, per_grain(out), bias_copy_range, &(bias_args){b->data, y->data, rows, out});
     ast_sgemm(0, 1, rows, (int)out, (int)in, 1.0f, x->data, (int)in, w->data, (int)in, b ? 1.0f : 0.0f,
               y->data, (int)out);
     ast_record(c, &(ast_node){.op = "linear", .backward = linear_backward, .out = y, .in = {x, w, b}, .n_in = 3});
