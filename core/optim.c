@@ -92,14 +92,62 @@ void ast_adamw_step(ast_adamw *o, float lr)
     }
 }
 
+/* Sums of squares over fixed blocks, added up in block order: the norm has
+ * the same bits for any thread count. Eight lanes per block so the loop
+ * vectorises without reassociating a single sum. */
+#define NORM_BLOCK 8192
+
+typedef struct sumsq_args {
+    const float *g;
+    int64_t n;
+    double *block_sums;
+} sumsq_args;
+
+static void sumsq_range(void *arg, int64_t lo, int64_t hi)
+{
+    const sumsq_args *a = arg;
+    for (int64_t blk = lo; blk < hi; blk++) {
+        int64_t from = blk * NORM_BLOCK, to = from + NORM_BLOCK < a->n ? from + NORM_BLOCK : a->n, i = from;
+        double lane[8] = {0};
+        for (; i + 8 <= to; i += 8)
+            for (int l = 0; l < 8; l++) lane[l] += (double)a->g[i + l] * a->g[i + l];
+        for (; i < to; i++) lane[0] += (double)a->g[i] * a->g[i];
+        double s = 0.0;
+        for (int l = 0; l < 8; l++) s += lane[l];
+        a->block_sums[blk] = s;
+    }
+}
+
+static double sum_squares(const float *g, int64_t n)
+{
+    int64_t blocks = (n + NORM_BLOCK - 1) / NORM_BLOCK;
+    sumsq_args a = {g, n, ast_xmalloc((size_t)(blocks ? blocks : 1) * sizeof(double))};
+    ast_parallel_for(blocks, AST_PAR_GRAIN / NORM_BLOCK, sumsq_range, &a);
+    double s = 0.0;
+    for (int64_t b = 0; b < blocks; b++) s += a.block_sums[b];
+    free(a.block_sums);
+    return s;
+}
+
 double ast_grad_norm(const ast_params *p)
 {
     double sq = 0.0;
     for (int i = 0; i < ast_params_count(p); i++) {
         const ast_tensor *t = ast_params_at(p, i);
-        for (int64_t j = 0; j < t->size; j++) sq += (double)t->grad[j] * t->grad[j];
+        sq += sum_squares(t->grad, t->size);
     }
     return sqrt(sq);
+}
+
+typedef struct scale_args {
+    float *g;
+    float coef;
+} scale_args;
+
+static void scale_range(void *arg, int64_t lo, int64_t hi)
+{
+    const scale_args *a = arg;
+    for (int64_t j = lo; j < hi; j++) a->g[j] *= a->coef;
 }
 
 double ast_clip_grad_norm(ast_params *p, double max_norm)
@@ -110,7 +158,7 @@ double ast_clip_grad_norm(ast_params *p, double max_norm)
     if (coef < 1.0)
         for (int i = 0; i < ast_params_count(p); i++) {
             ast_tensor *t = ast_params_at(p, i);
-            for (int64_t j = 0; j < t->size; j++) t->grad[j] *= (float)coef;
+            ast_parallel_for(t->size, AST_PAR_GRAIN, scale_range, &(scale_args){t->grad, (float)coef});
         }
     return norm;
 }
