@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "alphast/core.h"
+#include "profile.h"
 
 #define ARENA_ALIGN 64
 #define ARENA_MIN_CHUNK ((size_t)16 << 20)
@@ -35,6 +36,7 @@ struct ast_ctx {
         float value;
     } scheduled[MAX_SCHEDULED];
     int n_scheduled;
+    ast_profile *profile; /* ALPHAST_PROFILE=1, else NULL */
 };
 
 static chunk *chunk_new(size_t cap, chunk *prev)
@@ -55,6 +57,7 @@ ast_ctx *ast_ctx_new(uint64_t seed)
     ast_ctx *c = ast_xcalloc(1, sizeof *c);
     c->top = chunk_new(ARENA_MIN_CHUNK, NULL);
     c->grad_enabled = 1;
+    c->profile = ast_profile_from_env();
     ast_rng_seed(&c->rng, seed);
     return c;
 }
@@ -72,6 +75,8 @@ static void free_chunks(chunk *k)
 void ast_ctx_free(ast_ctx *c)
 {
     if (!c) return;
+    if (c->profile) ast_profile_print(c->profile, stderr);
+    free(c->profile);
     free_chunks(c->top);
     free(c->tape);
     free(c->stats);
@@ -91,6 +96,7 @@ void ast_ctx_reset(ast_ctx *c)
     c->top->used = 0;
     c->used = 0;
     c->tape_n = 0;
+    if (c->profile) ast_profile_step(c->profile);
     c->n_losses = 0;
     c->n_stats = 0;
 }
@@ -157,6 +163,7 @@ void ast_record(ast_ctx *c, const ast_node *n)
     }
     c->tape[c->tape_n++] = *n;
     n->out->flags |= AST_REQUIRES_GRAD;
+    if (c->profile) ast_profile_forward(c->profile, n->op);
 }
 
 void ast_backward(ast_ctx *c, ast_tensor *loss)
@@ -173,8 +180,12 @@ void ast_backward_seed(ast_ctx *c, ast_tensor *out, const float *dout)
     for (int64_t i = 0; i < out->size; i++) g[i] += dout[i];
     for (size_t i = c->tape_n; i-- > 0;) {
         const ast_node *n = &c->tape[i];
-        if (n->out->grad) n->backward(c, n);
+        if (!n->out->grad) continue;
+        double t0 = c->profile ? ast_profile_now() : 0.0;
+        n->backward(c, n);
+        if (c->profile) ast_profile_backward(c->profile, n->op, ast_profile_now() - t0);
     }
+    if (c->profile) ast_profile_mark(c->profile);
 }
 
 void ast_add_loss(ast_ctx *c, const char *name, ast_tensor *scalar)

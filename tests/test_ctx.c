@@ -1,6 +1,8 @@
 /* The step context: arena reuse and growth, gradient accumulation on the
  * tape, named losses and published statistics. */
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gradcheck.h"
@@ -147,4 +149,37 @@ Test(ctx, published_stats_are_copied_and_last_one_step)
     ast_ctx_reset(c);
     cr_assert_eq(ast_ctx_n_stats(c), 0);
     ast_ctx_free(c);
+}
+
+/* ALPHAST_PROFILE=1: the table printed when the context is freed names the
+ * ops of the steps with their forward and backward times. */
+Test(ctx, profile_prints_a_table_of_the_steps_ops, .init = cr_redirect_stderr)
+{
+    setenv("ALPHAST_PROFILE", "1", 1);
+    ast_params *p = ast_params_new(1);
+    ast_tensor *x = gc_input(p, "x", 2, (int64_t[]){8, 16}, 1.0f);
+    ast_ctx *c = ast_ctx_new(0);
+    unsetenv("ALPHAST_PROFILE");
+    for (int step = 0; step < 3; step++) {
+        ast_ctx_reset(c);
+        ast_backward(c, ast_sum(c, ast_gelu(c, ast_relu(c, x))));
+    }
+    ast_ctx_free(c);
+    ast_params_free(p);
+    fflush(stderr);
+    char out[4096] = {0};
+    fread(out, 1, sizeof out - 1, cr_get_redirected_stderr());
+    cr_assert(strstr(out, "alphast profile: 3 steps"), "got: %s", out);
+    cr_assert(strstr(out, "\ngelu ") && strstr(out, "\nrelu ") && strstr(out, "\nsum "), "got: %s", out);
+}
+
+Test(ctx, no_profile_without_the_variable, .init = cr_redirect_stderr)
+{
+    unsetenv("ALPHAST_PROFILE");
+    ast_ctx *c = ast_ctx_new(0);
+    ast_ctx_free(c);
+    fflush(stderr);
+    char out[256] = {0};
+    fread(out, 1, sizeof out - 1, cr_get_redirected_stderr());
+    cr_assert_str_empty(out);
 }
