@@ -247,6 +247,7 @@ typedef struct unary_args {
     const float *x, *gy;
     float *y; /* forward: the output; backward: the input's gradient */
     const uint8_t *keep;
+    float *saved; /* what the forward keeps for the backward */
     float scale;
 } unary_args;
 
@@ -282,23 +283,21 @@ ast_tensor *ast_relu(ast_ctx *c, ast_tensor *x)
     return y;
 }
 
-/* gelu'(x) = Phi(x) + x phi(x), Phi/phi the standard normal cdf/density. */
+/* gelu(x) = x Phi(x) and gelu'(x) = Phi(x) + x phi(x), Phi/phi the standard
+ * normal cdf/density. The forward saves Phi, so the backward needs one exp
+ * rather than another erf. */
 static void gelu_backward_range(void *arg, int64_t lo, int64_t hi)
 {
     const unary_args *a = arg;
-    const float *restrict x = a->x, *restrict gy = a->gy;
+    const float *restrict x = a->x, *restrict gy = a->gy, *restrict cdf = a->saved;
     float *restrict gx = a->y;
     const float inv_sqrt_2pi = 0.3989422804014327f;
-    for (int64_t i = lo; i < hi; i++) {
-        float cdf = 0.5f * (1.0f + ast_erff(x[i] * (float)M_SQRT1_2));
-        float pdf = inv_sqrt_2pi * ast_expf(-0.5f * x[i] * x[i]);
-        gx[i] += gy[i] * (cdf + x[i] * pdf);
-    }
+    for (int64_t i = lo; i < hi; i++) gx[i] += gy[i] * (cdf[i] + x[i] * inv_sqrt_2pi * ast_expf(-0.5f * x[i] * x[i]));
 }
 
 static void gelu_backward(ast_ctx *c, const ast_node *n)
 {
-    unary_args a = {.x = n->in[0]->data, .gy = n->out->grad, .y = ast_grad(c, n->in[0])};
+    unary_args a = {.x = n->in[0]->data, .gy = n->out->grad, .y = ast_grad(c, n->in[0]), .saved = n->saved};
     if (a.y) ast_parallel_for(n->out->size, AST_PAR_GRAIN, gelu_backward_range, &a);
 }
 
@@ -306,15 +305,20 @@ static void gelu_range(void *arg, int64_t lo, int64_t hi)
 {
     const unary_args *a = arg;
     const float *restrict x = a->x;
-    float *restrict y = a->y;
-    for (int64_t i = lo; i < hi; i++) y[i] = 0.5f * x[i] * (1.0f + ast_erff(x[i] * (float)M_SQRT1_2));
+    float *restrict y = a->y, *restrict cdf = a->saved;
+    for (int64_t i = lo; i < hi; i++) {
+        float phi = 0.5f * (1.0f + ast_erff(x[i] * (float)M_SQRT1_2));
+        y[i] = x[i] * phi;
+        if (cdf) cdf[i] = phi;
+    }
 }
 
 ast_tensor *ast_gelu(ast_ctx *c, ast_tensor *x)
 {
     ast_tensor *y = same_shape(c, x);
-    ast_parallel_for(x->size, AST_PAR_GRAIN, gelu_range, &(unary_args){.x = x->data, .y = y->data});
-    record_unary(c, "gelu", gelu_backward, x, y);
+    float *cdf = ast_needs_grad(c, &x, 1) ? ast_alloc_uninit(c, (size_t)x->size * sizeof *cdf) : NULL;
+    ast_parallel_for(x->size, AST_PAR_GRAIN, gelu_range, &(unary_args){.x = x->data, .y = y->data, .saved = cdf});
+    ast_record(c, &(ast_node){.op = "gelu", .backward = gelu_backward, .out = y, .in = {x}, .n_in = 1, .saved = cdf});
     return y;
 }
 
