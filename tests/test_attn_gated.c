@@ -1,7 +1,9 @@
 /* attn_gated: state_dict names per gate type, values against the
  * independent double-precision reference, finite-difference gradients,
  * tiled vs naive kernels (forward and backward, padding, dropout), the
- * node mask, the dropout rule, and O(N) memory of the tiled kernel. */
+ * node mask, the dropout rule, O(N) memory of the tiled kernel, and the
+ * tiled core on two threads. */
+#include <cblas.h>
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -383,4 +385,51 @@ Test(attn_gated, rejects_heads_not_dividing_the_width)
     cr_assert_null(d->create(&(ast_create_args){ast_host_table(), ast_scope_new(p, PREFIX), &bad, opts}, err, sizeof err));
     cr_assert_not_null(strstr(err, "num_heads 3"), "message: %s", err);
     ast_params_free(p);
+}
+
+/* Output and q, k, v gradients of the attention core alone, one after the
+ * other; the same context seed gives both kernels the same dropout. */
+static float *core_outputs(attn_kernel kernel, float p, ast_tensor *const qkv[3], const ast_tensor *mask,
+                           int64_t *seg)
+{
+    const ast_host *h = ast_host_table();
+    ast_ctx *c = ast_ctx_new(31);
+    for (int i = 0; i < 3; i++) memset(qkv[i]->grad, 0, (size_t)qkv[i]->size * sizeof(float));
+    ast_tensor *o = attn_core(h, c, qkv[0], qkv[1], qkv[2], mask, &(attn_core_cfg){kernel, 64, p});
+    float *w = malloc((size_t)o->size * sizeof *w), *all = malloc((size_t)o->size * 4 * sizeof *all);
+    for (int64_t i = 0; i < o->size; i++) w[i] = cosf(0.37f * (float)i);
+    ast_backward_seed(c, o, w);
+    memcpy(all, o->data, (size_t)o->size * sizeof(float));
+    for (int i = 0; i < 3; i++) memcpy(all + (i + 1) * o->size, qkv[i]->grad, (size_t)o->size * sizeof(float));
+    for (int i = 0; i < 4; i++) seg[i] = o->size;
+    free(w);
+    ast_ctx_free(c);
+    return all;
+}
+
+/* The tiled core runs its heads on two threads, each range in its own
+ * scratch: 3 x 3 heads split unevenly, N = 200 cells (three tiles of 64 and
+ * one of 8), padded keys in the last set, with and without dropout (Pd is
+ * its own buffer or P itself) — still the serial naive kernel's results. */
+Test(attn_gated, threaded_tiled_core_matches_naive)
+{
+    enum { BT = 3, HT = 3, NT = 200, DT = 8 };
+    openblas_set_num_threads(2); /* the pool takes OpenBLAS's count when it starts */
+    cr_assert_eq(ast_parallel_threads(), 2);
+    ast_params *xs = ast_params_new(32);
+    ast_tensor *qkv[3] = {gc_input(xs, "q", 4, (int64_t[]){BT, HT, NT, DT}, 1.0f),
+                          gc_input(xs, "k", 4, (int64_t[]){BT, HT, NT, DT}, 1.0f),
+                          gc_input(xs, "v", 4, (int64_t[]){BT, HT, NT, DT}, 1.0f)};
+    ast_tensor *mask = padding_mask(BT, NT, 45);
+    const float rates[] = {0.0f, 0.2f};
+    for (int i = 0; i < 2; i++) {
+        int64_t seg[4];
+        float *a = core_outputs(ATTN_KERNEL_TILED, rates[i], qkv, mask, seg);
+        float *b = core_outputs(ATTN_KERNEL_NAIVE, rates[i], qkv, mask, seg);
+        assert_parts_agree(a, b, seg, 4, rates[i] > 0.0f ? "threads, dropout" : "threads");
+        free(a);
+        free(b);
+    }
+    pf_const_free(mask);
+    ast_params_free(xs);
 }

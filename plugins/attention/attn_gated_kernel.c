@@ -7,10 +7,19 @@
  * tile by tile and uses D = rowsum(dO * O), which equals rowsum(dP * P)
  * even with dropout, so no N x N buffer exists in either pass.
  * Naive: stores P and derives the row sums from the full tile instead,
- * which makes it an independent check of the tiled path. */
+ * which makes it an independent check of the tiled path (it also keeps
+ * libm's expf and runs serially).
+ *
+ * The tiled kernel runs the (set, head) pairs on the host's threads. Its
+ * tile GEMMs run inside those threads, which is why tiles stay small: at
+ * 64 x 64 with dh = 32 each GEMM is below OpenBLAS's threading threshold
+ * and runs on the calling thread, while 128 and 256 made OpenBLAS start its
+ * own threads from each of ours, 2x and 25x slower (a single thread is as
+ * fast at 64 as at 512). */
 #include <math.h>
 #include <stdlib.h>
 
+#include "alphast/fastmath.h"
 #include "attn_gated_kernel.h"
 
 typedef struct core_saved {
@@ -35,22 +44,29 @@ typedef struct head_io {
     float *gq, *gk, *gv; /* NULL when that input needs no gradient */
 } head_io;
 
-/* Scratch for one tile, reused across tiles and heads. */
+/* Scratch for one tile. Without dropout pd is p: the probabilities are
+ * used as they are. */
 typedef struct tile_buf {
     float *p, *pd, *dp; /* [tile, tile]: probabilities, after dropout, dL/d(dropped) */
     float *m, *l, *d;   /* [tile]: running max, running sum, row sums D */
 } tile_buf;
 
-/* Dropout factor of probability (bh, i, j): a splitmix64 hash of the cell's
- * flat index and the call's seed, so any pass can recompute it. */
-static inline float drop_factor(const core_saved *s, int64_t bh, int64_t i, int64_t j)
+/* A splitmix64 hash of a probability's flat index (bh, i, j) and the
+ * call's seed, top 24 bits: any pass can recompute the dropout decision. */
+static inline uint64_t cell_hash(uint64_t seed, uint64_t flat)
 {
-    if (!s->drop_below) return 1.0f;
-    uint64_t z = s->seed + ((uint64_t)((bh * s->N + i) * s->N + j) + 1) * 0x9e3779b97f4a7c15ull;
+    uint64_t z = seed + (flat + 1) * 0x9e3779b97f4a7c15ull;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     z ^= z >> 31;
-    return (z >> 40) < s->drop_below ? 0.0f : s->keep_scale;
+    return z >> 40;
+}
+
+/* Dropout factor of probability (bh, i, j). */
+static inline float drop_factor(const core_saved *s, int64_t bh, int64_t i, int64_t j)
+{
+    if (!s->drop_below) return 1.0f;
+    return cell_hash(s->seed, (uint64_t)((bh * s->N + i) * s->N + j)) < s->drop_below ? 0.0f : s->keep_scale;
 }
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -76,27 +92,88 @@ static float *key_bias(const ast_host *h, ast_ctx *c, const ast_tensor *mask, in
     return kb;
 }
 
+/* ---- row kernels of the tiled path ---------------------------------------
+ * Written so that -O3 vectorises them: restrict pointers, ast_expf instead
+ * of libm's expf, comparisons instead of fmaxf, and the reductions kept in
+ * LANES partial results (a plain float sum or max over one variable would
+ * need reassociation, which the compiler may not do on its own). */
+
+#define LANES 16
+
+static float sum_row(const float *restrict x, int64_t n)
+{
+    float lane[LANES] = {0};
+    int64_t c = 0;
+    for (; c + LANES <= n; c += LANES)
+        for (int k = 0; k < LANES; k++) lane[k] += x[c + k];
+    float sum = 0.0f;
+    for (; c < n; c++) sum += x[c];
+    for (int k = 0; k < LANES; k++) sum += lane[k];
+    return sum;
+}
+
+/* The larger of mx and max(row + kb) over [0, n). */
+static float row_max(const float *restrict row, const float *restrict kb, int64_t n, float mx)
+{
+    float lane[LANES];
+    for (int k = 0; k < LANES; k++) lane[k] = mx;
+    int64_t c = 0;
+    for (; c + LANES <= n; c += LANES)
+        /* unrolled, this loop is not vectorised (GCC 12); as a loop it is */
+#pragma GCC unroll 1
+        for (int k = 0; k < LANES; k++) {
+            float x = row[c + k] + kb[c + k];
+            lane[k] = x > lane[k] ? x : lane[k];
+        }
+    for (; c < n; c++) {
+        float x = row[c] + kb[c];
+        mx = x > mx ? x : mx;
+    }
+    for (int k = 0; k < LANES; k++) mx = lane[k] > mx ? lane[k] : mx;
+    return mx;
+}
+
+/* row = exp(row + kb - shift): the (unnormalised when shift is a running
+ * max, normalised when it is the LSE) probabilities of one tile row. */
+static void exp_row(float *restrict row, const float *restrict kb, int64_t n, float shift)
+{
+    for (int64_t c = 0; c < n; c++) row[c] = ast_expf(row[c] + kb[c] - shift);
+}
+
+/* pd = p * Z for query row i and keys [j0, j0 + n), as drop_factor with
+ * the fields in locals, so the loop vectorises; only called with dropout. */
+static void drop_row(const core_saved *s, int64_t bh, int64_t i, int64_t j0, const float *restrict p,
+                     float *restrict pd, int64_t n)
+{
+    uint64_t seed = s->seed, below = s->drop_below, flat = (uint64_t)((bh * s->N + i) * s->N + j0);
+    float keep = s->keep_scale;
+    for (int64_t c = 0; c < n; c++) pd[c] = p[c] * (cell_hash(seed, flat + (uint64_t)c) < below ? 0.0f : keep);
+}
+
+/* dS = Pd * dPd - P * D for one row (see tile_grads), in place in dp. */
+static void score_grad_row(const float *restrict p, const float *restrict pd, float *restrict dp, int64_t n,
+                           float d)
+{
+    for (int64_t c = 0; c < n; c++) dp[c] = pd[c] * dp[c] - p[c] * d;
+}
+
 /* ---- tiled forward ------------------------------------------------------ */
 
-/* Folds one row of a score tile into the running max/sum of query row i;
- * the row becomes the (dropped) unnormalised probabilities for P V. */
-static void online_row(const core_saved *s, const head_io *io, float *row, int64_t bc, int64_t i, int64_t j0,
-                       float *m, float *l, float *acc)
+/* Folds row r of a score tile (query i, keys from j0) into the running
+ * max/sum; the row becomes the unnormalised probabilities, and t->pd's row
+ * their dropped version for P V. The output row acc is rescaled when the
+ * max grows. */
+static void online_row(const core_saved *s, const head_io *io, const tile_buf *t, int64_t r, int64_t bc, int64_t i,
+                       int64_t j0, float *acc)
 {
-    float mx = *m;
-    for (int64_t c = 0; c < bc; c++) {
-        row[c] += io->kb[j0 + c];
-        mx = fmaxf(mx, row[c]);
-    }
+    float *row = t->p + r * bc, m_old = t->m[r];
+    float mx = row_max(row, io->kb + j0, bc, m_old);
     float shift = isinf(mx) ? 0.0f : mx; /* every key seen so far is padding */
-    float alpha = expf(*m - shift), sum = 0.0f;
-    for (int64_t c = 0; c < bc; c++) {
-        float p = expf(row[c] - shift);
-        sum += p;
-        row[c] = p * drop_factor(s, io->bh, i, j0 + c);
-    }
-    *l = *l * alpha + sum;
-    *m = mx;
+    exp_row(row, io->kb + j0, bc, shift);
+    float alpha = ast_expf(m_old - shift);
+    t->l[r] = t->l[r] * alpha + sum_row(row, bc);
+    t->m[r] = mx;
+    if (s->drop_below) drop_row(s, io->bh, i, j0, row, t->pd + r * bc, bc);
     if (alpha != 1.0f)
         for (int64_t e = 0; e < s->dh; e++) acc[e] *= alpha;
 }
@@ -116,9 +193,8 @@ static void tiled_forward_head(const core_saved *s, const head_io *io, const til
             int64_t bc = min64(s->tile, N - j0);
             h->sgemm(0, 1, (int)br, (int)bc, (int)dh, s->scale, io->q + i0 * dh, (int)dh, io->k + j0 * dh,
                      (int)dh, 0.0f, t->p, (int)bc);
-            for (int64_t r = 0; r < br; r++)
-                online_row(s, io, t->p + r * bc, bc, i0 + r, j0, &t->m[r], &t->l[r], oi + r * dh);
-            h->sgemm(0, 0, (int)br, (int)dh, (int)bc, 1.0f, t->p, (int)bc, io->v + j0 * dh, (int)dh, 1.0f, oi,
+            for (int64_t r = 0; r < br; r++) online_row(s, io, t, r, bc, i0 + r, j0, oi + r * dh);
+            h->sgemm(0, 0, (int)br, (int)dh, (int)bc, 1.0f, t->pd, (int)bc, io->v + j0 * dh, (int)dh, 1.0f, oi,
                      (int)dh);
         }
         for (int64_t r = 0; r < br; r++) {
@@ -172,7 +248,7 @@ static void tile_grads(const core_saved *s, const head_io *io, const tile_buf *t
         if (have_d) d = t->d[r];
         else
             for (int64_t c = 0; c < bc; c++) d += pd[c] * dp[c];
-        for (int64_t c = 0; c < bc; c++) dp[c] = pd[c] * dp[c] - p[c] * d;
+        score_grad_row(p, pd, dp, bc, d);
     }
     if (io->gq)
         h->sgemm(0, 0, (int)br, dh, (int)bc, s->scale, t->dp, (int)bc, io->k + j0 * dh, dh, 1.0f,
@@ -182,19 +258,19 @@ static void tile_grads(const core_saved *s, const head_io *io, const tile_buf *t
                  io->gk + j0 * dh, dh);
 }
 
-/* Recomputes P = exp(S + bias - LSE) and Pd for one tile from Q, K and the LSE. */
+/* Recomputes P = exp(S + bias - LSE) and, with dropout, Pd for one tile
+ * from Q, K and the LSE. */
 static void recompute_tile(const core_saved *s, const head_io *io, const tile_buf *t, int64_t i0, int64_t br,
                            int64_t j0, int64_t bc)
 {
     int dh = (int)s->dh;
     s->host->sgemm(0, 1, (int)br, (int)bc, dh, s->scale, io->q + i0 * dh, dh, io->k + j0 * dh, dh, 0.0f, t->p,
                    (int)bc);
-    for (int64_t r = 0; r < br; r++)
-        for (int64_t c = 0; c < bc; c++) {
-            float *p = t->p + r * bc + c;
-            *p = expf(*p + io->kb[j0 + c] - io->rows[i0 + r]);
-            t->pd[r * bc + c] = *p * drop_factor(s, io->bh, i0 + r, j0 + c);
-        }
+    for (int64_t r = 0; r < br; r++) {
+        float *p = t->p + r * bc;
+        exp_row(p, io->kb + j0, bc, io->rows[i0 + r]);
+        if (s->drop_below) drop_row(s, io->bh, i0 + r, j0, p, t->pd + r * bc, bc);
+    }
 }
 
 static void tiled_backward_head(const core_saved *s, const head_io *io, const tile_buf *t)
@@ -228,16 +304,38 @@ static void naive_backward_head(const core_saved *s, const head_io *io, const ti
 
 /* ---- driver ------------------------------------------------------------- */
 
-/* Tiled: one tile of each kind. Naive: full N x N rows for Pd and dPd; its
- * probabilities live in the saved rows. */
-static tile_buf tile_buf_new(const core_saved *s, ast_ctx *c)
+/* The naive kernel's scratch: full N x N Pd and dPd; its probabilities live
+ * in the saved rows. */
+static tile_buf naive_buf(const core_saved *s, ast_ctx *c)
 {
-    int tiled = s->kernel == ATTN_KERNEL_TILED;
-    int64_t t = tiled ? s->tile : s->N;
-    size_t sq = (size_t)(t * t) * sizeof(float), row = (size_t)t * sizeof(float);
-    const ast_host *h = s->host;
-    return (tile_buf){tiled ? h->alloc(c, sq) : NULL, h->alloc(c, sq), h->alloc(c, sq),
-                      h->alloc(c, row), h->alloc(c, row), h->alloc(c, row)};
+    size_t sq = (size_t)(s->N * s->N) * sizeof(float);
+    return (tile_buf){.pd = s->host->alloc(c, sq), .dp = s->host->alloc(c, sq)};
+}
+
+/* Floats rounded up to whole cache lines, so every part of a slot stays
+ * 64-byte aligned like the arena block it is cut from. */
+static int64_t whole_lines(int64_t floats) { return (floats + 15) / 16 * 16; }
+
+/* One slot of tiled scratch: P, dPd, Pd (with dropout only), m, l and D. */
+static int64_t slot_floats(const core_saved *s)
+{
+    return (s->drop_below ? 3 : 2) * whole_lines(s->tile * s->tile) + 3 * whole_lines(s->tile);
+}
+
+static tile_buf slot_at(const core_saved *s, float *scratch, int64_t i)
+{
+    int64_t sq = whole_lines(s->tile * s->tile), row = whole_lines(s->tile);
+    float *x = scratch + i * slot_floats(s);
+    tile_buf t = {.p = x, .pd = x, .dp = x + sq};
+    x += 2 * sq;
+    if (s->drop_below) {
+        t.pd = x;
+        x += sq;
+    }
+    t.m = x;
+    t.l = x + row;
+    t.d = x + 2 * row;
+    return t;
 }
 
 static head_io head_of(const core_saved *s, const ast_node *n, int64_t bh, float *gq, float *gk, float *gv)
@@ -257,17 +355,55 @@ static head_io head_of(const core_saved *s, const ast_node *n, int64_t bh, float
                      .gv = gv ? gv + off : NULL};
 }
 
+typedef struct heads_job {
+    const core_saved *s;
+    const ast_node *n;
+    float *gq, *gk, *gv; /* backward: as in head_io */
+    float *scratch;      /* one slot per (set, head) */
+    int backward;
+} heads_job;
+
+/* Heads [lo, hi) of the tiled kernel on one thread. The range works in the
+ * slot of its first head: ranges are disjoint, so no two threads share a
+ * slot, and the slots no range starts at are never touched. */
+static void heads_range(void *arg, int64_t lo, int64_t hi)
+{
+    const heads_job *j = arg;
+    tile_buf t = slot_at(j->s, j->scratch, lo);
+    for (int64_t bh = lo; bh < hi; bh++) {
+        head_io io = head_of(j->s, j->n, bh, j->gq, j->gk, j->gv);
+        if (j->backward) tiled_backward_head(j->s, &io, &t);
+        else tiled_forward_head(j->s, &io, &t);
+    }
+}
+
+/* One pass over every (set, head). The tiled kernel runs the heads on the
+ * host's threads: each writes only its own slices of O, the LSE and the
+ * gradients, and its scratch is taken here because the arena must not be
+ * used from the threads. The naive kernel, the reference, stays serial. */
+static void run_heads(ast_ctx *c, const core_saved *s, const ast_node *n, float *gq, float *gk, float *gv,
+                      int backward)
+{
+    const ast_host *h = s->host;
+    int64_t heads = s->B * s->H;
+    if (s->kernel == ATTN_KERNEL_TILED) {
+        float *scratch = h->alloc_uninit(c, (size_t)(heads * slot_floats(s)) * sizeof(float));
+        h->parallel_for(heads, 1, heads_range, &(heads_job){s, n, gq, gk, gv, scratch, backward});
+        return;
+    }
+    tile_buf t = naive_buf(s, c);
+    for (int64_t bh = 0; bh < heads; bh++) {
+        head_io io = head_of(s, n, bh, gq, gk, gv);
+        if (backward) naive_backward_head(s, &io, &t);
+        else naive_forward_head(s, &io, &t);
+    }
+}
+
 static void core_backward(ast_ctx *c, const ast_node *n)
 {
     const core_saved *s = n->saved;
     const ast_host *h = s->host;
-    float *gq = h->grad(c, n->in[0]), *gk = h->grad(c, n->in[1]), *gv = h->grad(c, n->in[2]);
-    tile_buf t = tile_buf_new(s, c);
-    for (int64_t bh = 0; bh < s->B * s->H; bh++) {
-        head_io io = head_of(s, n, bh, gq, gk, gv);
-        if (s->kernel == ATTN_KERNEL_TILED) tiled_backward_head(s, &io, &t);
-        else naive_backward_head(s, &io, &t);
-    }
+    run_heads(c, s, n, h->grad(c, n->in[0]), h->grad(c, n->in[1]), h->grad(c, n->in[2]), 1);
 }
 
 static core_saved *saved_new(const ast_host *h, ast_ctx *c, const ast_tensor *q, const ast_tensor *mask,
@@ -311,12 +447,7 @@ ast_tensor *attn_core(const ast_host *host, ast_ctx *c, ast_tensor *q, ast_tenso
     core_saved *s = saved_new(host, c, q, mask, cfg);
     ast_tensor *o = host->zeros(c, 4, q->shape);
     ast_node n = {.op = "attn_core", .backward = core_backward, .out = o, .in = {q, k, v}, .n_in = 3, .saved = s};
-    tile_buf t = tile_buf_new(s, c);
-    for (int64_t bh = 0; bh < s->B * s->H; bh++) {
-        head_io io = head_of(s, &n, bh, NULL, NULL, NULL);
-        if (s->kernel == ATTN_KERNEL_TILED) tiled_forward_head(s, &io, &t);
-        else naive_forward_head(s, &io, &t);
-    }
+    run_heads(c, s, &n, NULL, NULL, NULL, 0);
     host->record(c, &n);
     return o;
 }
