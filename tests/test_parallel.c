@@ -197,3 +197,55 @@ Test(parallel, split_gradient_norm_matches_a_serial_sum)
     cr_assert_eq(t->grad[999999], (float)(t->data[999999] * (1.0 / (want + 1e-6))));
     ast_params_free(p);
 }
+
+/* pdist splits its points over the threads, each writing its own row of D
+ * and its own gradient: against double-precision formulas (sums of 300
+ * terms of O(1): 1e-4 relative to the sum of magnitudes). */
+Test(parallel, split_pdist_matches_double_formulas)
+{
+    enum { NB = 2, NP = 300 };
+    ast_ctx *c = ast_ctx_new(1);
+    ast_params *p = ast_params_new(9);
+    ast_tensor *pts = gc_input(p, "p", 3, (int64_t[]){NB, NP, 3}, 1.0f);
+    ast_tensor *r = filled(c, NB * NP, NP, 13);
+    ast_tensor *d = ast_pdist(c, pts);
+    ast_backward(c, ast_sum(c, ast_mul(c, d, ast_reshape(c, r, 3, (int64_t[]){NB, NP, NP}))));
+    for (int b = 0; b < NB; b++)
+        for (int i = 0; i < NP; i++) {
+            const float *pi = pts->data + (b * NP + i) * 3;
+            double g[3] = {0}, mag[3] = {0};
+            for (int j = 0; j < NP; j++) {
+                const float *pj = pts->data + (b * NP + j) * 3;
+                double dist = sqrt(pow(pi[0] - pj[0], 2) + pow(pi[1] - pj[1], 2) + pow(pi[2] - pj[2], 2));
+                cr_assert_lt(fabs(d->data[(b * NP + i) * NP + j] - dist), 1e-5 * (1.0 + dist), "D[%d,%d,%d]", b, i, j);
+                if (j == i) continue;
+                double w = r->data[(b * NP + i) * NP + j] + r->data[(b * NP + j) * NP + i];
+                for (int k = 0; k < 3; k++) g[k] += w * (pi[k] - pj[k]) / dist, mag[k] += fabs(w);
+            }
+            for (int k = 0; k < 3; k++)
+                cr_assert_lt(fabs(pts->grad[(b * NP + i) * 3 + k] - g[k]), 1e-4 * (1.0 + mag[k]), "dp[%d,%d,%d]", b, i, k);
+        }
+    ast_params_free(p);
+    ast_ctx_free(c);
+}
+
+/* mse sums per-row squared errors on the threads, then adds them in row order. */
+Test(parallel, split_mse_matches_a_double_sum)
+{
+    ast_ctx *c = ast_ctx_new(1);
+    ast_params *p = ast_params_new(4);
+    ast_tensor *a = gc_input(p, "a", 2, (int64_t[]){ROWS, COLS}, 1.0f);
+    ast_tensor *b = filled(c, ROWS, COLS, 17);
+    ast_tensor *loss = ast_mse(c, a, b, NULL);
+    ast_backward(c, loss);
+    double want = 0.0;
+    for (int64_t i = 0; i < a->size; i++) want += pow((double)a->data[i] - b->data[i], 2);
+    want /= (double)a->size;
+    cr_assert_lt(fabs(loss->data[0] - want) / want, 1e-6, "mse %g, want %g", (double)loss->data[0], want);
+    for (int64_t i = 0; i < a->size; i += 997) {
+        double gi = 2.0 * ((double)a->data[i] - b->data[i]) / (double)a->size;
+        cr_assert_lt(fabs(a->grad[i] - gi), 1e-6 * fabs(gi) + 1e-12, "da[%lld]", (long long)i);
+    }
+    ast_params_free(p);
+    ast_ctx_free(c);
+}
