@@ -146,6 +146,17 @@ int ast_needs_grad(const ast_ctx *c, ast_tensor *const *in, int n)
     return 0;
 }
 
+float *ast_grad_fresh(ast_ctx *c, ast_tensor *t, int *fresh)
+{
+    *fresh = 0;
+    if (!t || !(t->flags & AST_REQUIRES_GRAD)) return NULL;
+    if (!t->grad) {
+        t->grad = ast_alloc_uninit(c, (size_t)t->size * sizeof(float));
+        *fresh = 1;
+    }
+    return t->grad;
+}
+
 float *ast_grad(ast_ctx *c, ast_tensor *t)
 {
     if (!t || !(t->flags & AST_REQUIRES_GRAD)) return NULL;

@@ -15,6 +15,7 @@ typedef struct run {
     int64_t n, sa, sb;
     const float *a, *b, *gy;
     float *y, *ga, *gb;
+    int assign_a, assign_b; /* backward: that gradient is fresh, write it */
 } run;
 
 typedef void (*run_fn)(const run *r);
@@ -107,7 +108,8 @@ static void walk_span(const binary_plan *p, const run *base, run_fn kernel, int6
         oa += from * p->sa[last], ob += from * p->sb[last], oy += from;
         run r = {.n = to - from, .sa = p->sa[last], .sb = p->sb[last], .a = base->a + oa, .b = base->b + ob,
                  .gy = base->gy ? base->gy + oy : NULL, .y = base->y + oy,
-                 .ga = base->ga ? base->ga + oa : NULL, .gb = base->gb ? base->gb + ob : NULL};
+                 .ga = base->ga ? base->ga + oa : NULL, .gb = base->gb ? base->gb + ob : NULL,
+                 .assign_a = base->assign_a, .assign_b = base->assign_b};
         kernel(&r);
     }
 }
@@ -153,36 +155,53 @@ BINARY_FORWARD(mul_forward, *)
 BINARY_FORWARD(div_forward, /)
 #undef BINARY_FORWARD
 
-/* g[i * stride] += sign * gy[i]; a zero stride sums the run into one value. */
-static void accumulate(int64_t n, const float *gy, float sign, float *g, int64_t stride)
+/* g[i * stride] += sign * gy[i] (= when the gradient is fresh, which is
+ * only asked for an operand as big as the output); a zero stride sums the
+ * run into one value. */
+static void accumulate(int64_t n, const float *gy, float sign, float *g, int64_t stride, int assign)
 {
     if (!g) return;
-    for (int64_t i = 0; i < n; i++) g[i * stride] += sign * gy[i];
+    if (assign)
+        for (int64_t i = 0; i < n; i++) g[i * stride] = sign * gy[i];
+    else
+        for (int64_t i = 0; i < n; i++) g[i * stride] += sign * gy[i];
 }
 
 static void add_backward(const run *r)
 {
-    accumulate(r->n, r->gy, 1.0f, r->ga, r->sa);
-    accumulate(r->n, r->gy, 1.0f, r->gb, r->sb);
+    accumulate(r->n, r->gy, 1.0f, r->ga, r->sa, r->assign_a);
+    accumulate(r->n, r->gy, 1.0f, r->gb, r->sb, r->assign_b);
 }
 
 static void sub_backward(const run *r)
 {
-    accumulate(r->n, r->gy, 1.0f, r->ga, r->sa);
-    accumulate(r->n, r->gy, -1.0f, r->gb, r->sb);
+    accumulate(r->n, r->gy, 1.0f, r->ga, r->sa, r->assign_a);
+    accumulate(r->n, r->gy, -1.0f, r->gb, r->sb, r->assign_b);
 }
 
 static void mul_backward(const run *r)
 {
-    for (int64_t i = 0; r->ga && i < r->n; i++) r->ga[i * r->sa] += r->gy[i] * r->b[i * r->sb];
-    for (int64_t i = 0; r->gb && i < r->n; i++) r->gb[i * r->sb] += r->gy[i] * r->a[i * r->sa];
+    for (int64_t i = 0; r->ga && i < r->n; i++) {
+        float g = r->gy[i] * r->b[i * r->sb];
+        r->ga[i * r->sa] = r->assign_a ? g : r->ga[i * r->sa] + g;
+    }
+    for (int64_t i = 0; r->gb && i < r->n; i++) {
+        float g = r->gy[i] * r->a[i * r->sa];
+        r->gb[i * r->sb] = r->assign_b ? g : r->gb[i * r->sb] + g;
+    }
 }
 
 /* d(a/b)/db = -a/b^2 = -y/b. */
 static void div_backward(const run *r)
 {
-    for (int64_t i = 0; r->ga && i < r->n; i++) r->ga[i * r->sa] += r->gy[i] / r->b[i * r->sb];
-    for (int64_t i = 0; r->gb && i < r->n; i++) r->gb[i * r->sb] -= r->gy[i] * r->y[i] / r->b[i * r->sb];
+    for (int64_t i = 0; r->ga && i < r->n; i++) {
+        float g = r->gy[i] / r->b[i * r->sb];
+        r->ga[i * r->sa] = r->assign_a ? g : r->ga[i * r->sa] + g;
+    }
+    for (int64_t i = 0; r->gb && i < r->n; i++) {
+        float g = -r->gy[i] * r->y[i] / r->b[i * r->sb];
+        r->gb[i * r->sb] = r->assign_b ? g : r->gb[i * r->sb] + g;
+    }
 }
 
 static const binary_op OP_ADD = {"add", add_forward, add_backward};
@@ -194,7 +213,10 @@ static void binary_node_backward(ast_ctx *c, const ast_node *n)
 {
     const binary_plan *p = n->saved;
     ast_tensor *a = n->in[0], *b = n->in[1], *y = n->out;
-    run base = {.a = a->data, .b = b->data, .y = y->data, .gy = y->grad, .ga = ast_grad(c, a), .gb = ast_grad(c, b)};
+    run base = {.a = a->data, .b = b->data, .y = y->data, .gy = y->grad};
+    /* a broadcast operand's gradient sums many outputs: it must start at 0 */
+    base.ga = a->size < y->size ? ast_grad(c, a) : ast_grad_fresh(c, a, &base.assign_a);
+    base.gb = b->size < y->size ? ast_grad(c, b) : ast_grad_fresh(c, b, &base.assign_b);
     int broadcast = (base.ga && a->size < y->size) || (base.gb && b->size < y->size);
     walk(p, &base, p->op->backward, y->size, !broadcast);
 }
@@ -249,7 +271,16 @@ typedef struct unary_args {
     const uint8_t *keep;
     float *saved; /* what the forward keeps for the backward */
     float scale;
+    int assign; /* backward: the gradient is fresh, write it rather than add */
 } unary_args;
+
+/* The input gradient of a unary op's backward, fresh or accumulated. */
+static unary_args unary_grad(ast_ctx *c, const ast_node *n)
+{
+    unary_args a = {.x = n->in[0]->data, .gy = n->out->grad};
+    a.y = ast_grad_fresh(c, n->in[0], &a.assign);
+    return a;
+}
 
 /* The gradient at 0 is 0, as in torch. */
 static void relu_backward_range(void *arg, int64_t lo, int64_t hi)
@@ -257,12 +288,16 @@ static void relu_backward_range(void *arg, int64_t lo, int64_t hi)
     const unary_args *a = arg;
     const float *restrict x = a->x, *restrict gy = a->gy;
     float *restrict gx = a->y;
-    for (int64_t i = lo; i < hi; i++) gx[i] += x[i] > 0.0f ? gy[i] : 0.0f;
+    const int assign = a->assign;
+    for (int64_t i = lo; i < hi; i++) {
+        float g = x[i] > 0.0f ? gy[i] : 0.0f;
+        gx[i] = assign ? g : gx[i] + g;
+    }
 }
 
 static void relu_backward(ast_ctx *c, const ast_node *n)
 {
-    unary_args a = {.x = n->in[0]->data, .gy = n->out->grad, .y = ast_grad(c, n->in[0])};
+    unary_args a = unary_grad(c, n);
     if (a.y) ast_parallel_for(n->out->size, AST_PAR_GRAIN, relu_backward_range, &a);
 }
 
@@ -292,12 +327,17 @@ static void gelu_backward_range(void *arg, int64_t lo, int64_t hi)
     const float *restrict x = a->x, *restrict gy = a->gy, *restrict cdf = a->saved;
     float *restrict gx = a->y;
     const float inv_sqrt_2pi = 0.3989422804014327f;
-    for (int64_t i = lo; i < hi; i++) gx[i] += gy[i] * (cdf[i] + x[i] * inv_sqrt_2pi * ast_expf(-0.5f * x[i] * x[i]));
+    const int assign = a->assign;
+    for (int64_t i = lo; i < hi; i++) {
+        float g = gy[i] * (cdf[i] + x[i] * inv_sqrt_2pi * ast_expf(-0.5f * x[i] * x[i]));
+        gx[i] = assign ? g : gx[i] + g;
+    }
 }
 
 static void gelu_backward(ast_ctx *c, const ast_node *n)
 {
-    unary_args a = {.x = n->in[0]->data, .gy = n->out->grad, .y = ast_grad(c, n->in[0]), .saved = n->saved};
+    unary_args a = unary_grad(c, n);
+    a.saved = n->saved;
     if (a.y) ast_parallel_for(n->out->size, AST_PAR_GRAIN, gelu_backward_range, &a);
 }
 
@@ -374,12 +414,18 @@ static void dropout_backward_range(void *arg, int64_t lo, int64_t hi)
     const float *restrict gy = a->gy;
     const uint8_t *restrict keep = a->keep;
     float *restrict gx = a->y;
-    for (int64_t i = lo; i < hi; i++) gx[i] += keep[i] ? gy[i] * a->scale : 0.0f;
+    const int assign = a->assign;
+    for (int64_t i = lo; i < hi; i++) {
+        float g = keep[i] ? gy[i] * a->scale : 0.0f;
+        gx[i] = assign ? g : gx[i] + g;
+    }
 }
 
 static void dropout_backward(ast_ctx *c, const ast_node *n)
 {
-    unary_args a = {.gy = n->out->grad, .y = ast_grad(c, n->in[0]), .keep = n->saved, .scale = n->farg[0]};
+    unary_args a = unary_grad(c, n);
+    a.keep = n->saved;
+    a.scale = n->farg[0];
     if (a.y) ast_parallel_for(n->out->size, AST_PAR_GRAIN, dropout_backward_range, &a);
 }
 

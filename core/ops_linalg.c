@@ -33,8 +33,9 @@ static void linear_backward(ast_ctx *c, const ast_node *n)
 {
     ast_tensor *x = n->in[0], *w = n->in[1], *b = n->in[2], *y = n->out;
     int rows = (int)ast_rows(x), in = (int)ast_cols(x), out = (int)ast_cols(y);
-    float *gx = ast_grad(c, x), *gw = ast_grad(c, w), *gb = ast_grad(c, b);
-    if (gx) ast_sgemm(0, 0, rows, in, out, 1.0f, y->grad, out, w->data, in, 1.0f, gx, in);
+    int fresh;
+    float *gx = ast_grad_fresh(c, x, &fresh), *gw = ast_grad(c, w), *gb = ast_grad(c, b);
+    if (gx) ast_sgemm(0, 0, rows, in, out, 1.0f, y->grad, out, w->data, in, fresh ? 0.0f : 1.0f, gx, in);
     if (gw) ast_sgemm(1, 0, out, in, rows, 1.0f, y->grad, out, x->data, in, 1.0f, gw, in);
     if (gb) ast_parallel_for(out, per_grain(rows), bias_grad_range, &(bias_args){y->grad, gb, rows, out});
 }
@@ -78,23 +79,25 @@ static void mm_backward(ast_ctx *c, const ast_node *n)
 {
     const mm_shape *s = n->saved;
     ast_tensor *a = n->in[0], *b = n->in[1];
-    float *ga = ast_grad(c, a), *gb = ast_grad(c, b), *gc = n->out->grad;
+    int fresh_a, fresh_b;
+    float *ga = ast_grad_fresh(c, a, &fresh_a), *gb = ast_grad_fresh(c, b, &fresh_b), *gc = n->out->grad;
+    float beta_a = fresh_a ? 0.0f : 1.0f, beta_b = fresh_b ? 0.0f : 1.0f; /* b == a: fresh_b is 0 */
     int m = (int)s->m, nn = (int)s->n, k = (int)s->k;
     for (int64_t i = 0; i < s->batch; i++) {
         const float *dc = gc + i * s->m * s->n, *ad = a->data + i * s->m * s->k, *bd = b->data + i * s->k * s->n;
         if (ga) {
             float *g = ga + i * s->m * s->k;
             if (!s->ta) /* dA[M,K] = dC[M,N] op(B)^T */
-                ast_sgemm(0, !s->tb, m, k, nn, 1.0f, dc, nn, bd, s->tb ? k : nn, 1.0f, g, k);
+                ast_sgemm(0, !s->tb, m, k, nn, 1.0f, dc, nn, bd, s->tb ? k : nn, beta_a, g, k);
             else /* A stored [K,M]: dA = op(B) dC^T */
-                ast_sgemm(s->tb, 1, k, m, nn, 1.0f, bd, s->tb ? k : nn, dc, nn, 1.0f, g, m);
+                ast_sgemm(s->tb, 1, k, m, nn, 1.0f, bd, s->tb ? k : nn, dc, nn, beta_a, g, m);
         }
         if (gb) {
             float *g = gb + i * s->k * s->n;
             if (!s->tb) /* dB[K,N] = op(A)^T dC */
-                ast_sgemm(!s->ta, 0, k, nn, m, 1.0f, ad, s->ta ? m : k, dc, nn, 1.0f, g, nn);
+                ast_sgemm(!s->ta, 0, k, nn, m, 1.0f, ad, s->ta ? m : k, dc, nn, beta_b, g, nn);
             else /* B stored [N,K]: dB = dC^T op(A) */
-                ast_sgemm(1, s->ta, nn, k, m, 1.0f, dc, nn, ad, s->ta ? m : k, 1.0f, g, k);
+                ast_sgemm(1, s->ta, nn, k, m, 1.0f, dc, nn, ad, s->ta ? m : k, beta_b, g, k);
         }
     }
 }

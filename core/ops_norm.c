@@ -45,22 +45,29 @@ static void softmax_slab(const float *x, float *y, int64_t len, int64_t inner, i
         for (int64_t j = j0; j < j1; j++) y[k * inner + j] /= s[j];
 }
 
-/* dx = y * (dy - sum(dy * y)) along the axis. */
-static void softmax_row_backward(const float *y, const float *dy, float *dx, int64_t len)
+/* dx = y * (dy - sum(dy * y)) along the axis; assign: dx is fresh. */
+static void softmax_row_backward(const float *restrict y, const float *restrict dy, float *restrict dx, int64_t len,
+                                 int assign)
 {
     float dot = 0.0f;
     for (int64_t k = 0; k < len; k++) dot += dy[k] * y[k];
-    for (int64_t k = 0; k < len; k++) dx[k] += y[k] * (dy[k] - dot);
+    for (int64_t k = 0; k < len; k++) {
+        float v = y[k] * (dy[k] - dot);
+        dx[k] = assign ? v : dx[k] + v;
+    }
 }
 
 static void softmax_slab_backward(const float *y, const float *dy, float *dx, int64_t len, int64_t inner, int64_t j0,
-                                  int64_t j1, float *dot)
+                                  int64_t j1, float *dot, int assign)
 {
     for (int64_t j = j0; j < j1; j++) dot[j] = 0.0f;
     for (int64_t k = 0; k < len; k++)
         for (int64_t j = j0; j < j1; j++) dot[j] += dy[k * inner + j] * y[k * inner + j];
     for (int64_t k = 0; k < len; k++)
-        for (int64_t j = j0; j < j1; j++) dx[k * inner + j] += y[k * inner + j] * (dy[k * inner + j] - dot[j]);
+        for (int64_t j = j0; j < j1; j++) {
+            float v = y[k * inner + j] * (dy[k * inner + j] - dot[j]);
+            dx[k * inner + j] = assign ? v : dx[k * inner + j] + v;
+        }
 }
 
 /* A softmax's work for the thread pool: rows when the axis is the last one
@@ -69,6 +76,7 @@ typedef struct softmax_args {
     const float *x, *dy;
     float *y, *dx, *scratch; /* scratch: 2 * inner floats */
     int64_t outer, len, inner;
+    int assign; /* backward: dx is fresh */
 } softmax_args;
 
 static int64_t softmax_items(const softmax_args *a) { return a->inner == 1 ? a->outer : a->inner; }
@@ -95,18 +103,19 @@ static void softmax_backward_range(void *arg, int64_t lo, int64_t hi)
     const softmax_args *a = arg;
     int64_t slab = a->len * a->inner;
     if (a->inner == 1)
-        for (int64_t o = lo; o < hi; o++) softmax_row_backward(a->y + o * slab, a->dy + o * slab, a->dx + o * slab, a->len);
+        for (int64_t o = lo; o < hi; o++) softmax_row_backward(a->y + o * slab, a->dy + o * slab, a->dx + o * slab, a->len, a->assign);
     else
         for (int64_t o = 0; o < a->outer; o++)
             softmax_slab_backward(a->y + o * slab, a->dy + o * slab, a->dx + o * slab, a->len, a->inner, lo, hi,
-                                  a->scratch);
+                                  a->scratch, a->assign);
 }
 
 /* iarg: outer, len, inner. */
 static void softmax_backward(ast_ctx *c, const ast_node *n)
 {
-    softmax_args a = {.y = n->out->data, .dy = n->out->grad, .dx = ast_grad(c, n->in[0]), .outer = n->iarg[0],
-                      .len = n->iarg[1], .inner = n->iarg[2]};
+    softmax_args a = {.y = n->out->data, .dy = n->out->grad, .outer = n->iarg[0], .len = n->iarg[1],
+                      .inner = n->iarg[2]};
+    a.dx = ast_grad_fresh(c, n->in[0], &a.assign);
     if (!a.dx) return;
     if (a.inner > 1) a.scratch = ast_alloc_uninit(c, (size_t)a.inner * sizeof *a.scratch);
     ast_parallel_for(softmax_items(&a), softmax_grain(&a), softmax_backward_range, &a);
@@ -129,14 +138,42 @@ ast_tensor *ast_softmax(ast_ctx *c, ast_tensor *x, int axis)
 
 /* Biased variance, eps inside the square root (as torch.nn.LayerNorm);
  * statistics in double so rows with a large mean keep their precision. */
-static void layernorm_row(const float *x, float *y, int64_t d, const float *w, const float *b, float eps,
-                          float *mean, float *rstd)
+/* Row sums in eight double lanes: the loops vectorise (a single running
+ * sum would have to be reassociated) and keep double precision. */
+#define LANES 8
+
+static double sum_lanes(const double *lane)
 {
-    double s = 0.0, v = 0.0;
-    for (int64_t k = 0; k < d; k++) s += x[k];
-    double mu = s / (double)d;
-    for (int64_t k = 0; k < d; k++) v += (x[k] - mu) * (x[k] - mu);
-    double r = 1.0 / sqrt(v / (double)d + eps);
+    double s = 0.0;
+    for (int l = 0; l < LANES; l++) s += lane[l];
+    return s;
+}
+
+static double row_sum(const float *restrict x, int64_t d)
+{
+    double lane[LANES] = {0};
+    int64_t k = 0;
+    for (; k + LANES <= d; k += LANES)
+        for (int l = 0; l < LANES; l++) lane[l] += x[k + l];
+    for (; k < d; k++) lane[0] += x[k];
+    return sum_lanes(lane);
+}
+
+static double row_sq_dev(const float *restrict x, int64_t d, double mu)
+{
+    double lane[LANES] = {0};
+    int64_t k = 0;
+    for (; k + LANES <= d; k += LANES)
+        for (int l = 0; l < LANES; l++) lane[l] += (x[k + l] - mu) * (x[k + l] - mu);
+    for (; k < d; k++) lane[0] += (x[k] - mu) * (x[k] - mu);
+    return sum_lanes(lane);
+}
+
+static void layernorm_row(const float *restrict x, float *restrict y, int64_t d, const float *w, const float *b,
+                          float eps, float *mean, float *rstd)
+{
+    double mu = row_sum(x, d) / (double)d;
+    double r = 1.0 / sqrt(row_sq_dev(x, d, mu) / (double)d + eps);
     for (int64_t k = 0; k < d; k++)
         y[k] = (float)((x[k] - mu) * r) * (w ? w[k] : 1.0f) + (b ? b[k] : 0.0f);
     *mean = (float)mu;
@@ -145,20 +182,27 @@ static void layernorm_row(const float *x, float *y, int64_t d, const float *w, c
 
 /* With g = dy * w and xh = (x - mean) * rstd:
  * dx = rstd * (g - mean(g) - xh * mean(g * xh)). */
-static void layernorm_row_backward(const float *x, const float *dy, int64_t d, const float *w, float mean, float rstd,
-                                   float *dx)
+static void layernorm_row_backward(const float *restrict x, const float *restrict dy, int64_t d, const float *w,
+                                   float mean, float rstd, float *restrict dx, int assign)
 {
-    double mg = 0.0, mgx = 0.0;
-    for (int64_t k = 0; k < d; k++) {
+    double lg[LANES] = {0}, lgx[LANES] = {0};
+    int64_t k = 0;
+    for (; k + LANES <= d; k += LANES)
+        for (int l = 0; l < LANES; l++) {
+            float g = dy[k + l] * (w ? w[k + l] : 1.0f), xh = (x[k + l] - mean) * rstd;
+            lg[l] += g;
+            lgx[l] += g * xh;
+        }
+    for (; k < d; k++) {
         float g = dy[k] * (w ? w[k] : 1.0f), xh = (x[k] - mean) * rstd;
-        mg += g;
-        mgx += g * xh;
+        lg[0] += g;
+        lgx[0] += g * xh;
     }
-    mg /= (double)d;
-    mgx /= (double)d;
-    for (int64_t k = 0; k < d; k++) {
+    double mg = sum_lanes(lg) / (double)d, mgx = sum_lanes(lgx) / (double)d;
+    for (k = 0; k < d; k++) {
         float g = dy[k] * (w ? w[k] : 1.0f), xh = (x[k] - mean) * rstd;
-        dx[k] += rstd * (float)(g - mg - xh * mgx);
+        float v = rstd * (float)(g - mg - xh * mgx);
+        dx[k] = assign ? v : dx[k] + v;
     }
 }
 
@@ -171,6 +215,7 @@ typedef struct norm_args {
     float *y, *dx, *dw, *db;
     int64_t rows, d;
     float eps;
+    int assign; /* dx is fresh: write it rather than add */
 } norm_args;
 
 static void layernorm_dx_range(void *arg, int64_t lo, int64_t hi)
@@ -178,7 +223,7 @@ static void layernorm_dx_range(void *arg, int64_t lo, int64_t hi)
     const norm_args *a = arg;
     for (int64_t r = lo; r < hi; r++)
         layernorm_row_backward(a->x + r * a->d, a->dy + r * a->d, a->d, a->w, a->mean[r], a->rstd[r],
-                               a->dx + r * a->d);
+                               a->dx + r * a->d, a->assign);
 }
 
 static void layernorm_dwdb_range(void *arg, int64_t lo, int64_t hi)
@@ -203,8 +248,9 @@ static void layernorm_backward(ast_ctx *c, const ast_node *n)
     ast_tensor *x = n->in[0], *w = n->in[1], *b = n->in[2];
     int64_t rows = ast_rows(x), d = ast_cols(x);
     norm_args a = {.x = x->data, .dy = n->out->grad, .w = w ? w->data : NULL, .mean = n->saved,
-                   .rstd = (const float *)n->saved + rows, .dx = ast_grad(c, x), .dw = ast_grad(c, w),
-                   .db = ast_grad(c, b), .rows = rows, .d = d};
+                   .rstd = (const float *)n->saved + rows, .dw = ast_grad(c, w), .db = ast_grad(c, b),
+                   .rows = rows, .d = d};
+    a.dx = ast_grad_fresh(c, x, &a.assign);
     if (a.dx) ast_parallel_for(rows, row_grain(d), layernorm_dx_range, &a);
     if (a.dw || a.db) ast_parallel_for(d, rows >= AST_PAR_GRAIN ? 1 : AST_PAR_GRAIN / rows, layernorm_dwdb_range, &a);
 }

@@ -59,8 +59,11 @@ static perm_plan *plan_permute(ast_ctx *c, int ndim, const int64_t *view, const 
 }
 
 /* Forward copies src into dst (dst[o] = src[at(o)]); backward adds the
- * other way (src[at(o)] += dst[o]). */
-static void permute_walk(const perm_plan *p, float *src, float *dst, int backward)
+ * other way (src[at(o)] += dst[o]), or copies when src is a fresh gradient
+ * (a permutation reaches every element once). */
+enum { PERM_FORWARD, PERM_BACKWARD_ADD, PERM_BACKWARD_ASSIGN };
+
+static void permute_walk(const perm_plan *p, float *src, float *dst, int mode)
 {
     const int64_t *d = p->dim, *s = p->stride;
     int64_t o = 0;
@@ -68,8 +71,10 @@ static void permute_walk(const perm_plan *p, float *src, float *dst, int backwar
         for (int64_t i1 = 0; i1 < d[1]; i1++)
             for (int64_t i2 = 0; i2 < d[2]; i2++) {
                 float *row = src + i0 * s[0] + i1 * s[1] + i2 * s[2];
-                if (backward)
+                if (mode == PERM_BACKWARD_ADD)
                     for (int64_t i3 = 0; i3 < d[3]; i3++) row[i3 * s[3]] += dst[o++];
+                else if (mode == PERM_BACKWARD_ASSIGN)
+                    for (int64_t i3 = 0; i3 < d[3]; i3++) row[i3 * s[3]] = dst[o++];
                 else
                     for (int64_t i3 = 0; i3 < d[3]; i3++) dst[o++] = row[i3 * s[3]];
             }
@@ -77,8 +82,9 @@ static void permute_walk(const perm_plan *p, float *src, float *dst, int backwar
 
 static void permute_backward(ast_ctx *c, const ast_node *n)
 {
-    float *gx = ast_grad(c, n->in[0]);
-    if (gx) permute_walk(n->saved, gx, n->out->grad, 1);
+    int fresh;
+    float *gx = ast_grad_fresh(c, n->in[0], &fresh);
+    if (gx) permute_walk(n->saved, gx, n->out->grad, fresh ? PERM_BACKWARD_ASSIGN : PERM_BACKWARD_ADD);
 }
 
 static ast_tensor *permuted_copy(ast_ctx *c, const char *op, ast_tensor *x, int view_ndim, const int64_t *view,
@@ -86,7 +92,7 @@ static ast_tensor *permuted_copy(ast_ctx *c, const char *op, ast_tensor *x, int 
 {
     perm_plan *p = plan_permute(c, view_ndim, view, perm);
     ast_tensor *y = ast_empty(c, out_ndim, out_shape);
-    permute_walk(p, x->data, y->data, 0);
+    permute_walk(p, x->data, y->data, PERM_FORWARD);
     ast_record(c, &(ast_node){.op = op, .backward = permute_backward, .out = y, .in = {x}, .n_in = 1, .saved = p});
     return y;
 }

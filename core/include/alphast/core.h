@@ -102,6 +102,11 @@ void *ast_alloc_uninit(ast_ctx *c, size_t bytes);
 int ast_training(const ast_ctx *c);
 int ast_grad_enabled(const ast_ctx *c);
 float *ast_grad(ast_ctx *c, ast_tensor *t);
+/* For a backward that writes every element of t's gradient: when no other
+ * backward has written it yet, the buffer comes unzeroed with *fresh = 1 and
+ * the caller assigns (=) instead of adding, which saves zeroing and reading
+ * it — the usual case, as most activations have a single consumer. */
+float *ast_grad_fresh(ast_ctx *c, ast_tensor *t, int *fresh);
 void ast_record(ast_ctx *c, const ast_node *n);
 void ast_add_loss(ast_ctx *c, const char *name, ast_tensor *scalar);
 void ast_publish_stat(ast_ctx *c, const char *name, int layer, const float *values, int n);
