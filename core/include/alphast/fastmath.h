@@ -21,6 +21,7 @@ static inline float ast_expf(float x)
 {
     float xc = x > 88.72283f ? 88.72283f : x;
     xc = xc < -87.33654f ? -87.33654f : xc;
+    xc = x != x ? 0.0f : xc; /* NaN: converting it to int below would be undefined */
     /* round to nearest by the 1.5 * 2^23 trick: rintf is a call without SSE4.1 */
     float n = (xc * 1.44269504f + 12582912.0f) - 12582912.0f;
     float r = n * -0.693359375f + xc;
@@ -33,8 +34,8 @@ static inline float ast_expf(float x)
     p = p * r + 5.0000001201e-1f;
     p = p * r * r + r + 1.0f;
     /* 2^n in two halves, so n = 128 (x near the overflow edge) still fits. */
-    int32_t h = (int32_t)n >> 1;
-    int32_t b1 = (h + 127) << 23, b2 = ((int32_t)n - h + 127) << 23;
+    int32_t h = (int32_t)n / 2;
+    uint32_t b1 = (uint32_t)(h + 127) << 23, b2 = (uint32_t)((int32_t)n - h + 127) << 23;
     float s1, s2;
     memcpy(&s1, &b1, sizeof s1);
     memcpy(&s2, &b2, sizeof s2);
