@@ -166,8 +166,11 @@ static void print_scaling_ratios(const cJSON *a, const cJSON *b)
             const cJSON *t = find_label(other, label);
             double s1 = num(r, "step_median_s"), s2 = t ? num(t, "step_median_s") : 0.0;
             if (s1 <= 0 && s2 <= 0) continue;
-            printf("  %-20s %10.1f %10.1f %7.2fx | %8.0f %8.0f\n", label, 1e3 * s1, 1e3 * s2,
-                   s1 > 0 && s2 > 0 ? s2 / s1 : 0.0, num(r, "peak_rss_mb"), t ? num(t, "peak_rss_mb") : 0.0);
+            if (s1 > 0 && s2 > 0)
+                printf("  %-20s %10.1f %10.1f %7.2fx | %8.0f %8.0f\n", label, 1e3 * s1, 1e3 * s2, s2 / s1,
+                       num(r, "peak_rss_mb"), num(t, "peak_rss_mb"));
+            else /* one side skipped this size (time budget or memory) */
+                printf("  %-20s %10.1f %10s %8s | %8.0f %8s\n", label, 1e3 * s1, "-", "-", num(r, "peak_rss_mb"), "-");
         }
     }
 }
@@ -181,15 +184,17 @@ void bench_print_ratios(const char *ours, const char *theirs)
     }
     printf("\nalphast vs PyTorch twin (%s vs %s; threads %g vs %g; speedup = torch time / alphast time)\n", ours, theirs, num(a, "threads"),
            num(b, "threads"));
-    printf("%-22s %10s %10s %8s | %10s %10s %8s | %8s %8s\n", "model", "step ms", "torch ms", "speedup", "eval ms",
-           "torch ms", "speedup", "RSS MB", "torch MB");
     const cJSON *m;
+    int header = 0;
     cJSON_ArrayForEach(m, cJSON_GetObjectItem(a, "models"))
     {
         const cJSON *t = find_model(b, cJSON_GetObjectItem(m, "name")->valuestring);
         double s1 = num(m, "step_median_s"), s2 = t ? num(t, "step_median_s") : 0.0;
         double e1 = num(m, "eval_median_s"), e2 = t ? num(t, "eval_median_s") : 0.0;
         if (!t || s1 <= 0 || s2 <= 0) continue;
+        if (!header++)
+            printf("%-22s %10s %10s %8s | %10s %10s %8s | %8s %8s\n", "model", "step ms", "torch ms", "speedup",
+                   "eval ms", "torch ms", "speedup", "RSS MB", "torch MB");
         printf("%-22s %10.2f %10.2f %7.2fx | %10.2f %10.2f %7.2fx | %8.0f %8.0f\n",
                cJSON_GetObjectItem(m, "name")->valuestring, 1e3 * s1, 1e3 * s2, s2 / s1, 1e3 * e1, 1e3 * e2,
                e1 > 0 ? e2 / e1 : 0.0, num(m, "peak_rss_mb"), num(t, "peak_rss_mb"));
