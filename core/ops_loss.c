@@ -80,6 +80,7 @@ ast_tensor *ast_pdist(ast_ctx *c, ast_tensor *p)
 static double row_sq_err(const float *a, const float *b, int64_t d)
 {
     double s = 0.0;
+#pragma omp simd reduction(+ : s)
     for (int64_t k = 0; k < d; k++) s += (double)(a[k] - b[k]) * (a[k] - b[k]);
     return s;
 }

@@ -24,8 +24,10 @@ static void check_affine(const ast_tensor *x, const ast_tensor *p, const char *o
 static void softmax_row(const float *restrict x, float *restrict y, int64_t len)
 {
     float m = x[0], s = 0.0f;
+#pragma omp simd reduction(max : m)
     for (int64_t k = 1; k < len; k++) m = x[k] > m ? x[k] : m;
     for (int64_t k = 0; k < len; k++) y[k] = ast_expf(x[k] - m);
+#pragma omp simd reduction(+ : s)
     for (int64_t k = 0; k < len; k++) s += y[k];
     for (int64_t k = 0; k < len; k++) y[k] /= s;
 }
@@ -50,6 +52,7 @@ static void softmax_row_backward(const float *restrict y, const float *restrict 
                                  int assign)
 {
     float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
     for (int64_t k = 0; k < len; k++) dot += dy[k] * y[k];
     for (int64_t k = 0; k < len; k++) {
         float v = y[k] * (dy[k] - dot);
@@ -138,35 +141,23 @@ ast_tensor *ast_softmax(ast_ctx *c, ast_tensor *x, int axis)
 
 /* Biased variance, eps inside the square root (as torch.nn.LayerNorm);
  * statistics in double so rows with a large mean keep their precision. */
-/* Row sums in eight double lanes: the loops vectorise (a single running
- * sum would have to be reassociated) and keep double precision. */
-#define LANES 8
-
-static double sum_lanes(const double *lane)
-{
-    double s = 0.0;
-    for (int l = 0; l < LANES; l++) s += lane[l];
-    return s;
-}
-
+/* Row sums in double. `omp simd reduction` (-fopenmp-simd: no OpenMP
+ * runtime) lets GCC vectorise them, which it may not do to a plain running
+ * sum without reassociating it. */
 static double row_sum(const float *restrict x, int64_t d)
 {
-    double lane[LANES] = {0};
-    int64_t k = 0;
-    for (; k + LANES <= d; k += LANES)
-        for (int l = 0; l < LANES; l++) lane[l] += x[k + l];
-    for (; k < d; k++) lane[0] += x[k];
-    return sum_lanes(lane);
+    double s = 0.0;
+#pragma omp simd reduction(+ : s)
+    for (int64_t k = 0; k < d; k++) s += x[k];
+    return s;
 }
 
 static double row_sq_dev(const float *restrict x, int64_t d, double mu)
 {
-    double lane[LANES] = {0};
-    int64_t k = 0;
-    for (; k + LANES <= d; k += LANES)
-        for (int l = 0; l < LANES; l++) lane[l] += (x[k + l] - mu) * (x[k + l] - mu);
-    for (; k < d; k++) lane[0] += (x[k] - mu) * (x[k] - mu);
-    return sum_lanes(lane);
+    double s = 0.0;
+#pragma omp simd reduction(+ : s)
+    for (int64_t k = 0; k < d; k++) s += (x[k] - mu) * (x[k] - mu);
+    return s;
 }
 
 static void layernorm_row(const float *restrict x, float *restrict y, int64_t d, const float *w, const float *b,
@@ -185,21 +176,16 @@ static void layernorm_row(const float *restrict x, float *restrict y, int64_t d,
 static void layernorm_row_backward(const float *restrict x, const float *restrict dy, int64_t d, const float *w,
                                    float mean, float rstd, float *restrict dx, int assign)
 {
-    double lg[LANES] = {0}, lgx[LANES] = {0};
-    int64_t k = 0;
-    for (; k + LANES <= d; k += LANES)
-        for (int l = 0; l < LANES; l++) {
-            float g = dy[k + l] * (w ? w[k + l] : 1.0f), xh = (x[k + l] - mean) * rstd;
-            lg[l] += g;
-            lgx[l] += g * xh;
-        }
-    for (; k < d; k++) {
+    double mg = 0.0, mgx = 0.0;
+#pragma omp simd reduction(+ : mg, mgx)
+    for (int64_t k = 0; k < d; k++) {
         float g = dy[k] * (w ? w[k] : 1.0f), xh = (x[k] - mean) * rstd;
-        lg[0] += g;
-        lgx[0] += g * xh;
+        mg += g;
+        mgx += g * xh;
     }
-    double mg = sum_lanes(lg) / (double)d, mgx = sum_lanes(lgx) / (double)d;
-    for (k = 0; k < d; k++) {
+    mg /= (double)d;
+    mgx /= (double)d;
+    for (int64_t k = 0; k < d; k++) {
         float g = dy[k] * (w ? w[k] : 1.0f), xh = (x[k] - mean) * rstd;
         float v = rstd * (float)(g - mg - xh * mgx);
         dx[k] = assign ? v : dx[k] + v;
@@ -226,17 +212,21 @@ static void layernorm_dx_range(void *arg, int64_t lo, int64_t hi)
                                a->dx + r * a->d, a->assign);
 }
 
+/* One row's contribution to the weight and bias gradients, columns [lo, hi). */
+static void layernorm_dwdb_row(const float *restrict x, const float *restrict dy, float mean, float rstd,
+                               float *restrict dw, float *restrict db, int64_t lo, int64_t hi)
+{
+    if (dw)
+        for (int64_t k = lo; k < hi; k++) dw[k] += dy[k] * ((x[k] - mean) * rstd);
+    if (db)
+        for (int64_t k = lo; k < hi; k++) db[k] += dy[k];
+}
+
 static void layernorm_dwdb_range(void *arg, int64_t lo, int64_t hi)
 {
     const norm_args *a = arg;
-    int64_t d = a->d;
-    for (int64_t r = 0; r < a->rows; r++) {
-        const float *x = a->x + r * d, *dy = a->dy + r * d;
-        for (int64_t k = lo; k < hi; k++) {
-            if (a->dw) a->dw[k] += dy[k] * ((x[k] - a->mean[r]) * a->rstd[r]);
-            if (a->db) a->db[k] += dy[k];
-        }
-    }
+    for (int64_t r = 0; r < a->rows; r++)
+        layernorm_dwdb_row(a->x + r * a->d, a->dy + r * a->d, a->mean[r], a->rstd[r], a->dw, a->db, lo, hi);
 }
 
 /* Rows per thread-pool range: about AST_PAR_GRAIN elements. */
@@ -316,6 +306,7 @@ ast_tensor *ast_rmsnorm(ast_ctx *c, ast_tensor *x, ast_tensor *w, float eps)
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x->data + r * d;
         double ss = 0.0;
+#pragma omp simd reduction(+ : ss)
         for (int64_t k = 0; k < d; k++) ss += (double)xr[k] * xr[k];
         rstd[r] = (float)(1.0 / sqrt(ss / (double)d + eps));
         for (int64_t k = 0; k < d; k++) y->data[r * d + k] = xr[k] * rstd[r] * (w ? w->data[k] : 1.0f);

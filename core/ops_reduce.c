@@ -55,6 +55,7 @@ static void total_backward(ast_ctx *c, const ast_node *n)
 static ast_tensor *scaled_total(ast_ctx *c, ast_tensor *x, float scale, const char *op)
 {
     double s = 0.0;
+#pragma omp simd reduction(+ : s)
     for (int64_t i = 0; i < x->size; i++) s += x->data[i];
     ast_tensor *y = ast_zeros(c, 1, (int64_t[]){1});
     y->data[0] = (float)(s * scale);
