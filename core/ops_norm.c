@@ -271,30 +271,63 @@ ast_tensor *ast_layernorm(ast_ctx *c, ast_tensor *x, ast_tensor *w, ast_tensor *
 /* ---- rmsnorm -------------------------------------------------------------- */
 
 /* y = x * r * w with r = rsqrt(mean(x^2) + eps); g = dy * w:
- * dx = r * g - x * r^3 * mean(g * x),  dw = dy * x * r. */
-static void rmsnorm_row_backward(const float *x, const float *dy, int64_t d, const float *w, float r, float *dx,
-                                 float *dw)
+ * dx = r * g - x * r^3 * mean(g * x),  dw = dy * x * r. Rows split over the
+ * thread pool for y and dx, columns for dw, as layernorm's (norm_args). */
+static void rmsnorm_dx_range(void *arg, int64_t lo, int64_t hi)
 {
-    double mgx = 0.0;
-    for (int64_t k = 0; k < d; k++) {
-        mgx += dy[k] * (w ? w[k] : 1.0f) * x[k];
-        if (dw) dw[k] += dy[k] * x[k] * r;
+    const norm_args *a = arg;
+    int64_t d = a->d;
+    for (int64_t r = lo; r < hi; r++) {
+        const float *restrict x = a->x + r * d, *restrict dy = a->dy + r * d, *w = a->w;
+        float *restrict dx = a->dx + r * d;
+        float rs = a->rstd[r];
+        double mgx = 0.0;
+#pragma omp simd reduction(+ : mgx)
+        for (int64_t k = 0; k < d; k++) mgx += dy[k] * (w ? w[k] : 1.0f) * x[k];
+        float coef = (float)(mgx / (double)d) * rs * rs * rs;
+        for (int64_t k = 0; k < d; k++) {
+            float v = rs * dy[k] * (w ? w[k] : 1.0f) - x[k] * coef;
+            dx[k] = a->assign ? v : dx[k] + v;
+        }
     }
-    float coef = (float)(mgx / (double)d) * r * r * r;
-    if (dx)
-        for (int64_t k = 0; k < d; k++) dx[k] += r * dy[k] * (w ? w[k] : 1.0f) - x[k] * coef;
+}
+
+static void rmsnorm_dw_range(void *arg, int64_t lo, int64_t hi)
+{
+    const norm_args *a = arg;
+    float *restrict dw = a->dw;
+    for (int64_t r = 0; r < a->rows; r++) {
+        const float *restrict x = a->x + r * a->d, *restrict dy = a->dy + r * a->d;
+        for (int64_t k = lo; k < hi; k++) dw[k] += dy[k] * x[k] * a->rstd[r];
+    }
 }
 
 /* saved: rstd[rows]. */
 static void rmsnorm_backward(ast_ctx *c, const ast_node *n)
 {
     ast_tensor *x = n->in[0], *w = n->in[1];
-    float *gx = ast_grad(c, x), *gw = ast_grad(c, w);
-    const float *rstd = n->saved;
-    int64_t d = ast_cols(x);
-    for (int64_t r = 0; r < ast_rows(x); r++)
-        rmsnorm_row_backward(x->data + r * d, n->out->grad + r * d, d, w ? w->data : NULL, rstd[r],
-                             gx ? gx + r * d : NULL, gw);
+    int64_t rows = ast_rows(x), d = ast_cols(x);
+    norm_args a = {.x = x->data, .dy = n->out->grad, .w = w ? w->data : NULL, .rstd = n->saved,
+                   .dw = ast_grad(c, w), .rows = rows, .d = d};
+    a.dx = ast_grad_fresh(c, x, &a.assign);
+    if (a.dx) ast_parallel_for(rows, row_grain(d), rmsnorm_dx_range, &a);
+    if (a.dw) ast_parallel_for(d, rows >= AST_PAR_GRAIN ? 1 : AST_PAR_GRAIN / rows, rmsnorm_dw_range, &a);
+}
+
+static void rmsnorm_range(void *arg, int64_t lo, int64_t hi)
+{
+    const norm_args *a = arg;
+    int64_t d = a->d;
+    float *rstd = (float *)a->rstd;
+    for (int64_t r = lo; r < hi; r++) {
+        const float *restrict xr = a->x + r * d;
+        float *restrict y = a->y + r * d;
+        double ss = 0.0;
+#pragma omp simd reduction(+ : ss)
+        for (int64_t k = 0; k < d; k++) ss += (double)xr[k] * xr[k];
+        rstd[r] = (float)(1.0 / sqrt(ss / (double)d + a->eps));
+        for (int64_t k = 0; k < d; k++) y[k] = xr[k] * rstd[r] * (a->w ? a->w[k] : 1.0f);
+    }
 }
 
 ast_tensor *ast_rmsnorm(ast_ctx *c, ast_tensor *x, ast_tensor *w, float eps)
@@ -302,15 +335,10 @@ ast_tensor *ast_rmsnorm(ast_ctx *c, ast_tensor *x, ast_tensor *w, float eps)
     check_affine(x, w, "rmsnorm", "weight");
     int64_t rows = ast_rows(x), d = ast_cols(x);
     ast_tensor *y = empty_like(c, x);
-    float *rstd = ast_alloc(c, (size_t)rows * sizeof *rstd);
-    for (int64_t r = 0; r < rows; r++) {
-        const float *xr = x->data + r * d;
-        double ss = 0.0;
-#pragma omp simd reduction(+ : ss)
-        for (int64_t k = 0; k < d; k++) ss += (double)xr[k] * xr[k];
-        rstd[r] = (float)(1.0 / sqrt(ss / (double)d + eps));
-        for (int64_t k = 0; k < d; k++) y->data[r * d + k] = xr[k] * rstd[r] * (w ? w->data[k] : 1.0f);
-    }
+    float *rstd = ast_alloc_uninit(c, (size_t)rows * sizeof *rstd);
+    norm_args a = {.x = x->data, .w = w ? w->data : NULL, .rstd = rstd, .y = y->data, .rows = rows, .d = d,
+                   .eps = eps};
+    ast_parallel_for(rows, row_grain(d), rmsnorm_range, &a);
     ast_record(c, &(ast_node){.op = "rmsnorm", .backward = rmsnorm_backward, .out = y, .in = {x, w}, .n_in = 2,
                               .saved = rstd});
     return y;

@@ -114,6 +114,7 @@ typedef ast_tensor *(*row_op)(ast_ctx *c, ast_tensor *x);
 static ast_tensor *op_gelu(ast_ctx *c, ast_tensor *x) { return ast_gelu(c, x); }
 static ast_tensor *op_relu(ast_ctx *c, ast_tensor *x) { return ast_relu(c, x); }
 static ast_tensor *op_softmax(ast_ctx *c, ast_tensor *x) { return ast_softmax(c, x, -1); }
+static ast_tensor *op_rmsnorm(ast_ctx *c, ast_tensor *x) { return ast_rmsnorm(c, x, NULL, 1e-6f); }
 static ast_tensor *op_square(ast_ctx *c, ast_tensor *x) { return ast_mul(c, x, x); }
 static ast_tensor *op_layernorm(ast_ctx *c, ast_tensor *x) { return ast_layernorm(c, x, NULL, NULL, 1e-5f); }
 
@@ -149,6 +150,7 @@ Test(parallel, split_gelu_matches_rows) { check_rowwise(op_gelu, "gelu"); }
 Test(parallel, split_relu_matches_rows) { check_rowwise(op_relu, "relu"); }
 Test(parallel, split_softmax_matches_rows) { check_rowwise(op_softmax, "softmax"); }
 Test(parallel, split_layernorm_matches_rows) { check_rowwise(op_layernorm, "layernorm"); }
+Test(parallel, split_rmsnorm_matches_rows) { check_rowwise(op_rmsnorm, "rmsnorm"); }
 Test(parallel, split_binary_op_matches_rows) { check_rowwise(op_square, "mul"); }
 
 /* A linear's bias is copied into every row and its gradient summed down them, column ranges on
