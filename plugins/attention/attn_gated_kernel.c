@@ -51,22 +51,33 @@ typedef struct tile_buf {
     float *m, *l, *d;   /* [tile]: running max, running sum, row sums D */
 } tile_buf;
 
-/* A splitmix64 hash of a probability's flat index (bh, i, j) and the
- * call's seed, top 24 bits: any pass can recompute the dropout decision. */
-static inline uint64_t cell_hash(uint64_t seed, uint64_t flat)
+/* Dropout decisions hash a probability's (row, key) index with the call's
+ * seed, so any pass can recompute them: a row key from (seed, bh * N + i),
+ * then per key a 32-bit mix (Wellons' lowbias32) whose top 24 bits are the
+ * uniform. 32-bit lanes: twice as many per vector as 64-bit, and the
+ * multiplies are cheaper. */
+static inline uint32_t mix32(uint32_t x)
 {
-    uint64_t z = seed + (flat + 1) * 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return z >> 40;
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    x ^= x >> 16;
+    return x;
 }
+
+static inline uint32_t row_key(uint64_t seed, int64_t row)
+{
+    return mix32((uint32_t)seed ^ mix32((uint32_t)(seed >> 32) + (uint32_t)row));
+}
+
+static inline uint32_t cell_hash(uint32_t key, int64_t j) { return mix32(key + (uint32_t)j * 0x9e3779b9u) >> 8; }
 
 /* Dropout factor of probability (bh, i, j). */
 static inline float drop_factor(const core_saved *s, int64_t bh, int64_t i, int64_t j)
 {
     if (!s->drop_below) return 1.0f;
-    return cell_hash(s->seed, (uint64_t)((bh * s->N + i) * s->N + j)) < s->drop_below ? 0.0f : s->keep_scale;
+    return cell_hash(row_key(s->seed, bh * s->N + i), j) < s->drop_below ? 0.0f : s->keep_scale;
 }
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -145,9 +156,9 @@ static void exp_row(float *restrict row, const float *restrict kb, int64_t n, fl
 static void drop_row(const core_saved *s, int64_t bh, int64_t i, int64_t j0, const float *restrict p,
                      float *restrict pd, int64_t n)
 {
-    uint64_t seed = s->seed, below = s->drop_below, flat = (uint64_t)((bh * s->N + i) * s->N + j0);
+    uint32_t key = row_key(s->seed, bh * s->N + i), below = (uint32_t)s->drop_below;
     float keep = s->keep_scale;
-    for (int64_t c = 0; c < n; c++) pd[c] = p[c] * (cell_hash(seed, flat + (uint64_t)c) < below ? 0.0f : keep);
+    for (int64_t c = 0; c < n; c++) pd[c] = p[c] * (cell_hash(key, j0 + c) < below ? 0.0f : keep);
 }
 
 /* dS = Pd * dPd - P * D for one row (see tile_grads), in place in dp. */
