@@ -148,7 +148,7 @@ void bench_model_child(const void *arg, bench_timing *out)
     out->params = ast_model_param_count(s.m);
     out->active_params = ast_model_active_param_count(s.m);
     out->arena_peak = ast_ctx_arena_peak(s.c);
-    out->threads = openblas_get_num_threads();
+    out->threads = ast_parallel_threads();
     out->ok = 1;
     inputs_free(&s.in);
     ast_adamw_free(s.opt);
@@ -228,7 +228,7 @@ void bench_plugin_child(const void *arg, bench_timing *out)
     out->params = out->active_params = ast_params_numel(s.params);
     if (s.desc->active_params) out->active_params = s.desc->active_params(s.self);
     out->arena_peak = ast_ctx_arena_peak(s.c);
-    out->threads = openblas_get_num_threads();
+    out->threads = ast_parallel_threads();
     out->ok = 1;
     free(s.x), free(s.target);
     ast_adamw_free(s.opt);

@@ -6,11 +6,35 @@
 #include "alphast/core.h"
 #include "alphast/sink.h"
 
+typedef struct gemm_args {
+    int ta, tb, n, k, lda, ldb, ldc;
+    float alpha, beta;
+    const float *a, *b;
+    float *c;
+} gemm_args;
+
+/* Rows [lo, hi) of C = alpha op(A) op(B) + beta C: op(A)'s rows are A's
+ * rows, or its columns when A is transposed. */
+static void sgemm_rows(void *arg, int64_t lo, int64_t hi)
+{
+    const gemm_args *g = arg;
+    const float *a = g->ta ? g->a + lo : g->a + lo * g->lda;
+    cblas_sgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans, g->tb ? CblasTrans : CblasNoTrans, (int)(hi - lo),
+                g->n, g->k, g->alpha, a, g->lda, g->b, g->ldb, g->beta, g->c + lo * g->ldc, g->ldc);
+}
+
+/* Rows per part: at least ~0.5 M multiply-adds each, below which the hand-off
+ * costs more than a second thread saves (measured at the demo size). */
+#define GEMM_GRAIN_FLOPS (1 << 19)
+
 void ast_sgemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
                const float *b, int ldb, float beta, float *cmat, int ldc)
 {
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-                m, n, k, alpha, a, lda, b, ldb, beta, cmat, ldc);
+    ast_parallel_threads(); /* the pool sets OpenBLAS to one thread when it starts */
+    if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+    gemm_args g = {trans_a, trans_b, n, k, lda, ldb, ldc, alpha, beta, a, b, cmat};
+    int64_t row_flops = (int64_t)n * (k ? k : 1);
+    ast_parallel_for(m, row_flops >= GEMM_GRAIN_FLOPS ? 1 : GEMM_GRAIN_FLOPS / row_flops, sgemm_rows, &g);
 }
 
 static uint64_t host_rng_u64(ast_ctx *c) { return ast_rng_next(ast_ctx_rng(c)); }

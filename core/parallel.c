@@ -83,13 +83,27 @@ static void forget_pool_in_child(void)
     pool.threads = 0;
 }
 
+/* The pool's size: OpenBLAS's thread count when the pool first starts
+ * (OPENBLAS_NUM_THREADS); kept across fork, when OpenBLAS already runs on
+ * one thread. */
+static int wanted_threads(void)
+{
+    static int wanted;
+    if (!wanted) {
+        int n = openblas_get_num_threads();
+        wanted = n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n;
+    }
+    return wanted;
+}
+
 static void start_pool(void)
 {
     static int atfork_set;
     if (!atfork_set) pthread_atfork(NULL, NULL, forget_pool_in_child), atfork_set = 1;
-    int n = openblas_get_num_threads();
-    if (n < 1) n = 1;
-    if (n > MAX_THREADS) n = MAX_THREADS;
+    int n = wanted_threads();
+    /* GEMMs are split over this pool too (ast_sgemm), each part on one
+     * OpenBLAS thread: one set of threads, none spinning while another works. */
+    openblas_set_num_threads(1);
     /* Read here, not in the workers: a worker that starts after the first
      * job was posted must still see that job as new. */
     pool.start_generation = atomic_load(&pool.generation);

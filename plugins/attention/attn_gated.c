@@ -22,9 +22,8 @@ static const ast_option_spec options[] = {
                      "RMSNorm (eps 1e-6, weight shared by the heads) on queries and keys"},
     [OPT_KERNEL] = {"kernel", AST_OPT_ENUM, "tiled", 0, -1, "tiled|naive",
                     "tiled: FlashAttention-2 style, memory O(N) per head; naive: stores the N x N probabilities"},
-    [OPT_TILE] = {"tile_size", AST_OPT_INT, "64", 1, 4096, NULL,
-                  "query and key rows per tile of the tiled kernel (above 64, OpenBLAS threads each tile GEMM "
-                  "inside the per-head threads, which is slower)"},
+    [OPT_TILE] = {"tile_size", AST_OPT_INT, "128", 1, 4096, NULL,
+                  "query and key rows per tile of the tiled kernel (memory per head grows as its square)"},
 };
 
 typedef struct gated {

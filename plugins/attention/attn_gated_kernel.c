@@ -11,11 +11,9 @@
  * libm's expf and runs serially).
  *
  * The tiled kernel runs the (set, head) pairs on the host's threads. Its
- * tile GEMMs run inside those threads, which is why tiles stay small: at
- * 64 x 64 with dh = 32 each GEMM is below OpenBLAS's threading threshold
- * and runs on the calling thread, while 128 and 256 made OpenBLAS start its
- * own threads from each of ours, 2x and 25x slower (a single thread is as
- * fast at 64 as at 512). */
+ * tile GEMMs run inside those threads, each on the calling thread (the
+ * host's sgemm does not split a GEMM called from a pool job); 128 x 128
+ * tiles measured 2-8 % faster than 64 x 64 at N = 512 to 4k. */
 #include <math.h>
 #include <stdlib.h>
 
