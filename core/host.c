@@ -7,7 +7,7 @@
 #include "alphast/sink.h"
 
 typedef struct gemm_args {
-    int ta, tb, n, k, lda, ldb, ldc;
+    int ta, tb, m, n, k, lda, ldb, ldc;
     float alpha, beta;
     const float *a, *b;
     float *c;
@@ -23,18 +23,31 @@ static void sgemm_rows(void *arg, int64_t lo, int64_t hi)
                 g->n, g->k, g->alpha, a, g->lda, g->b, g->ldb, g->beta, g->c + lo * g->ldc, g->ldc);
 }
 
-/* Rows per part: at least ~0.5 M multiply-adds each, below which the hand-off
+/* Columns [lo, hi) of C: op(B)'s columns are B's columns, or its rows when
+ * B is transposed. */
+static void sgemm_cols(void *arg, int64_t lo, int64_t hi)
+{
+    const gemm_args *g = arg;
+    const float *b = g->tb ? g->b + lo * g->ldb : g->b + lo;
+    cblas_sgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans, g->tb ? CblasTrans : CblasNoTrans, g->m,
+                (int)(hi - lo), g->k, g->alpha, g->a, g->lda, b, g->ldb, g->beta, g->c + lo, g->ldc);
+}
+
+/* Work per part: at least ~0.5 M multiply-adds, below which the hand-off
  * costs more than a second thread saves (measured at the demo size). */
 #define GEMM_GRAIN_FLOPS (1 << 19)
 
+/* Split along C's longer side, so each part packs the smaller operand share. */
 void ast_sgemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
                const float *b, int ldb, float beta, float *cmat, int ldc)
 {
     ast_parallel_threads(); /* the pool sets OpenBLAS to one thread when it starts */
     if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
-    gemm_args g = {trans_a, trans_b, n, k, lda, ldb, ldc, alpha, beta, a, b, cmat};
-    int64_t row_flops = (int64_t)n * (k ? k : 1);
-    ast_parallel_for(m, row_flops >= GEMM_GRAIN_FLOPS ? 1 : GEMM_GRAIN_FLOPS / row_flops, sgemm_rows, &g);
+    gemm_args g = {trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta, a, b, cmat};
+    int by_rows = m >= n;
+    int64_t line_flops = (int64_t)(by_rows ? n : m) * (k ? k : 1);
+    int64_t grain = line_flops >= GEMM_GRAIN_FLOPS ? 1 : GEMM_GRAIN_FLOPS / line_flops;
+    ast_parallel_for(by_rows ? m : n, grain, by_rows ? sgemm_rows : sgemm_cols, &g);
 }
 
 static uint64_t host_rng_u64(ast_ctx *c) { return ast_rng_next(ast_ctx_rng(c)); }

@@ -252,28 +252,33 @@ Test(parallel, split_mse_matches_a_double_sum)
     ast_ctx_free(c);
 }
 
-/* GEMMs are split by rows of C over the pool, each part one single-threaded
- * cblas_sgemm; op(A)'s rows are A's columns when A is transposed. Every
+/* GEMMs are split along C's longer side over the pool, each part one
+ * single-threaded cblas_sgemm; op(A)'s rows are A's columns when A is
+ * transposed, op(B)'s columns B's rows when B is. Every
  * transpose combination against double precision: 64 products of N(0, 4)
  * values sum to ~30, whose float rounding is ~1e-4; 5e-4 allowed, while a
  * misplaced part is off by O(10). */
 Test(parallel, split_gemm_matches_double_for_every_transpose)
 {
-    enum { M = 300, K = 64, N = 256 };
+    /* split by rows (M >= N) and by columns (M < N) */
+    const int shapes[2][3] = {{300, 64, 256}, {64, 64, 600}};
     ast_ctx *c = ast_ctx_new(1);
-    for (int ta = 0; ta < 2; ta++)
-        for (int tb = 0; tb < 2; tb++) {
-            ast_tensor *a = filled(c, ta ? K : M, ta ? M : K, 21), *b = filled(c, tb ? N : K, tb ? K : N, 22);
-            ast_tensor *y = ast_bmm(c, ast_reshape(c, a, 3, (int64_t[]){1, a->shape[0], a->shape[1]}),
-                                    ast_reshape(c, b, 3, (int64_t[]){1, b->shape[0], b->shape[1]}), ta, tb);
-            for (int i = 0; i < M; i += 7)
-                for (int j = 0; j < N; j += 5) {
-                    double want = 0.0;
-                    for (int k = 0; k < K; k++)
-                        want += (double)(ta ? a->data[k * M + i] : a->data[i * K + k]) *
-                                (tb ? b->data[j * K + k] : b->data[k * N + j]);
-                    cr_assert_lt(fabs(y->data[i * N + j] - want), 5e-4, "ta %d tb %d C[%d,%d]", ta, tb, i, j);
-                }
-        }
+    for (int sh = 0; sh < 2; sh++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++) {
+                const int M = shapes[sh][0], K = shapes[sh][1], N = shapes[sh][2];
+                ast_tensor *a = filled(c, ta ? K : M, ta ? M : K, 21), *b = filled(c, tb ? N : K, tb ? K : N, 22);
+                ast_tensor *y = ast_bmm(c, ast_reshape(c, a, 3, (int64_t[]){1, a->shape[0], a->shape[1]}),
+                                        ast_reshape(c, b, 3, (int64_t[]){1, b->shape[0], b->shape[1]}), ta, tb);
+                for (int i = 0; i < M; i += 7)
+                    for (int j = 0; j < N; j += 5) {
+                        double want = 0.0;
+                        for (int k = 0; k < K; k++)
+                            want += (double)(ta ? a->data[k * M + i] : a->data[i * K + k]) *
+                                    (tb ? b->data[j * K + k] : b->data[k * N + j]);
+                        cr_assert_lt(fabs(y->data[i * N + j] - want), 5e-4, "%dx%dx%d ta %d tb %d C[%d,%d]", M, K, N,
+                                     ta, tb, i, j);
+                    }
+            }
     ast_ctx_free(c);
 }
