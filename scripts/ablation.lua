@@ -15,8 +15,8 @@ local a = require "alphast"
 
 local quick = (os.getenv("ALPHAST_QUICK") or "") ~= ""
 
--- 12 runs, 2 at a time: about 3 minutes on an idle 2-core machine (10 epochs
--- of 30 steps take ~20 s per run); on a busy machine max_minutes stops a run
+-- 12 runs, 2 at a time: about a minute on an idle 2-core machine (10 epochs
+-- of 30 steps take 6-10 s per run); on a busy machine max_minutes stops a run
 -- (with its checkpoint and summary) rather than the sweep overrunning.
 local budget = quick and {
     "training.epochs=2", "training.steps_per_epoch=3", "training.val_sets=2",
