@@ -27,12 +27,28 @@ static void gather_backward(ast_ctx *c, const ast_node *n)
     for (int64_t i = 0; i < n->iarg[0]; i++) add_row(gx + idx[i] * d, n->out->grad + i * d, 1.0f, d);
 }
 
+typedef struct gather_args {
+    const float *x;
+    float *y;
+    const int32_t *idx;
+    int64_t d;
+} gather_args;
+
+static void gather_range(void *arg, int64_t lo, int64_t hi)
+{
+    const gather_args *a = arg;
+    for (int64_t i = lo; i < hi; i++) memcpy(a->y + i * a->d, a->x + a->idx[i] * a->d, (size_t)a->d * sizeof(float));
+}
+
 ast_tensor *ast_gather_rows(ast_ctx *c, ast_tensor *x, const int32_t *idx, int64_t n)
 {
     int64_t d = ast_cols(x);
     check_indices(idx, n, ast_rows(x), "gather_rows");
     ast_tensor *y = ast_empty(c, 2, (int64_t[]){n, d});
-    for (int64_t i = 0; i < n; i++) memcpy(y->data + i * d, x->data + idx[i] * d, (size_t)d * sizeof(float));
+    /* each output row is its own: rows split over the pool (the backward,
+     * which may add several rows into one, stays serial) */
+    ast_parallel_for(n, d >= AST_PAR_GRAIN ? 1 : AST_PAR_GRAIN / (d ? d : 1), gather_range,
+                     &(gather_args){x->data, y->data, idx, d});
     ast_record(c, &(ast_node){.op = "gather_rows", .backward = gather_backward, .out = y, .in = {x}, .n_in = 1,
                               .saved = (void *)idx, .iarg = {n}});
     return y;

@@ -10,10 +10,26 @@ static void add_into(float *g, const float *d, int64_t n)
     for (int64_t i = 0; i < n; i++) g[i] += d[i];
 }
 
+typedef struct copy_args {
+    float *dst;
+    const float *src;
+    int add; /* add into dst rather than copy */
+} copy_args;
+
+static void copy_range(void *arg, int64_t lo, int64_t hi)
+{
+    const copy_args *a = arg;
+    if (a->add)
+        add_into(a->dst + lo, a->src + lo, hi - lo);
+    else
+        memcpy(a->dst + lo, a->src + lo, (size_t)(hi - lo) * sizeof(float));
+}
+
 static void reshape_backward(ast_ctx *c, const ast_node *n)
 {
-    float *gx = ast_grad(c, n->in[0]);
-    if (gx) add_into(gx, n->out->grad, n->out->size);
+    int fresh;
+    float *gx = ast_grad_fresh(c, n->in[0], &fresh);
+    if (gx) ast_parallel_for(n->out->size, AST_PAR_GRAIN, copy_range, &(copy_args){gx, n->out->grad, !fresh});
 }
 
 /* The output shares x->data, so a reshape costs no copy; it gets its own

@@ -3,6 +3,7 @@
  * shared output against a direct loop, and finite-difference gradients to
  * both experts' rows and to the routing weights through the shared output. */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 
 #include "gradcheck.h"
 #include "moe.h"
@@ -72,3 +73,45 @@ Test(moe_combine, gradients_to_both_experts_and_the_weights)
     cr_assert_eq(in[2]->grad[7], 0.0f);
     ast_params_free(p);
 }
+
+/* Enough rows for the host's threads (2,000 x 64): once with every token
+ * and weight distinct (rows split over threads) and once with each token
+ * twice (rows kept on one thread), against a direct double loop, forward
+ * and both gradients. Sums of <= 2 terms (forward) and 64 products
+ * (weight gradient, ~1e-5 of its magnitude). */
+static void check_many_rows(int repeat_tokens)
+{
+    enum { ROWS = 2000, DD = 64 };
+    int64_t tokens = repeat_tokens ? ROWS / 2 : ROWS;
+    const ast_host *h = ast_host_table();
+    ast_params *p = ast_params_new(5);
+    ast_tensor *y = gc_input(p, "y", 2, (int64_t[]){ROWS, DD}, 1.0f);
+    ast_tensor *w = gc_input(p, "w", 2, (int64_t[]){ROWS, 1}, 1.0f);
+    int32_t *token = malloc(ROWS * sizeof *token), *weight = malloc(ROWS * sizeof *weight);
+    for (int i = 0; i < ROWS; i++) token[i] = (int32_t)((i * 7919) % tokens), weight[i] = (int32_t)((i * 31) % ROWS);
+    ast_ctx *c = ast_ctx_new(0);
+    ast_tensor *out = h->zeros(c, 2, (int64_t[]){tokens, DD});
+    moe_combine(h, c, out, y, w, token, weight);
+    ast_tensor *r = h->zeros(c, 2, (int64_t[]){tokens, DD});
+    for (int64_t i = 0; i < r->size; i++) r->data[i] = (float)((i % 13) - 6) / 6.0f;
+    ast_backward(c, h->sum(c, h->mul(c, out, r)));
+    double *want = calloc((size_t)(tokens * DD), sizeof *want);
+    for (int i = 0; i < ROWS; i++)
+        for (int k = 0; k < DD; k++) want[token[i] * DD + k] += (double)w->data[weight[i]] * y->data[i * DD + k];
+    for (int64_t i = 0; i < tokens * DD; i++) cr_assert_float_eq(out->data[i], want[i], 1e-5, "out %lld", (long long)i);
+    for (int i = 0; i < ROWS; i++) {
+        double gw = 0.0;
+        for (int k = 0; k < DD; k++) {
+            double g = (double)w->data[weight[i]] * r->data[token[i] * DD + k];
+            cr_assert_float_eq(y->grad[i * DD + k], g, 1e-5, "dy[%d, %d]", i, k);
+            gw += (double)r->data[token[i] * DD + k] * y->data[i * DD + k];
+        }
+        cr_assert_float_eq(w->grad[weight[i]], gw, 1e-4, "dw[%d]", weight[i]);
+    }
+    free(want), free(token), free(weight);
+    ast_ctx_free(c);
+    ast_params_free(p);
+}
+
+Test(moe_combine, many_distinct_rows_split_over_threads) { check_many_rows(0); }
+Test(moe_combine, many_rows_sharing_tokens_stay_correct) { check_many_rows(1); }

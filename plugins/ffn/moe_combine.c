@@ -13,6 +13,7 @@ typedef struct combine_saved {
     const ast_host *h;
     const int32_t *token;  /* [rows of y] */
     const int32_t *weight; /* [rows of y] */
+    int split;             /* no token and no weight twice: rows may run on different threads */
 } combine_saved;
 
 static void add_row(float *dst, const float *src, float scale, int64_t d)
@@ -27,43 +28,76 @@ static float dot(const float *a, const float *b, int64_t d)
     return s;
 }
 
+typedef struct combine_args {
+    const combine_saved *s;
+    const float *y, *w, *dout;
+    float *out, *gy, *gw;
+    int64_t d;
+} combine_args;
+
 /* out[token[i]] += w[weight[i]] y[i]:  dy[i] += w[weight[i]] dout[token[i]],
- * dw[weight[i]] += <dout[token[i]], y[i]>. */
+ * dw[weight[i]] += <dout[token[i]], y[i]>. Rows run on the host's threads
+ * when no two share a token or a weight (so no output either), which top-k
+ * routing guarantees: a token picks an expert at most once. */
+static void combine_backward_range(void *arg, int64_t lo, int64_t hi)
+{
+    const combine_args *a = arg;
+    for (int64_t i = lo; i < hi; i++) {
+        const float *dout = a->dout + a->s->token[i] * a->d;
+        if (a->gy) add_row(a->gy + i * a->d, dout, a->w[a->s->weight[i]], a->d);
+        if (a->gw) a->gw[a->s->weight[i]] += dot(dout, a->y + i * a->d, a->d);
+    }
+}
+
+/* Rows per thread-pool range: about 16k elements; all of them when rows
+ * may share an output. */
+static int64_t row_grain(const combine_saved *s, int64_t rows, int64_t d)
+{
+    if (!s->split) return rows + 1;
+    return d >= 16384 ? 1 : 16384 / (d ? d : 1);
+}
+
 static void combine_backward(ast_ctx *c, const ast_node *n)
 {
     const combine_saved *s = n->saved;
     ast_tensor *y = n->in[0], *w = n->in[1];
-    float *gy = s->h->grad(c, y), *gw = s->h->grad(c, w);
-    int64_t d = y->shape[1];
-    for (int64_t i = 0; i < y->shape[0]; i++) {
-        const float *dout = n->out->grad + s->token[i] * d;
-        if (gy) add_row(gy + i * d, dout, w->data[s->weight[i]], d);
-        if (gw) gw[s->weight[i]] += dot(dout, y->data + i * d, d);
-    }
+    combine_args a = {s, y->data, w->data, n->out->grad, NULL, s->h->grad(c, y), s->h->grad(c, w), y->shape[1]};
+    s->h->parallel_for(y->shape[0], row_grain(s, y->shape[0], a.d), combine_backward_range, &a);
+}
+
+static void combine_range(void *arg, int64_t lo, int64_t hi)
+{
+    const combine_args *a = arg;
+    for (int64_t i = lo; i < hi; i++)
+        add_row(a->out + a->s->token[i] * a->d, a->y + i * a->d, a->w[a->s->weight[i]], a->d);
 }
 
 /* A bad row is a broken routing (a programming error): stop before the
- * backward would write outside the gradients. */
-static void check_rows(const ast_host *h, const ast_tensor *out, const ast_tensor *y, const ast_tensor *weights,
-                       const int32_t *token, const int32_t *weight)
+ * backward would write outside the gradients. Returns whether every token
+ * and every weight appears at most once. */
+static int check_rows(const ast_host *h, ast_ctx *c, const ast_tensor *out, const ast_tensor *y,
+                      const ast_tensor *weights, const int32_t *token, const int32_t *weight)
 {
     MOE_REQUIRE(h, out->ndim == 2 && y->ndim == 2 && y->shape[1] == out->shape[1],
                 "combine: expert output [%lld, %lld] into [%lld, %lld]", (long long)y->shape[0],
                 (long long)y->shape[1], (long long)out->shape[0], (long long)out->shape[1]);
-    for (int64_t i = 0; i < y->shape[0]; i++)
+    unsigned char *seen_token = h->alloc(c, (size_t)out->shape[0]), *seen_weight = h->alloc(c, (size_t)weights->size);
+    int distinct = 1;
+    for (int64_t i = 0; i < y->shape[0]; i++) {
         MOE_REQUIRE(h, token[i] >= 0 && token[i] < out->shape[0] && weight[i] >= 0 && weight[i] < weights->size,
                     "combine: row %lld routes token %d with weight %d", (long long)i, token[i], weight[i]);
+        distinct &= !seen_token[token[i]]++ & !seen_weight[weight[i]]++;
+    }
+    return distinct;
 }
 
 void moe_combine(const ast_host *h, ast_ctx *c, ast_tensor *out, ast_tensor *y, ast_tensor *weights,
                  const int32_t *token, const int32_t *weight)
 {
-    check_rows(h, out, y, weights, token, weight);
-    int64_t d = out->shape[1];
-    for (int64_t i = 0; i < y->shape[0]; i++)
-        add_row(out->data + token[i] * d, y->data + i * d, weights->data[weight[i]], d);
     combine_saved *s = h->alloc(c, sizeof *s);
-    *s = (combine_saved){h, token, weight};
+    *s = (combine_saved){h, token, weight, check_rows(h, c, out, y, weights, token, weight)};
+    combine_args a = {.s = s, .y = y->data, .w = weights->data, .out = out->data, .d = out->shape[1]};
+    h->parallel_for(y->shape[0], row_grain(s, y->shape[0], a.d), combine_range, &a);
     h->record(c, &(ast_node){.op = "moe_combine", .backward = combine_backward, .out = out, .in = {y, weights},
                              .n_in = 2, .saved = s});
 }
