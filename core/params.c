@@ -61,9 +61,14 @@ int64_t ast_params_numel(const ast_params *p)
     return n;
 }
 
+static void zero_floats(void *arg, int64_t lo, int64_t hi)
+{
+    memset((float *)arg + lo, 0, (size_t)(hi - lo) * sizeof(float));
+}
+
 void ast_params_zero_grad(ast_params *p)
 {
-    for (int i = 0; i < p->n; i++) memset(p->items[i]->grad, 0, (size_t)p->items[i]->size * sizeof(float));
+    for (int i = 0; i < p->n; i++) ast_parallel_for(p->items[i]->size, AST_PAR_GRAIN, zero_floats, p->items[i]->grad);
 }
 
 static ast_scope *scope_make(ast_params *p, char *prefix)
