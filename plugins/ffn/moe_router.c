@@ -3,9 +3,37 @@
  * takes its best tokens); the load-balance loss and the aux-loss-free bias
  * update. Routing decisions are made on the data; the routing weights are
  * built from host ops so their gradient reaches the gate through autograd. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "moe.h"
+
+/* The router's training noise: N(0, eps^2) per logit from one 64-bit draw
+ * of the step's RNG, hashed with the element's index (splitmix64) into two
+ * uniforms for Box-Muller, so any thread can compute any element. */
+typedef struct noise_args {
+    float *out;
+    uint64_t key;
+    float eps;
+} noise_args;
+
+static uint64_t splitmix(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static void noise_range(void *arg, int64_t lo, int64_t hi)
+{
+    const noise_args *a = arg;
+    for (int64_t i = lo; i < hi; i++) {
+        uint64_t z = splitmix(a->key + (uint64_t)i * 0x9e3779b97f4a7c15ull);
+        /* u1 in (0, 1] so the log is finite; u2 in [0, 1) */
+        double u1 = ((double)(z >> 40) + 1.0) / 16777216.0, u2 = (double)(z & 0xffffff) / 16777216.0;
+        a->out[i] = a->eps * (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+    }
+}
 
 ast_tensor *moe_router_logits(const moe *m, ast_ctx *c, const moe_tokens *tk, ast_tensor *time)
 {
@@ -16,7 +44,7 @@ ast_tensor *moe_router_logits(const moe *m, ast_ctx *c, const moe_tokens *tk, as
     if (h->training(c) && noise_eps > 0.0f) {
         ast_tensor *scale = h->softplus(c, h->linear(c, tk->x, m->w_noise, NULL));
         ast_tensor *eps = h->zeros(c, 2, (int64_t[]){tk->n, n});
-        for (int64_t i = 0; i < eps->size; i++) eps->data[i] = noise_eps * h->rng_normal(c);
+        h->parallel_for(eps->size, 4096, noise_range, &(noise_args){eps->data, h->rng_u64(c), noise_eps});
         logits = h->add(c, logits, h->mul(c, eps, scale));
     }
     if (m->o.time_conditioned) {
