@@ -7,5 +7,5 @@ libalphast_la_CFLAGS = $(AM_CFLAGS) $(BLAS_CFLAGS) $(YAML_CFLAGS) $(HDF5_CFLAGS)
 libalphast_la_LIBADD = $(BLAS_LIBS) $(YAML_LIBS) $(HDF5_LIBS) $(LUA_LIBS) $(CJSON_LIBS) $(ZLIB_LIBS) $(LTDL_LIBS) -lm
 
 pkginclude_HEADERS += core/include/alphast/plugin.h core/include/alphast/ops.def
-noinst_HEADERS = core/include/alphast/core.h core/include/alphast/sink.h \
+noinst_HEADERS = core/include/alphast/core.h core/include/alphast/sink.h core/include/alphast/fastmath.h \
 	core/include/alphast/loader.h core/include/alphast/model.h
