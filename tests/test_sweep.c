@@ -307,7 +307,11 @@ Test(sweep, script_errors_name_the_file_line_and_the_traceback)
     char out[256], *text;
     snprintf(out, sizeof out, "%s/out", tmp_dir());
     cr_assert_eq(cli("sweep --dry-run " SCRIPTS "bad_key.lua", out), 1);
-    assert_has(text = slurp(out), "alphast-run: " SCRIPTS "bad_key.lua:4: ");
+    /* Lua shortens a long script path from the left ("...") in its
+     * messages, so only the file name and line are certain (make distcheck
+     * runs from a deep build tree). */
+    assert_has(text = slurp(out), "alphast-run: ");
+    assert_has(text, "bad_key.lua:4: ");
     free(text);
 }
 
