@@ -26,8 +26,6 @@ static void bias_grad_range(void *arg, int64_t lo, int64_t hi)
         for (int64_t o = lo; o < hi; o++) a->dst[o] += a->src[r * a->out + o];
 }
 
-static int64_t per_grain(int64_t items) { return items >= AST_PAR_GRAIN ? 1 : AST_PAR_GRAIN / (items ? items : 1); }
-
 /* y[R, out] = x[R, in] W[out, in]^T + b */
 static void linear_backward(ast_ctx *c, const ast_node *n)
 {
@@ -37,7 +35,7 @@ static void linear_backward(ast_ctx *c, const ast_node *n)
     float *gx = ast_grad_fresh(c, x, &fresh), *gw = ast_grad(c, w), *gb = ast_grad(c, b);
     if (gx) ast_sgemm(0, 0, rows, in, out, 1.0f, y->grad, out, w->data, in, fresh ? 0.0f : 1.0f, gx, in);
     if (gw) ast_sgemm(1, 0, out, in, rows, 1.0f, y->grad, out, x->data, in, 1.0f, gw, in);
-    if (gb) ast_parallel_for(out, per_grain(rows), bias_grad_range, &(bias_args){y->grad, gb, rows, out});
+    if (gb) ast_parallel_for(out, ast_row_grain(rows), bias_grad_range, &(bias_args){y->grad, gb, rows, out});
 }
 
 ast_tensor *ast_linear(ast_ctx *c, ast_tensor *x, ast_tensor *w, ast_tensor *b)
@@ -53,7 +51,7 @@ ast_tensor *ast_linear(ast_ctx *c, ast_tensor *x, ast_tensor *w, ast_tensor *b)
     shape[x->ndim - 1] = out;
     ast_tensor *y = ast_empty(c, x->ndim, shape);
     int rows = (int)ast_rows(x);
-    if (b) ast_parallel_for(rows, per_grain(out), bias_copy_range, &(bias_args){b->data, y->data, rows, out});
+    if (b) ast_parallel_for(rows, ast_row_grain(out), bias_copy_range, &(bias_args){b->data, y->data, rows, out});
     ast_sgemm(0, 1, rows, (int)out, (int)in, 1.0f, x->data, (int)in, w->data, (int)in, b ? 1.0f : 0.0f,
               y->data, (int)out);
     ast_record(c, &(ast_node){.op = "linear", .backward = linear_backward, .out = y, .in = {x, w, b}, .n_in = 3});

@@ -54,13 +54,11 @@ static void pdist_backward_range(void *arg, int64_t lo, int64_t hi)
     }
 }
 
-static int64_t pdist_grain(int64_t np) { return np >= AST_PAR_GRAIN ? 1 : AST_PAR_GRAIN / np; }
-
 static void pdist_backward(ast_ctx *c, const ast_node *n)
 {
     ast_tensor *p = n->in[0];
     pdist_args a = {p->data, n->out->data, n->out->grad, ast_grad(c, p), p->shape[1], p->shape[2]};
-    if (a.out) ast_parallel_for(p->shape[0] * a.np, pdist_grain(a.np), pdist_backward_range, &a);
+    if (a.out) ast_parallel_for(p->shape[0] * a.np, ast_row_grain(a.np), pdist_backward_range, &a);
 }
 
 ast_tensor *ast_pdist(ast_ctx *c, ast_tensor *p)
@@ -70,7 +68,7 @@ ast_tensor *ast_pdist(ast_ctx *c, ast_tensor *p)
     int64_t nb = p->shape[0], np = p->shape[1];
     ast_tensor *y = ast_empty(c, 3, (int64_t[]){nb, np, np});
     pdist_args a = {.p = p->data, .out = y->data, .np = np, .d = p->shape[2]};
-    ast_parallel_for(nb * np, pdist_grain(np), pdist_range, &a);
+    ast_parallel_for(nb * np, ast_row_grain(np), pdist_range, &a);
     ast_record(c, &(ast_node){.op = "pdist", .backward = pdist_backward, .out = y, .in = {p}, .n_in = 1});
     return y;
 }
@@ -121,8 +119,6 @@ static void mse_backward_range(void *arg, int64_t lo, int64_t hi)
     }
 }
 
-static int64_t mse_grain(int64_t d) { return d >= AST_PAR_GRAIN ? 1 : AST_PAR_GRAIN / (d ? d : 1); }
-
 /* farg[0] = cnt. */
 static void mse_backward(ast_ctx *c, const ast_node *n)
 {
@@ -130,7 +126,7 @@ static void mse_backward(ast_ctx *c, const ast_node *n)
     float cnt = n->farg[0];
     mse_args x = {a->data, b->data, m ? m->data : NULL, ast_grad(c, a), ast_grad(c, b), ast_grad(c, m), NULL,
                   ast_cols(a), n->out->grad[0] / fmaxf(1.0f, cnt), n->out->data[0], cnt};
-    ast_parallel_for(ast_rows(a), mse_grain(x.d), mse_backward_range, &x);
+    ast_parallel_for(ast_rows(a), ast_row_grain(x.d), mse_backward_range, &x);
 }
 
 ast_tensor *ast_mse(ast_ctx *c, ast_tensor *a, ast_tensor *b, ast_tensor *mask)
@@ -142,7 +138,7 @@ ast_tensor *ast_mse(ast_ctx *c, ast_tensor *a, ast_tensor *b, ast_tensor *mask)
     AST_ASSERT(!mask || mask->size == rows, "mse: mask %s for %lld rows",
                mask ? ast_shape_str(mask, s1, sizeof s1) : "", (long long)rows);
     mse_args x = {.a = a->data, .b = b->data, .row_sums = ast_alloc_uninit(c, (size_t)rows * sizeof(double)), .d = d};
-    ast_parallel_for(rows, mse_grain(d), mse_rows_range, &x);
+    ast_parallel_for(rows, ast_row_grain(d), mse_rows_range, &x);
     double num = 0.0, cnt = 0.0;
     for (int64_t r = 0; r < rows; r++) {
         double mr = mask ? mask->data[r] : 1.0;

@@ -86,7 +86,7 @@ static int64_t softmax_items(const softmax_args *a) { return a->inner == 1 ? a->
 static int64_t softmax_grain(const softmax_args *a)
 {
     int64_t per_item = a->len * (a->inner == 1 ? 1 : a->outer);
-    return per_item >= AST_PAR_GRAIN ? 1 : AST_PAR_GRAIN / (per_item ? per_item : 1);
+    return ast_row_grain(per_item);
 }
 
 static void softmax_range(void *arg, int64_t lo, int64_t hi)
@@ -229,8 +229,6 @@ static void layernorm_dwdb_range(void *arg, int64_t lo, int64_t hi)
         layernorm_dwdb_row(a->x + r * a->d, a->dy + r * a->d, a->mean[r], a->rstd[r], a->dw, a->db, lo, hi);
 }
 
-/* Rows per thread-pool range: about AST_PAR_GRAIN elements. */
-static int64_t row_grain(int64_t d) { return d >= AST_PAR_GRAIN ? 1 : AST_PAR_GRAIN / (d ? d : 1); }
 
 /* saved: mean[rows] then rstd[rows]. */
 static void layernorm_backward(ast_ctx *c, const ast_node *n)
@@ -241,8 +239,8 @@ static void layernorm_backward(ast_ctx *c, const ast_node *n)
                    .rstd = (const float *)n->saved + rows, .dw = ast_grad(c, w), .db = ast_grad(c, b),
                    .rows = rows, .d = d};
     a.dx = ast_grad_fresh(c, x, &a.assign);
-    if (a.dx) ast_parallel_for(rows, row_grain(d), layernorm_dx_range, &a);
-    if (a.dw || a.db) ast_parallel_for(d, rows >= AST_PAR_GRAIN ? 1 : AST_PAR_GRAIN / rows, layernorm_dwdb_range, &a);
+    if (a.dx) ast_parallel_for(rows, ast_row_grain(d), layernorm_dx_range, &a);
+    if (a.dw || a.db) ast_parallel_for(d, ast_row_grain(rows), layernorm_dwdb_range, &a);
 }
 
 static void layernorm_range(void *arg, int64_t lo, int64_t hi)
@@ -262,7 +260,7 @@ ast_tensor *ast_layernorm(ast_ctx *c, ast_tensor *x, ast_tensor *w, ast_tensor *
     float *mean = ast_alloc(c, 2 * (size_t)rows * sizeof *mean);
     norm_args a = {.x = x->data, .w = w ? w->data : NULL, .b = b ? b->data : NULL, .mean = mean,
                    .rstd = mean + rows, .y = y->data, .d = d, .eps = eps};
-    ast_parallel_for(rows, row_grain(d), layernorm_range, &a);
+    ast_parallel_for(rows, ast_row_grain(d), layernorm_range, &a);
     ast_record(c, &(ast_node){.op = "layernorm", .backward = layernorm_backward, .out = y, .in = {x, w, b},
                               .n_in = 3, .saved = mean});
     return y;
@@ -310,8 +308,8 @@ static void rmsnorm_backward(ast_ctx *c, const ast_node *n)
     norm_args a = {.x = x->data, .dy = n->out->grad, .w = w ? w->data : NULL, .rstd = n->saved,
                    .dw = ast_grad(c, w), .rows = rows, .d = d};
     a.dx = ast_grad_fresh(c, x, &a.assign);
-    if (a.dx) ast_parallel_for(rows, row_grain(d), rmsnorm_dx_range, &a);
-    if (a.dw) ast_parallel_for(d, rows >= AST_PAR_GRAIN ? 1 : AST_PAR_GRAIN / rows, rmsnorm_dw_range, &a);
+    if (a.dx) ast_parallel_for(rows, ast_row_grain(d), rmsnorm_dx_range, &a);
+    if (a.dw) ast_parallel_for(d, ast_row_grain(rows), rmsnorm_dw_range, &a);
 }
 
 static void rmsnorm_range(void *arg, int64_t lo, int64_t hi)
@@ -338,7 +336,7 @@ ast_tensor *ast_rmsnorm(ast_ctx *c, ast_tensor *x, ast_tensor *w, float eps)
     float *rstd = ast_alloc_uninit(c, (size_t)rows * sizeof *rstd);
     norm_args a = {.x = x->data, .w = w ? w->data : NULL, .rstd = rstd, .y = y->data, .rows = rows, .d = d,
                    .eps = eps};
-    ast_parallel_for(rows, row_grain(d), rmsnorm_range, &a);
+    ast_parallel_for(rows, ast_row_grain(d), rmsnorm_range, &a);
     ast_record(c, &(ast_node){.op = "rmsnorm", .backward = rmsnorm_backward, .out = y, .in = {x, w}, .n_in = 2,
                               .saved = rstd});
     return y;

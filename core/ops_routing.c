@@ -47,7 +47,7 @@ ast_tensor *ast_gather_rows(ast_ctx *c, ast_tensor *x, const int32_t *idx, int64
     ast_tensor *y = ast_empty(c, 2, (int64_t[]){n, d});
     /* each output row is its own: rows split over the pool (the backward,
      * which may add several rows into one, stays serial) */
-    ast_parallel_for(n, d >= AST_PAR_GRAIN ? 1 : AST_PAR_GRAIN / (d ? d : 1), gather_range,
+    ast_parallel_for(n, ast_row_grain(d), gather_range,
                      &(gather_args){x->data, y->data, idx, d});
     ast_record(c, &(ast_node){.op = "gather_rows", .backward = gather_backward, .out = y, .in = {x}, .n_in = 1,
                               .saved = (void *)idx, .iarg = {n}});

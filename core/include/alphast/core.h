@@ -92,6 +92,8 @@ void ast_parallel_for(int64_t n, int64_t grain, ast_range_fn fn, void *arg);
 int ast_parallel_threads(void);
 /* Elements below which an elementwise kernel stays on one thread. */
 #define AST_PAR_GRAIN 16384
+/* The grain, in rows, for kernels whose items are rows of `cols` elements. */
+static inline int64_t ast_row_grain(int64_t cols) { return cols >= AST_PAR_GRAIN ? 1 : AST_PAR_GRAIN / (cols > 0 ? cols : 1); }
 
 /* Host-service implementations (also reachable through ast_host). */
 void *ast_alloc(ast_ctx *c, size_t bytes);
