@@ -1,13 +1,13 @@
-/* A small pool of worker threads for the elementwise and row-wise kernels;
- * the GEMMs run on OpenBLAS's own threads. The pool has as many threads as
- * OpenBLAS (OPENBLAS_NUM_THREADS sets both), so a run never asks for more
- * cores than it was given. Work is split into contiguous ranges, one per
- * thread, fixed by n and the thread count: kernels that write each element
- * from one thread give the same bits for any split.
+/* The one pool of worker threads: every kernel's parallel work, the GEMMs
+ * included (ast_sgemm splits them into single-threaded OpenBLAS calls, and
+ * the pool sets OpenBLAS to one thread when it starts). It has as many
+ * threads as OPENBLAS_NUM_THREADS asked of OpenBLAS, so a run never uses
+ * more cores than it was given. Work is split into contiguous ranges, one
+ * per thread, fixed by n and the thread count: kernels that write each
+ * element from one thread give the same bits for any timing.
  *
  * Workers wait for a job by spinning a short while with sched_yield (jobs
- * come back to back within a step, and yielding leaves the core to
- * OpenBLAS's threads between GEMMs), then sleep on a condition variable. */
+ * come back to back within a step), then sleep on a condition variable. */
 #include <cblas.h>
 #include <pthread.h>
 #include <sched.h>

@@ -84,10 +84,12 @@ ast_rng *ast_ctx_rng(ast_ctx *c);
 size_t ast_ctx_arena_used(const ast_ctx *c);
 size_t ast_ctx_arena_peak(const ast_ctx *c);
 
-/* Runs fn(arg, lo, hi) over [0, n) in contiguous ranges on the kernel
- * thread pool (as many threads as OpenBLAS), or serially when n < 2 * grain
- * elements would not pay for the hand-off. fn must write disjoint outputs
- * per range; each range is one thread's, so results do not depend on timing. */
+/* Runs fn(arg, lo, hi) over [0, n) in contiguous ranges on the thread pool
+ * (OPENBLAS_NUM_THREADS threads), or serially when n < 2 * grain elements
+ * would not pay for the hand-off. fn must write disjoint outputs per range;
+ * each range is one thread's, so results do not depend on timing. Inside
+ * fn, ast_sgemm and ast_parallel_for run on the calling thread; nothing
+ * that allocates from the arena may be called there. */
 void ast_parallel_for(int64_t n, int64_t grain, ast_range_fn fn, void *arg);
 int ast_parallel_threads(void);
 /* Elements below which an elementwise kernel stays on one thread. */

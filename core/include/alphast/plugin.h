@@ -231,10 +231,11 @@ struct ast_host {
      * "masking.ratio"; `fallback` (the plugin's option) when nothing does. */
     float (*scheduled)(const ast_ctx *c, const char *name, float fallback);
 
-    /* ABI 1.2. The kernel thread pool, as many threads as OpenBLAS: runs
+    /* ABI 1.2. The thread pool (OPENBLAS_NUM_THREADS threads): runs
      * fn(arg, lo, hi) over [0, n) in contiguous ranges, one per thread, or
-     * serially when n < 2 * grain. Each range must write its own outputs;
-     * fn must not call parallel_for (a nested call runs serially). */
+     * serially when n < 2 * grain. Each range must write its own outputs.
+     * Inside fn, sgemm and parallel_for run on the calling thread; ops and
+     * alloc must not be called there (the step arena is not thread-safe). */
     void (*parallel_for)(int64_t n, int64_t grain, ast_range_fn fn, void *arg);
     /* Arena memory like alloc but not zeroed, for buffers written in full. */
     void *(*alloc_uninit)(ast_ctx *c, size_t bytes);
