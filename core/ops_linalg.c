@@ -1,23 +1,16 @@
 /* linear, matmul and batched matmul: forward and backward through
  * cblas_sgemm (row-major). Each backward adds into the input grads. */
-#include <string.h>
 
 #include "alphast/core.h"
 
-/* The bias's share of a linear, on the thread pool: copied into every row
- * of y before the GEMM adds x W^T, and its gradient summed down the rows
- * of dy, split by column so each column sums in row order on one thread. */
+/* The bias gradient of a linear, on the thread pool: dy summed down the
+ * rows, split by column so each column sums in row order on one thread.
+ * (The forward's bias goes in with the GEMM: ast_sgemm_bias.) */
 typedef struct bias_args {
     const float *src;
     float *dst;
     int64_t rows, out;
 } bias_args;
-
-static void bias_copy_range(void *arg, int64_t lo, int64_t hi)
-{
-    const bias_args *a = arg;
-    for (int64_t r = lo; r < hi; r++) memcpy(a->dst + r * a->out, a->src, (size_t)a->out * sizeof(float));
-}
 
 static void bias_grad_range(void *arg, int64_t lo, int64_t hi)
 {
@@ -51,9 +44,8 @@ ast_tensor *ast_linear(ast_ctx *c, ast_tensor *x, ast_tensor *w, ast_tensor *b)
     shape[x->ndim - 1] = out;
     ast_tensor *y = ast_empty(c, x->ndim, shape);
     int rows = (int)ast_rows(x);
-    if (b) ast_parallel_for(rows, ast_row_grain(out), bias_copy_range, &(bias_args){b->data, y->data, rows, out});
-    ast_sgemm(0, 1, rows, (int)out, (int)in, 1.0f, x->data, (int)in, w->data, (int)in, b ? 1.0f : 0.0f,
-              y->data, (int)out);
+    ast_sgemm_bias(0, 1, rows, (int)out, (int)in, 1.0f, x->data, (int)in, w->data, (int)in, 0.0f, y->data, (int)out,
+                   b ? b->data : NULL);
     ast_record(c, &(ast_node){.op = "linear", .backward = linear_backward, .out = y, .in = {x, w, b}, .n_in = 3});
     return y;
 }

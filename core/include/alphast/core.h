@@ -179,6 +179,9 @@ ast_tensor *ast_param(ast_scope *s, const char *name, int ndim, const int64_t *s
 const ast_host *ast_host_table(void);
 
 /* Row-major sgemm through cblas (the host table's sgemm). */
+/* The same with C's rows first set to bias [n] (beta ignored), for linear. */
+void ast_sgemm_bias(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
+                    const float *b, int ldb, float beta, float *cmat, int ldc, const float *bias);
 void ast_sgemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
                const float *b, int ldb, float beta, float *cmat, int ldc);
 
