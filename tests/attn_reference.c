@@ -4,7 +4,7 @@
 
 #include "attn_reference.h"
 
-static const float *param(const ast_params *p, const char *prefix, const char *name)
+const float *ref_param(const ast_params *p, const char *prefix, const char *name)
 {
     char full[256];
     snprintf(full, sizeof full, "%s.%s", prefix, name);
@@ -17,7 +17,7 @@ static const float *param(const ast_params *p, const char *prefix, const char *n
 }
 
 /* y[r, o] = sum_i x[r, i] w[o, i] + b[o] for r < rows; b may be NULL. */
-static void dense(const double *x, int rows, int in, const float *w, const float *b, int out, double *y)
+void ref_dense(const double *x, int rows, int in, const float *w, const float *b, int out, double *y)
 {
     for (int r = 0; r < rows; r++)
         for (int o = 0; o < out; o++) {
@@ -73,11 +73,11 @@ static void linear_attention_set(const ast_params *p, const char *pre, ref_dims 
     int N = d.N, E = d.E, dh = E / d.H;
     double *a = malloc(sizeof(double) * (size_t)(N * E * 5)), *q = a + N * E, *k = q + N * E, *v = k + N * E,
            *o = v + N * E;
-    layernorm(x, N, E, param(p, pre, "layers.layers.0.0.norm.weight"), param(p, pre, "layers.layers.0.0.norm.bias"),
-              1e-5, a);
-    dense(a, N, E, param(p, pre, "layers.layers.0.0.fn.to_q.weight"), NULL, E, q);
-    dense(a, N, E, param(p, pre, "layers.layers.0.0.fn.to_k.weight"), NULL, E, k);
-    dense(a, N, E, param(p, pre, "layers.layers.0.0.fn.to_v.weight"), NULL, E, v);
+    layernorm(x, N, E, ref_param(p, pre, "layers.layers.0.0.norm.weight"),
+              ref_param(p, pre, "layers.layers.0.0.norm.bias"), 1e-5, a);
+    ref_dense(a, N, E, ref_param(p, pre, "layers.layers.0.0.fn.to_q.weight"), NULL, E, q);
+    ref_dense(a, N, E, ref_param(p, pre, "layers.layers.0.0.fn.to_k.weight"), NULL, E, k);
+    ref_dense(a, N, E, ref_param(p, pre, "layers.layers.0.0.fn.to_v.weight"), NULL, E, v);
     for (int hd = 0; hd < d.H; hd++) {
         for (int n = 0; n < N; n++) softmax_strided(q + n * E + hd * dh, dh, 1, NULL);
         for (int j = 0; j < dh; j++) softmax_strided(k + hd * dh + j, N, E, keep);
@@ -92,8 +92,8 @@ static void linear_attention_set(const ast_params *p, const char *pre, ref_dims 
                 o[n * E + hd * dh + e] = s;
             }
     }
-    dense(o, N, E, param(p, pre, "layers.layers.0.0.fn.to_out.weight"),
-          param(p, pre, "layers.layers.0.0.fn.to_out.bias"), E, h);
+    ref_dense(o, N, E, ref_param(p, pre, "layers.layers.0.0.fn.to_out.weight"),
+          ref_param(p, pre, "layers.layers.0.0.fn.to_out.bias"), E, h);
     for (int i = 0; i < N * E; i++) h[i] += x[i];
     free(a);
 }
@@ -108,13 +108,13 @@ void ref_linear_block(const ast_params *p, const char *pre, ref_dims d, const fl
         double *h = out + b * N * E;
         valid_keys(mask, b, N, keep);
         linear_attention_set(p, pre, d, xs + b * N * E, keep, h);
-        layernorm(h, N, E, param(p, pre, "layers.layers.0.1.norm.weight"), param(p, pre, "layers.layers.0.1.norm.bias"),
-                  1e-5, a);
-        dense(a, N, E, param(p, pre, "layers.layers.0.1.fn.fn.w1.weight"), param(p, pre, "layers.layers.0.1.fn.fn.w1.bias"),
-              F, f);
+        layernorm(h, N, E, ref_param(p, pre, "layers.layers.0.1.norm.weight"),
+                  ref_param(p, pre, "layers.layers.0.1.norm.bias"), 1e-5, a);
+        ref_dense(a, N, E, ref_param(p, pre, "layers.layers.0.1.fn.fn.w1.weight"),
+                  ref_param(p, pre, "layers.layers.0.1.fn.fn.w1.bias"), F, f);
         for (int i = 0; i < N * F; i++) f[i] = 0.5 * f[i] * (1.0 + erf(f[i] / sqrt(2.0)));
-        dense(f, N, F, param(p, pre, "layers.layers.0.1.fn.fn.w2.weight"), param(p, pre, "layers.layers.0.1.fn.fn.w2.bias"),
-              E, a);
+        ref_dense(f, N, F, ref_param(p, pre, "layers.layers.0.1.fn.fn.w2.weight"),
+                  ref_param(p, pre, "layers.layers.0.1.fn.fn.w2.bias"), E, a);
         for (int i = 0; i < N * E; i++) h[i] += a[i];
     }
     free(xs);
@@ -144,14 +144,14 @@ void ref_gated_block(const ast_params *p, const char *pre, ref_dims d, int gate_
     int *keep = malloc(sizeof(int) * (size_t)N);
     for (int b = 0; b < d.B; b++) {
         valid_keys(mask, b, N, keep);
-        dense(xs + b * N * E, N, E, param(p, pre, "q_proj.weight"), param(p, pre, "q_proj.bias"), QW, qg);
-        dense(xs + b * N * E, N, E, param(p, pre, "k_proj.weight"), param(p, pre, "k_proj.bias"), E, k);
-        dense(xs + b * N * E, N, E, param(p, pre, "v_proj.weight"), param(p, pre, "v_proj.bias"), E, v);
+        ref_dense(xs + b * N * E, N, E, ref_param(p, pre, "q_proj.weight"), ref_param(p, pre, "q_proj.bias"), QW, qg);
+        ref_dense(xs + b * N * E, N, E, ref_param(p, pre, "k_proj.weight"), ref_param(p, pre, "k_proj.bias"), E, k);
+        ref_dense(xs + b * N * E, N, E, ref_param(p, pre, "v_proj.weight"), ref_param(p, pre, "v_proj.bias"), E, v);
         for (int n = 0; n < N; n++)
             for (int e = 0; e < E; e++) q[n * E + e] = qg[n * QW + e];
         if (qk_norm) {
-            rmsnorm_heads(q, N, E, dh, param(p, pre, "q_norm.weight"));
-            rmsnorm_heads(k, N, E, dh, param(p, pre, "k_norm.weight"));
+            rmsnorm_heads(q, N, E, dh, ref_param(p, pre, "q_norm.weight"));
+            rmsnorm_heads(k, N, E, dh, ref_param(p, pre, "k_norm.weight"));
         }
         for (int hd = 0; hd < d.H; hd++)
             for (int i = 0; i < N; i++) {
@@ -169,7 +169,7 @@ void ref_gated_block(const ast_params *p, const char *pre, ref_dims d, int gate_
                     o[i * E + hd * dh + e] = acc * gate;
                 }
             }
-        dense(o, N, E, param(p, pre, "o_proj.weight"), param(p, pre, "o_proj.bias"), E, out + b * N * E);
+        ref_dense(o, N, E, ref_param(p, pre, "o_proj.weight"), ref_param(p, pre, "o_proj.bias"), E, out + b * N * E);
     }
     free(xs);
     free(qg);

@@ -6,6 +6,11 @@
 
 #include "alphast/core.h"
 
+/* The parameter "<prefix>.<name>" of p; aborts naming it when it is missing. */
+const float *ref_param(const ast_params *p, const char *prefix, const char *name);
+/* y[r, o] = sum_i x[r, i] w[o, i] + b[o] for r < rows; b may be NULL. */
+void ref_dense(const double *x, int rows, int in, const float *w, const float *b, int out, double *y);
+
 typedef struct ref_dims {
     int B, N, E, H;
 } ref_dims;

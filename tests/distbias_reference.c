@@ -2,29 +2,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "attn_reference.h"
 #include "distbias_reference.h"
-
-static const float *param(const ast_params *p, const char *prefix, const char *name)
-{
-    char full[256];
-    snprintf(full, sizeof full, "%s.%s", prefix, name);
-    ast_tensor *t = ast_params_find(p, full);
-    if (!t) {
-        fprintf(stderr, "reference: no parameter %s\n", full);
-        abort();
-    }
-    return t->data;
-}
-
-/* y[o] = sum_i x[i] w[o, i] + b[o]: one row through a Linear(in, out). */
-static void dense_row(const double *x, int in, const float *w, const float *b, int out, double *y)
-{
-    for (int o = 0; o < out; o++) {
-        double s = b[o];
-        for (int i = 0; i < in; i++) s += x[i] * w[o * in + i];
-        y[o] = s;
-    }
-}
 
 /* A Linear over every cell of every set: [B*N, in] -> [B*N, out], malloc'd. */
 static double *dense(const ast_params *p, const char *prefix, const char *name, const double *x, int rows, int in,
@@ -34,7 +13,7 @@ static double *dense(const ast_params *p, const char *prefix, const char *name, 
     snprintf(w, sizeof w, "%s.weight", name);
     snprintf(b, sizeof b, "%s.bias", name);
     double *y = malloc((size_t)rows * out * sizeof *y);
-    for (int r = 0; r < rows; r++) dense_row(x + r * in, in, param(p, prefix, w), param(p, prefix, b), out, y + r * out);
+    ref_dense(x, rows, in, ref_param(p, prefix, w), ref_param(p, prefix, b), out, y);
     return y;
 }
 
@@ -64,7 +43,7 @@ static void attend(const ast_params *p, const char *prefix, db_dims d, const dou
                    const double *v, const float *pos, const float *mask, int b, int i, int h, double *o)
 {
     int N = d.N, E = d.E, dh = E / d.H;
-    const float *w = param(p, prefix, "distance_bias.weight");
+    const float *w = ref_param(p, prefix, "distance_bias.weight");
     double *s = malloc((size_t)N * sizeof *s), mx = -INFINITY, sum = 0;
     for (int j = 0; j < N; j++) {
         double dot = 0;
