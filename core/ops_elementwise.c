@@ -453,8 +453,8 @@ typedef struct dropout_args {
 } dropout_args;
 
 /* The mask is a hash of (key, index), not a draw from a sequential stream,
- * so any range of elements can be computed on any thread (splitmix64's
- * finaliser; its top 24 bits are a uniform in [0, 2^24)). */
+ * so any range of elements can be computed on any thread (ast_mix64; its top
+ * 24 bits are a uniform in [0, 2^24)). */
 static void dropout_range(void *arg, int64_t lo, int64_t hi)
 {
     const dropout_args *a = arg;
@@ -462,10 +462,7 @@ static void dropout_range(void *arg, int64_t lo, int64_t hi)
     float *restrict y = a->y;
     uint8_t *restrict keep = a->keep;
     for (int64_t i = lo; i < hi; i++) {
-        uint64_t z = a->key + (uint64_t)i * 0x9E3779B97F4A7C15ull;
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        z ^= z >> 31;
+        uint64_t z = ast_mix64(a->key + (uint64_t)i * 0x9e3779b97f4a7c15ull);
         keep[i] = (uint32_t)(z >> 40) >= a->drop_below;
         y[i] = keep[i] ? x[i] * a->scale : 0.0f;
     }

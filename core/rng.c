@@ -4,13 +4,7 @@
 
 #include "alphast/core.h"
 
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+static uint64_t splitmix64(uint64_t *x) { return ast_mix64(*x += 0x9e3779b97f4a7c15ull); }
 
 void ast_rng_seed(ast_rng *r, uint64_t seed)
 {

@@ -9,7 +9,7 @@
 #include "moe.h"
 
 /* The router's training noise: N(0, eps^2) per logit from one 64-bit draw
- * of the step's RNG, hashed with the element's index (splitmix64) into two
+ * of the step's RNG, hashed with the element's index (ast_mix64) into two
  * uniforms for Box-Muller, so any thread can compute any element. */
 typedef struct noise_args {
     float *out;
@@ -17,18 +17,11 @@ typedef struct noise_args {
     float eps;
 } noise_args;
 
-static uint64_t splitmix(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 static void noise_range(void *arg, int64_t lo, int64_t hi)
 {
     const noise_args *a = arg;
     for (int64_t i = lo; i < hi; i++) {
-        uint64_t z = splitmix(a->key + (uint64_t)i * 0x9e3779b97f4a7c15ull);
+        uint64_t z = ast_mix64(a->key + (uint64_t)i * 0x9e3779b97f4a7c15ull);
         /* u1 in (0, 1] so the log is finite; u2 in [0, 1) */
         double u1 = ((double)(z >> 40) + 1.0) / 16777216.0, u2 = (double)(z & 0xffffff) / 16777216.0;
         a->out[i] = a->eps * (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));

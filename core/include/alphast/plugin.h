@@ -44,6 +44,16 @@ typedef struct ast_node ast_node;
 /* A kernel over the index range [lo, hi) (host->parallel_for). */
 typedef void (*ast_range_fn)(void *arg, int64_t lo, int64_t hi);
 
+/* splitmix64's finaliser: a 64-bit hash with full avalanche. Random numbers
+ * that any thread can compute in any order come from it as
+ * ast_mix64(key + i * 0x9e3779b97f4a7c15), key one draw of host->rng_u64. */
+static inline uint64_t ast_mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
 /* A contiguous row-major float32 tensor. Plugins may read and write `data`
  * of tensors they created; `grad` is allocated by the tape on demand
  * (use host->grad to obtain it inside a backward function). */
