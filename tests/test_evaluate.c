@@ -13,6 +13,7 @@
 #include "alphast/evaluate.h"
 #include "alphast/h5ad_write.h"
 #include "alphast/train.h"
+#include "train_fixture.h"
 
 #define STARMAP ALPHAST_SOURCE_DIR "/data/starmap3d/starmap3d.h5ad"
 
@@ -25,12 +26,7 @@ static const char *tiny_yaml =
     "           early_stopping: false}\n"
     "sampling: {num_steps: 3}\n"
     "evaluation: {k_neighbors: 5, sets: 64, morans_genes: [Gja1, Vip]}\n"
-    "mlp_in_expression_setting: {mlp_in_expression_dims: 8, mlp_out_expression_dims: 8}\n"
-    "mlp_in_diffusion_time_setting: {mlp_in_diffusion_time_dims: 4, mlp_out_diffusion_time_dims: 4}\n"
-    "PositionMLP_setting: {hidden_dims: 4}\n"
-    "TransformerLayer_setting: {num_layers: 1, num_heads: 2, dim_ff_expression: 8, dim_ff_diffusion_time: 4}\n"
-    "mlp_out_expression_setting: {hidden_dims: 8}\n"
-    "mlp_out_position_norm_setting: {hidden_dims: 4}\n";
+    TINY_MODEL_YAML;
 
 typedef struct fixture {
     ast_cfg *cfg;

@@ -478,12 +478,7 @@ static const char *tiny_yaml =
     "masking: {enable: true, masking_probability: 0.7, progressive_masking: true, progressive_steps: 4}\n"
     "training: {learning_rate: 1e-2, batch_size: 2, epochs: 2, steps_per_epoch: 3, val_sets: 4,\n"
     "           val_t_points: 2, early_stopping: false}\n"
-    "mlp_in_expression_setting: {mlp_in_expression_dims: 8, mlp_out_expression_dims: 8}\n"
-    "mlp_in_diffusion_time_setting: {mlp_in_diffusion_time_dims: 4, mlp_out_diffusion_time_dims: 4}\n"
-    "PositionMLP_setting: {hidden_dims: 4}\n"
-    "TransformerLayer_setting: {num_layers: 1, num_heads: 2, dim_ff_expression: 8, dim_ff_diffusion_time: 4}\n"
-    "mlp_out_expression_setting: {hidden_dims: 8}\n"
-    "mlp_out_position_norm_setting: {hidden_dims: 4}\n";
+    TINY_MODEL_YAML;
 
 typedef struct run_fixture {
     train_setup s;

@@ -19,12 +19,7 @@ static const char *tiny_yaml =
     "diffusion: {diffusion_steps: 100}\n"
     "training: {learning_rate: 1e-3, batch_size: 2, epochs: 4, steps_per_epoch: 3, val_sets: 4,\n"
     "           val_t_points: 2, early_stopping: false, scheduler: {type: cosine, T_max: 4}}\n"
-    "mlp_in_expression_setting: {mlp_in_expression_dims: 8, mlp_out_expression_dims: 8}\n"
-    "mlp_in_diffusion_time_setting: {mlp_in_diffusion_time_dims: 4, mlp_out_diffusion_time_dims: 4}\n"
-    "PositionMLP_setting: {hidden_dims: 4}\n"
-    "TransformerLayer_setting: {num_layers: 1, num_heads: 2, dim_ff_expression: 8, dim_ff_diffusion_time: 4}\n"
-    "mlp_out_expression_setting: {hidden_dims: 8}\n"
-    "mlp_out_position_norm_setting: {hidden_dims: 4}\n"
+    TINY_MODEL_YAML
     "attention: gated\n"
     "ffn: {name: moe, num_experts: 2, top_k: 1}\n";
 

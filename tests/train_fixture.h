@@ -6,6 +6,15 @@
 #include "alphast/config.h"
 #include "alphast/train.h"
 
+/* The smallest model the tests train: one layer, widths of 4 and 8. */
+#define TINY_MODEL_YAML                                                                                      \
+    "mlp_in_expression_setting: {mlp_in_expression_dims: 8, mlp_out_expression_dims: 8}\n"                  \
+    "mlp_in_diffusion_time_setting: {mlp_in_diffusion_time_dims: 4, mlp_out_diffusion_time_dims: 4}\n"      \
+    "PositionMLP_setting: {hidden_dims: 4}\n"                                                               \
+    "TransformerLayer_setting: {num_layers: 1, num_heads: 2, dim_ff_expression: 8, dim_ff_diffusion_time: 4}\n" \
+    "mlp_out_expression_setting: {hidden_dims: 8}\n"                                                        \
+    "mlp_out_position_norm_setting: {hidden_dims: 4}\n"
+
 typedef struct train_setup {
     ast_cfg *cfg;
     ast_dataset d;
