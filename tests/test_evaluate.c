@@ -227,6 +227,15 @@ Test(evaluate, train_eval_and_sample_commands, .timeout = 120)
     snprintf(args, sizeof args, "%s/run/eval.json", dir);
     cr_assert(count_lines(args) > 10, "train writes eval.json");
 
+    /* ALPHAST_PROFILE=1: the command ends with the per-op table of its steps */
+    setenv("ALPHAST_PROFILE", "1", 1);
+    snprintf(args, sizeof args, "train -q --config %s --out %s/profiled training.epochs=1 evaluation.sets=2", cfg, dir);
+    int profiled = run(args, out, sizeof out);
+    unsetenv("ALPHAST_PROFILE");
+    cr_assert_eq(profiled, 0, "%s", out);
+    cr_assert(strstr(out, "alphast profile: ") && strstr(out, "\nlinear ") && strstr(out, "total on the tape"), "%s",
+              out);
+
     snprintf(args, sizeof args, "eval %s/run --split val --steps 2 --json %s/val.json evaluation.sets=2", dir, dir);
     cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
     cr_assert(strstr(out, "val split, 2 sets") && strstr(out, "2 network evaluations"), "%s", out);
