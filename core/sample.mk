@@ -1,7 +1,8 @@
 # Sampling (the reverse process), metrics and held-out evaluation.
 libalphast_la_SOURCES += core/sample.c core/metrics.c core/metrics_spatial.c core/metrics_internal.h \
-	core/evaluate.c core/evaluate_report.c
-noinst_HEADERS += core/include/alphast/sample.h core/include/alphast/metrics.h core/include/alphast/evaluate.h
+	core/evaluate.c core/evaluate_report.c core/kabsch.c
+noinst_HEADERS += core/include/alphast/sample.h core/include/alphast/metrics.h core/include/alphast/evaluate.h \
+	core/include/alphast/kabsch.h
 
 check_PROGRAMS += tests/test_metrics
 tests_test_metrics_SOURCES = tests/test_metrics.c
