@@ -29,6 +29,28 @@ int ast_mode_noises(ast_train_mode mode, int modality)
     return modality == (mode == AST_MODE_EXPR_TO_POS ? AST_MOD_POS : AST_MOD_EXPR);
 }
 
+static const char *pos_param_names[] = {"x0", "v"};
+
+const char *ast_pos_param_name(ast_pos_param p) { return pos_param_names[p]; }
+
+int ast_pos_param_parse(const char *s, ast_pos_param *out)
+{
+    for (int i = 0; i < 2; i++)
+        if (!strcmp(s, pos_param_names[i])) {
+            *out = (ast_pos_param)i;
+            return 0;
+        }
+    return -1;
+}
+
+void ast_pos_param_coeffs(const ast_schedule *s, ast_pos_param p, int B, const int *t_int, float *a, float *b)
+{
+    for (int i = 0; i < B; i++) {
+        a[i] = p == AST_POS_V ? s->alpha_bar[AST_MOD_POS][t_int[i]] : 0.0f;
+        b[i] = p == AST_POS_V ? -s->sigma_bar[AST_MOD_POS][t_int[i]] : 1.0f;
+    }
+}
+
 static void fill_modality(ast_schedule *s, int m, double nu)
 {
     int T = s->steps;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alphast/kabsch.h"
 #include "alphast/sample.h"
 
 static const char *return_names[] = {"x0", "z0"};
@@ -31,18 +32,47 @@ int ast_sample_grid(int T, int num_steps, int *s_out)
     return n;
 }
 
+ast_tensor *ast_pos_x0_hat(ast_ctx *c, const ast_schedule *s, ast_pos_param p, const int *t_int, ast_tensor *z_pos,
+                           ast_tensor *out_pos)
+{
+    if (p == AST_POS_X0) return out_pos;
+    int64_t shape[3] = {out_pos->shape[0], 1, 1};
+    ast_tensor *a = ast_zeros(c, 3, shape), *b = ast_zeros(c, 3, shape);
+    ast_pos_param_coeffs(s, p, (int)shape[0], t_int, a->data, b->data);
+    return ast_add(c, ast_mul(c, z_pos, a), ast_mul(c, out_pos, b));
+}
+
+/* Rotates (or reflects) each set's prediction onto the state z, about
+ * their centres (both are centred over the valid cells). */
+static void align_to_state(int B, int N, const float *z, const float *mask, float *pred)
+{
+    double *p = ast_xmalloc((size_t)6 * N * sizeof *p), *q = p + 3 * N, *w = ast_xmalloc((size_t)N * sizeof *w), r[9];
+    for (int b = 0; b < B; b++) {
+        int64_t o = (int64_t)b * N * 3;
+        for (int i = 0; i < 3 * N; i++) p[i] = pred[o + i], q[i] = z[o + i];
+        for (int i = 0; i < N; i++) w[i] = mask ? mask[(int64_t)b * N + i] : 1.0;
+        ast_kabsch(p, q, w, N, 1, r);
+        for (int i = 0; i < N; i++)
+            for (int k = 0; k < 3; k++)
+                pred[o + i * 3 + k] = (float)(r[k * 3] * p[i * 3] + r[k * 3 + 1] * p[i * 3 + 1] + r[k * 3 + 2] * p[i * 3 + 2]);
+    }
+    free(p), free(w);
+}
+
 /* One eval forward pass on the state; copies the x0 predictions out of the
  * arena, which the next pass reuses. */
-static void predict_x0(ast_model *m, ast_ctx *c, int B, int N, int G, const ast_noised *z, const float *mask,
-                       float *pred_expr, float *pred_pos)
+static void predict_x0(ast_model *m, ast_ctx *c, const ast_schedule *s, const ast_sampler_config *sc, int B, int N, int G,
+                       const ast_noised *z, const float *mask, float *pred_expr, float *pred_pos)
 {
     int64_t sx[3] = {B, N, G}, sp[3] = {B, N, 3}, st[2] = {B, 1}, sm[2] = {B, N};
     ast_ctx_reset(c);
     ast_tensor *x = ast_tensor_from(c, 3, sx, z->expr), *p = ast_tensor_from(c, 3, sp, z->pos);
     ast_tensor *t = ast_tensor_from(c, 2, st, z->t), *mk = mask ? ast_tensor_from(c, 2, sm, mask) : NULL;
     ast_model_out out = ast_model_forward(m, c, x, t, p, mk, NULL, NULL);
+    ast_tensor *pos = ast_pos_x0_hat(c, s, sc->pos_param, z->t_int, p, out.positions);
     memcpy(pred_expr, out.expression->data, (size_t)B * N * G * sizeof(float));
-    memcpy(pred_pos, out.positions->data, (size_t)B * N * 3 * sizeof(float));
+    memcpy(pred_pos, pos->data, (size_t)B * N * 3 * sizeof(float));
+    if (sc->align && ast_mode_noises(sc->mode, AST_MOD_POS)) align_to_state(B, N, z->pos, mask, pred_pos);
 }
 
 void ast_sample(ast_model *m, const ast_schedule *s, const ast_sampler_config *sc, int B, int N, const float *expr,
@@ -62,7 +92,7 @@ void ast_sample(ast_model *m, const ast_schedule *s, const ast_sampler_config *s
     ast_limit_sample(s, sc->mode, &rng, B, N, G, expr, pos, mask, &z);
     int n_steps = ast_sample_grid(s->steps, sc->num_steps, grid);
     for (int i = 0; i < n_steps; i++) {
-        predict_x0(m, c, B, N, G, &z, mask, pred_expr, pred_pos);
+        predict_x0(m, c, s, sc, B, N, G, &z, mask, pred_expr, pred_pos);
         ast_reverse_step(s, sc->mode, &rng, B, N, G, pred_expr, pred_pos, mask, grid[i], &z);
     }
     if (sc->ret == AST_RETURN_X0) {

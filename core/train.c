@@ -7,6 +7,7 @@
 
 #include "alphast/progress.h"
 #include "alphast/safetensors.h"
+#include "alphast/sample.h"
 #include "train_internal.h"
 
 void ast_train_config_default(ast_train_config *tc)
@@ -16,6 +17,7 @@ void ast_train_config_default(ast_train_config *tc)
     tc->diffusion_steps = 1000;
     tc->nu_expression = tc->nu_position = 1.0;
     ast_loss_config_default(&tc->loss);
+    tc->pos_param = AST_POS_V;
     tc->sets_per_step = 4;
     tc->set_size = 64;
     tc->epochs = 10;
@@ -139,6 +141,7 @@ ast_loss_parts ast_trainer_forward(ast_trainer *t, ast_batch *b)
     ast_tensor *x_in = x, *p_in = p;
     if (b->masks) ast_masking_inputs(b->masks, c, &x_in, &p_in);
     ast_model_out out = ast_model_forward(t->model, c, x_in, tt, p_in, m, NULL, NULL);
+    out.positions = ast_pos_x0_hat(c, &t->sched, t->tc.pos_param, b->t_int, p_in, out.positions);
     ast_tensor *x0 = ast_tensor_from(c, 3, sx, b->expr), *p0 = ast_tensor_from(c, 3, sp, b->pos);
     ast_loss_parts lp = ast_diffusion_loss(c, &t->tc.loss, &out, x0, p0, m);
     if (b->masks) lp.total = ast_add(c, lp.total, ast_masking_loss(b->masks, c, &out, x0, p0, x, p));

@@ -181,6 +181,8 @@ static int sample(cli_run *r, const char **v, const char *dir, ast_error *e)
     ast_sample_return_parse(ast_cfg_str(r->cfg, "sampling.return"), &sc.ret); /* the schema's enum */
     if (ast_train_config_from_cfg(r->cfg, &tc, e) < 0) return -1;
     sc.mode = tc.mode;
+    sc.pos_param = tc.pos_param;
+    sc.align = tc.loss.position_loss == AST_POS_LOSS_ALIGNED;
     if (v[OPT_MODE]) ast_mode_parse(v[OPT_MODE], &sc.mode);
     int which = v[OPT_SPLIT] ? cli_split_parse(v[OPT_SPLIT]) : AST_SPLIT_TEST;
     if (v[OPT_STEPS] && ast_cfg_set(r->cfg, "sampling.num_steps", v[OPT_STEPS], e) < 0) return -1;

@@ -152,7 +152,7 @@ int cli_evaluate(const ast_cfg *cfg, ast_model *m, const ast_dataset *d, const a
     }
     ast_set_sampler sets = cli_eval_sets(cfg, d, sp, which);
     ast_eval_report r;
-    int rc = ast_evaluate(m, &s, &sets, &ec, cli_split_name(which), &r, e);
+    int rc = ast_evaluate(m, &s, &sets, &sp[AST_SPLIT_TRAIN], &ec, cli_split_name(which), &r, e);
     if (rc == 0) {
         ast_eval_report_print(&r, stdout);
         rc = ast_eval_report_write_json(&r, json_path, e);

@@ -57,6 +57,22 @@ void ast_reverse_step(const ast_schedule *s, ast_train_mode mode, ast_rng *rng, 
                       const float *pred_expr, const float *pred_pos, const float *mask, int s_int,
                       ast_noised *z);
 
+/* What the network's position output F means. x0: the clean positions
+ * themselves (the reference). v: v = alpha_bar eps - sigma_bar x0, so
+ * x0_hat = alpha_bar z_t - sigma_bar F. With v the prediction carries the
+ * noisy input through a skip that the network cannot drop, so the samples
+ * depend on their noise (issue 9: an x0-predicting network learned one
+ * arrangement per set and ignored z_t), and the target stays O(1) at
+ * both ends of the schedule, unlike eps-prediction's 1 / alpha_bar. */
+typedef enum ast_pos_param { AST_POS_X0, AST_POS_V } ast_pos_param;
+
+const char *ast_pos_param_name(ast_pos_param p);
+int ast_pos_param_parse(const char *s, ast_pos_param *out); /* 0, or -1 if unknown */
+
+/* Per-set coefficients of x0_hat = a z_t + b F for positions at times
+ * t_int [B]: a [B], b [B]. */
+void ast_pos_param_coeffs(const ast_schedule *s, ast_pos_param p, int B, const int *t_int, float *a, float *b);
+
 /* Subtract each set's mean over valid cells from x [B, N, D] and zero the
  * padded rows (remove_mean_with_mask). */
 void ast_center_sets(float *x, const float *mask, int B, int N, int D);

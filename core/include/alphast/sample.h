@@ -6,6 +6,13 @@
 #include "alphast/diffusion.h"
 #include "alphast/model.h"
 
+/* The x0 prediction of positions from the network's output out_pos
+ * [B,N,3] and its noisy input z_pos at times t_int [B] (see
+ * ast_pos_param in alphast/diffusion.h); out_pos itself for x0. Recorded
+ * on the tape, so training's loss reaches the network through it. */
+ast_tensor *ast_pos_x0_hat(ast_ctx *c, const ast_schedule *s, ast_pos_param p, const int *t_int, ast_tensor *z_pos,
+                           ast_tensor *out_pos);
+
 /* What the sampler returns for a generated modality: the model's last x0
  * prediction (default; fixes spec §11 item 14), or the reference's final
  * state z0, which still carries posterior noise of std ~ sigma_bar[0]. */
@@ -19,6 +26,9 @@ typedef struct ast_sampler_config {
     int num_steps;       /* network evaluations asked for; <= 0: one per diffusion step */
     ast_sample_return ret;
     uint64_t seed;       /* the limit sample and the posterior noise */
+    ast_pos_param pos_param; /* what the network's position output means */
+    int align;           /* rotate each x0 prediction of positions onto the state before stepping (for a
+                            rotation-invariant position loss, whose predictions have no preferred frame) */
 } ast_sampler_config;
 
 /* The reference's step grid: delta = max(1, floor(T / num_steps)) and the

@@ -33,6 +33,7 @@ typedef struct ast_train_config {
     int diffusion_steps;
     double nu_expression, nu_position;
     ast_loss_config loss;
+    ast_pos_param pos_param; /* diffusion.position_parameterisation */
 
     int sets_per_step;   /* B */
     int set_size;        /* N; 0: whole slices, N the largest slice of the train or val split */
