@@ -138,12 +138,16 @@ static double diversity(ast_model *m, const ast_schedule *s, const eval_run *run
     return count ? sum / count : NAN;
 }
 
-/* The position score at 1 and 10 sampler steps beside the configured count. */
+static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+
+/* The position score at 1 and 10 sampler steps beside the configured count,
+ * ascending, each count once. */
 static void score_by_steps(ast_model *m, const ast_schedule *s, const eval_run *run, ast_eval_task *task)
 {
     int wanted[AST_EVAL_MAX_STEP_COUNTS] = {1, 10, run->ec->num_steps};
+    qsort(wanted, AST_EVAL_MAX_STEP_COUNTS, sizeof *wanted, cmp_int);
     for (int i = 0; i < AST_EVAL_MAX_STEP_COUNTS; i++) {
-        if (i && wanted[i] <= task->step_counts[task->n_step_counts - 1]) continue; /* ascending, no repeats */
+        if (i && wanted[i] == wanted[i - 1]) continue;
         int j = task->n_step_counts++;
         task->step_counts[j] = wanted[i];
         if (wanted[i] == run->ec->num_steps) {

@@ -1,9 +1,11 @@
-/* Position metrics of spec §7 (distance-matrix MSE, Procrustes disparity,
- * k-NN preservation), correlations of the pairwise distances, and the
+/* Position metrics of spec §7 (distance-matrix MSE, Procrustes disparity),
+ * correlations of the pairwise distances, the aligned RMSD, their
+ * per-set averaging (the k-NN ones are in metrics_graph.c), and the
  * reference's Gaussian-kernel Moran's I. All per set, on valid cells. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "alphast/kabsch.h"
 #include "metrics_internal.h"
 
 /* LAPACK's SVD, from libopenblas. Debian's libopenblas-dev installs no
@@ -12,12 +14,6 @@
 extern void dgesvd_(const char *jobu, const char *jobvt, const int *m, const int *n, double *a, const int *lda,
                     double *s, double *u, const int *ldu, double *vt, const int *ldvt, double *work, const int *lwork,
                     int *info, size_t jobu_len, size_t jobvt_len);
-
-static double dist3(const float *a, const float *b)
-{
-    double dx = (double)a[0] - b[0], dy = (double)a[1] - b[1], dz = (double)a[2] - b[2];
-    return sqrt(dx * dx + dy * dy + dz * dz);
-}
 
 /* Centred and scaled to unit Frobenius norm, in double; 0 if no spread. */
 static int standardise(const float *x, int n, double *out)
@@ -59,37 +55,39 @@ double ast_procrustes(const float *truth, const float *pred, int n)
     return disparity;
 }
 
-/* The k nearest other points of each point, ties by index: out [n, k]. */
-static void knn_lists(const float *x, int n, int k, int *out)
+double ast_rmsd_aligned(const float *truth, const float *pred, int n)
 {
-    ast_indexed *o = ast_xmalloc((size_t)n * sizeof *o);
-    for (int i = 0; i < n; i++) {
-        int m = 0;
-        for (int j = 0; j < n; j++)
-            if (j != i) o[m++] = (ast_indexed){dist3(x + i * 3, x + j * 3), j};
-        qsort(o, (size_t)m, sizeof *o, ast_cmp_indexed);
-        for (int j = 0; j < k; j++) out[i * k + j] = o[j].i;
-    }
-    free(o);
+    AST_ASSERT(n > 0, "RMSD of no points");
+    double *q = ast_xmalloc((size_t)6 * n * sizeof *q), *p = q + 3 * n, r[9], se = 0.0;
+    for (int i = 0; i < 3 * n; i++) q[i] = truth[i], p[i] = pred[i];
+    ast_center_rows3(q, NULL, n);
+    ast_center_rows3(p, NULL, n);
+    ast_kabsch(p, q, NULL, n, 1, r);
+    for (int i = 0; i < n; i++)
+        for (int a = 0; a < 3; a++) {
+            const double *pi = p + 3 * i;
+            double d = r[a * 3] * pi[0] + r[a * 3 + 1] * pi[1] + r[a * 3 + 2] * pi[2] - q[3 * i + a];
+            se += d * d;
+        }
+    free(q);
+    return sqrt(se / n);
 }
 
-double ast_knn_overlap(const float *truth, const float *pred, int n, int k)
+double ast_dist_row_spearman(const float *truth, const float *pred, int n)
 {
-    AST_ASSERT(n > k && k > 0, "k-NN overlap needs n > k > 0 (n %d, k %d)", n, k);
-    int *nt = ast_xmalloc((size_t)2 * n * k * sizeof *nt), *np = nt + n * k;
-    char *hit = ast_xcalloc((size_t)n, 1);
-    knn_lists(truth, n, k, nt);
-    knn_lists(pred, n, k, np);
-    double sum = 0.0;
+    if (n < 3) return NAN;
+    double *dt = ast_xmalloc((size_t)2 * (n - 1) * sizeof *dt), *dp = dt + (n - 1);
+    ast_nanmean acc = {0};
     for (int i = 0; i < n; i++) {
-        for (int j = 0; j < k; j++) hit[nt[i * k + j]] = 1;
-        int both = 0;
-        for (int j = 0; j < k; j++) both += hit[np[i * k + j]];
-        for (int j = 0; j < k; j++) hit[nt[i * k + j]] = 0;
-        sum += (double)both / k;
+        int m = 0;
+        for (int j = 0; j < n; j++) {
+            if (j == i) continue;
+            dt[m] = ast_dist3(truth + i * 3, truth + j * 3), dp[m++] = ast_dist3(pred + i * 3, pred + j * 3);
+        }
+        ast_nanmean_add(&acc, ast_spearman(dt, dp, n - 1));
     }
-    free(nt), free(hit);
-    return sum / n;
+    free(dt);
+    return ast_nanmean_or_nan(&acc);
 }
 
 /* The valid cells of set b, packed: returns their number. */
@@ -102,25 +100,38 @@ static int gather_set(const float *x, const float *mask, int b, int N, int D, fl
 }
 
 typedef struct pos_sums {
-    ast_nanmean dist_mse, procrustes, knn, pearson, spearman;
+    ast_nanmean knn[AST_N_KNN_KS], row_spearman, rmsd, graph[3], dist_mse, procrustes, pearson, spearman;
 } pos_sums;
 
-static void set_metrics(const float *t, const float *p, int n, int k, pos_sums *acc)
+/* The metrics of one set's n >= 2 pairwise distances. */
+static void distance_metrics(const float *t, const float *p, int n, pos_sums *acc)
 {
-    if (n < 2) return;
     int pairs = n * (n - 1) / 2, m = 0;
     double *dt = ast_xmalloc((size_t)2 * pairs * sizeof *dt), *dp = dt + pairs, se = 0.0;
     for (int i = 0; i < n; i++)
         for (int j = i + 1; j < n; j++, m++) {
-            dt[m] = dist3(t + i * 3, t + j * 3), dp[m] = dist3(p + i * 3, p + j * 3);
+            dt[m] = ast_dist3(t + i * 3, t + j * 3), dp[m] = ast_dist3(p + i * 3, p + j * 3);
             se += 2.0 * (dp[m] - dt[m]) * (dp[m] - dt[m]); /* both triangles of the n x n matrix */
         }
     ast_nanmean_add(&acc->dist_mse, se / ((double)n * n));
     ast_nanmean_add(&acc->pearson, ast_pearson(dt, dp, pairs));
     ast_nanmean_add(&acc->spearman, ast_spearman(dt, dp, pairs));
-    if (n > 2) ast_nanmean_add(&acc->procrustes, ast_procrustes(t, p, n));
-    if (n > k) ast_nanmean_add(&acc->knn, ast_knn_overlap(t, p, n, k));
     free(dt);
+}
+
+static void set_metrics(const float *t, const float *p, int n, int k, pos_sums *acc)
+{
+    if (n < 2) return;
+    distance_metrics(t, p, n, acc);
+    ast_nanmean_add(&acc->rmsd, ast_rmsd_aligned(t, p, n));
+    if (n > 2) {
+        ast_nanmean_add(&acc->procrustes, ast_procrustes(t, p, n));
+        ast_nanmean_add(&acc->row_spearman, ast_dist_row_spearman(t, p, n));
+    }
+    double knn[AST_N_KNN_KS], graph[3];
+    ast_neighbour_scores(t, p, n, k, knn, graph);
+    for (int i = 0; i < AST_N_KNN_KS; i++) ast_nanmean_add(&acc->knn[i], knn[i]);
+    for (int i = 0; i < 3; i++) ast_nanmean_add(&acc->graph[i], graph[i]);
 }
 
 void ast_pos_metrics_compute(int B, int N, const float *pred, const float *truth, const float *mask, int k,
@@ -133,9 +144,16 @@ void ast_pos_metrics_compute(int B, int N, const float *pred, const float *truth
         gather_set(pred, mask, b, N, 3, p);
         set_metrics(t, p, n, k, &acc);
     }
-    *out = (ast_pos_metrics){ast_nanmean_value(&acc.dist_mse), ast_nanmean_value(&acc.procrustes),
-                             ast_nanmean_value(&acc.knn), ast_nanmean_value(&acc.pearson),
-                             ast_nanmean_value(&acc.spearman)};
+    *out = (ast_pos_metrics){.dist_row_spearman = ast_nanmean_or_nan(&acc.row_spearman),
+                             .rmsd = ast_nanmean_or_nan(&acc.rmsd),
+                             .graph_precision = ast_nanmean_or_nan(&acc.graph[0]),
+                             .graph_recall = ast_nanmean_or_nan(&acc.graph[1]),
+                             .graph_f1 = ast_nanmean_or_nan(&acc.graph[2]),
+                             .dist_mse = ast_nanmean_value(&acc.dist_mse),
+                             .procrustes = ast_nanmean_value(&acc.procrustes),
+                             .dist_pearson = ast_nanmean_value(&acc.pearson),
+                             .dist_spearman = ast_nanmean_value(&acc.spearman)};
+    for (int i = 0; i < AST_N_KNN_KS; i++) out->knn[i] = ast_nanmean_or_nan(&acc.knn[i]);
     free(t);
 }
 
@@ -163,26 +181,29 @@ static double positive_percentile(const double *d, int n, double q)
     return out;
 }
 
-/* One set's Moran's I; 0 when all cells coincide or the values are constant. */
-static double morans_set(const float *x, const double *val, int n)
+/* The reference's Gaussian weights of one set into w [n, n] (zero
+ * diagonal); returns their sum. All zero when every cell coincides: no
+ * bandwidth, and then Moran's I below is 0. */
+static double morans_weights(const float *x, int n, double *w)
 {
-    double *d = ast_xmalloc((size_t)n * n * sizeof *d), mean = 0.0;
     for (int i = 0; i < n; i++)
-        for (int j = 0; j < n; j++) d[i * n + j] = dist3(x + i * 3, x + j * 3);
-    double h = positive_percentile(d, n, 0.25), wsum = 0.0, cross = 0.0, yy = 0.0;
-    if (!(h > 0.0)) {
-        free(d);
-        return 0.0;
+        for (int j = 0; j < n; j++) w[i * n + j] = ast_dist3(x + i * 3, x + j * 3);
+    double h = positive_percentile(w, n, 0.25), wsum = 0.0;
+    for (int i = 0; i < n * n; i++) {
+        w[i] = h > 0.0 && i % (n + 1) != 0 ? exp(-w[i] * w[i] / (2.0 * h * h)) : 0.0;
+        wsum += w[i];
     }
+    return wsum;
+}
+
+/* One set's Moran's I on its weights; 0 when they or the values vanish. */
+static double morans_set(const double *w, double wsum, const double *val, int n)
+{
+    double mean = 0.0, cross = 0.0, yy = 0.0;
     for (int i = 0; i < n; i++) mean += val[i] / n;
     for (int i = 0; i < n; i++)
-        for (int j = 0; j < n; j++) {
-            double w = i == j ? 0.0 : exp(-d[i * n + j] * d[i * n + j] / (2.0 * h * h));
-            wsum += w;
-            cross += w * (val[i] - mean) * (val[j] - mean);
-        }
+        for (int j = 0; j < n; j++) cross += w[i * n + j] * (val[i] - mean) * (val[j] - mean);
     for (int i = 0; i < n; i++) yy += (val[i] - mean) * (val[i] - mean);
-    free(d);
     /* The reference normalises W to sum 1 (+1e-8) and divides by its sum again. */
     double norm = wsum + 1e-8, den = wsum / norm * yy;
     return den >= 1e-8 ? n * (cross / norm) / den : 0.0;
@@ -191,7 +212,7 @@ static double morans_set(const float *x, const double *val, int n)
 double ast_morans_i(int B, int N, const float *pos, const float *values, int stride, const float *mask)
 {
     float *x = ast_xmalloc((size_t)3 * N * sizeof *x);
-    double *v = ast_xmalloc((size_t)N * sizeof *v);
+    double *v = ast_xmalloc((size_t)N * sizeof *v), *w = ast_xmalloc((size_t)N * N * sizeof *w);
     ast_nanmean acc = {0};
     for (int b = 0; b < B; b++) {
         int n = 0;
@@ -200,8 +221,32 @@ double ast_morans_i(int B, int N, const float *pos, const float *values, int str
             memcpy(x + 3 * n, pos + ((size_t)b * N + i) * 3, 3 * sizeof(float));
             v[n++] = values[((size_t)b * N + i) * stride];
         }
-        if (n >= 3) ast_nanmean_add(&acc, morans_set(x, v, n));
+        if (n >= 3) ast_nanmean_add(&acc, morans_set(w, morans_weights(x, n, w), v, n));
     }
-    free(x), free(v);
+    free(x), free(v), free(w);
     return ast_nanmean_value(&acc);
+}
+
+void ast_most_spatial_genes(int B, int N, int G, const float *pos, const float *expr, const float *mask, int count,
+                            int *out)
+{
+    AST_ASSERT(count >= 0 && count <= G, "asked for %d of %d genes", count, G);
+    float *x = ast_xmalloc((size_t)3 * N * sizeof *x), *e = ast_xmalloc((size_t)N * G * sizeof *e);
+    double *v = ast_xmalloc((size_t)N * sizeof *v), *w = ast_xmalloc((size_t)N * N * sizeof *w);
+    ast_nanmean *acc = ast_xcalloc((size_t)G, sizeof *acc); /* per gene, as ast_morans_i averages */
+    for (int b = 0; b < B; b++) {
+        int n = gather_set(pos, mask, b, N, 3, x);
+        gather_set(expr, mask, b, N, G, e);
+        if (n < 3) continue;
+        double wsum = morans_weights(x, n, w); /* the weights are the set's, shared by every gene */
+        for (int g = 0; g < G; g++) {
+            for (int i = 0; i < n; i++) v[i] = e[(size_t)i * G + g];
+            ast_nanmean_add(&acc[g], morans_set(w, wsum, v, n));
+        }
+    }
+    ast_indexed *o = ast_xmalloc((size_t)G * sizeof *o);
+    for (int g = 0; g < G; g++) o[g] = (ast_indexed){-ast_nanmean_value(&acc[g]), g}; /* largest first, ties by index */
+    qsort(o, (size_t)G, sizeof *o, ast_cmp_indexed);
+    for (int j = 0; j < count; j++) out[j] = o[j].i;
+    free(x), free(e), free(v), free(w), free(acc), free(o);
 }

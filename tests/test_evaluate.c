@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "alphast/evaluate.h"
 #include "alphast/h5ad_write.h"
@@ -68,7 +69,7 @@ static void fixture_close(fixture *f)
 
 static void assert_pos_in_range(const ast_pos_metrics *p)
 {
-    cr_assert(p->knn >= 0 && p->knn <= 1, "knn %g", p->knn);
+    cr_assert(p->knn[0] >= 0 && p->knn[0] <= 1, "knn %g", p->knn[0]);
     cr_assert(p->procrustes >= 0 && p->procrustes <= 1 + 1e-9, "procrustes %g", p->procrustes);
     cr_assert(fabs(p->dist_pearson) <= 1 && fabs(p->dist_spearman) <= 1, "correlations");
     cr_assert(p->dist_mse >= 0 && isfinite(p->dist_mse), "dist_mse %g", p->dist_mse);
@@ -77,26 +78,28 @@ static void assert_pos_in_range(const ast_pos_metrics *p)
 Test(evaluate, scores_model_and_chance_on_held_out_sets, .timeout = 60)
 {
     fixture f;
-    fixture_open(&f, NULL);
+    fixture_open(&f, "evaluation.protocol=oracle_neighbourhoods");
     ast_error e = {""};
     ast_eval_config ec;
     cr_assert(ast_eval_config_from_cfg(f.cfg, &f.d, &ec, &e) == 0, "%s", e.msg);
     cr_assert_eq(ec.n_genes, 2);
     cr_assert_str_eq(f.d.genes[ec.genes[1]], "Vip");
     ast_eval_report r;
-    cr_assert(ast_evaluate(f.m, &f.s, &f.sets, &ec, "test", &r, &e) == 0, "%s", e.msg);
+    cr_assert(ast_evaluate(f.m, &f.s, &f.sets, &f.sp[AST_SPLIT_TRAIN], &ec, "test", &r, &e) == 0, "%s", e.msg);
     cr_assert_eq(r.n_tasks, 1);
     cr_assert_eq(r.tasks[0].mode, AST_MODE_EXPR_TO_POS);
     cr_assert_eq(r.cells, 64 * 24);
     cr_assert_eq(r.evaluations, 4); /* 3 steps of T = 50: delta 16, s = 48 32 16 0 */
     assert_pos_in_range(&r.tasks[0].model.pos);
-    assert_pos_in_range(&r.tasks[0].random.pos);
+    const ast_eval_scores *chance = &r.tasks[0].baselines[0].scores;
+    cr_assert_str_eq(r.tasks[0].baselines[0].name, "random");
+    assert_pos_in_range(&chance->pos);
     /* Random positions are independent of the truth, so each cell's
      * predicted 5-NN are 5 of its 23 others uniformly: mean 5/23. The
      * per-cell variance of the overlap fraction, 5(5/23)(18/23)(18/22)/25
      * = 0.0278, bounds that of a set's mean; over 64 independent draws the
      * std is at most 0.021, and 4 std = 0.083. */
-    cr_assert_float_eq(r.tasks[0].random.pos.knn, 5.0 / 23.0, 0.083, "random knn %g", r.tasks[0].random.pos.knn);
+    cr_assert_float_eq(chance->pos.knn[0], 5.0 / 23.0, 0.083, "random knn %g", chance->pos.knn[0]);
     for (int j = 0; j < 2; j++) {
         cr_assert(isfinite(r.tasks[0].model.morans[j]) && fabs(r.tasks[0].model.morans[j]) < 10, "Moran's I");
         cr_assert(isfinite(r.morans_true[j]), "Moran's I on the truth");
@@ -112,8 +115,12 @@ Test(evaluate, scores_model_and_chance_on_held_out_sets, .timeout = 60)
     cJSON *j = cJSON_Parse(text);
     cr_assert(j, "eval.json is JSON");
     cJSON *knn = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(j,
-                 "tasks"), "expr_to_pos"), "random"), "positions"), "knn_preservation");
-    cr_assert(cJSON_IsNumber(knn) && knn->valuedouble == r.tasks[0].random.pos.knn, "the report's numbers");
+                 "tasks"), "expr_to_pos"), "baselines"), "random"), "knn_k5");
+    cr_assert(knn == NULL, "baselines nest their metrics under positions");
+    knn = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
+          cJSON_GetObjectItem(j, "tasks"), "expr_to_pos"), "baselines"), "random"), "positions"), "knn_k5");
+    cr_assert(cJSON_IsNumber(knn) && knn->valuedouble == chance->pos.knn[0], "the report's numbers");
+    cr_assert_str_eq(cJSON_GetObjectItem(j, "protocol")->valuestring, "oracle_neighbourhoods");
     cr_assert(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "morans_i_true"), "Gja1"), "Moran's I per gene name");
     cJSON_Delete(j);
     ast_eval_report_free(&r);
@@ -125,12 +132,13 @@ Test(evaluate, joint_models_are_also_asked_to_place_cells, .timeout = 60)
 {
     fixture f;
     fixture_open(&f, "training_mode=joint");
+    cr_assert(ast_cfg_override(f.cfg, "evaluation.protocol=oracle_neighbourhoods", &(ast_error){""}) == 0);
     ast_error e = {""};
     ast_eval_config ec;
     cr_assert(ast_eval_config_from_cfg(f.cfg, &f.d, &ec, &e) == 0, "%s", e.msg);
     ec.sets = 4;
     ast_eval_report r;
-    cr_assert(ast_evaluate(f.m, &f.s, &f.sets, &ec, "test", &r, &e) == 0, "%s", e.msg);
+    cr_assert(ast_evaluate(f.m, &f.s, &f.sets, &f.sp[AST_SPLIT_TRAIN], &ec, "test", &r, &e) == 0, "%s", e.msg);
     cr_assert_eq(r.n_tasks, 2);
     cr_assert_eq(r.tasks[0].mode, AST_MODE_JOINT);
     cr_assert_eq(r.tasks[1].mode, AST_MODE_EXPR_TO_POS);
@@ -142,10 +150,86 @@ Test(evaluate, joint_models_are_also_asked_to_place_cells, .timeout = 60)
     fixture_close(&f);
 }
 
+/* The default protocol places every held-out cell once, in sets that
+ * depend on expression alone, and scores the baselines on the same cells. */
+Test(evaluate, region_protocol_places_every_held_out_cell_with_baselines, .timeout = 120)
+{
+    fixture f;
+    fixture_open(&f, "evaluation.max_set_size=150");
+    ast_error e = {""};
+    ast_eval_config ec;
+    cr_assert(ast_eval_config_from_cfg(f.cfg, &f.d, &ec, &e) == 0, "%s", e.msg);
+    cr_assert_eq(ec.protocol, AST_EVAL_REGION);
+    ast_eval_report r;
+    cr_assert(ast_evaluate(f.m, &f.s, &f.sets, &f.sp[AST_SPLIT_TRAIN], &ec, "test", &r, &e) == 0, "%s", e.msg);
+    cr_assert_eq(r.cells, f.sp[AST_SPLIT_TEST].n, "every held-out cell is placed");
+    cr_assert_eq(r.sets, 3, "400 cells in sets of at most 150");
+    cr_assert_eq(r.set_size, 134, "balanced: ceil(400 / 3)");
+    const ast_eval_task *t = &r.tasks[0];
+    const char *names[] = {"random", "expression_mds", "expression_isomap", "knn_regression"};
+    cr_assert_eq(t->n_baselines, 4, "the test slab shares the training cells' frame");
+    for (int b = 0; b < 4; b++) {
+        cr_assert_str_eq(t->baselines[b].name, names[b]);
+        assert_pos_in_range(&t->baselines[b].scores.pos);
+        cr_assert(ast_eval_primary(t->mode, &t->baselines[b].scores) <= ast_eval_primary(t->mode, &t->baselines[t->best].scores),
+                  "best is the highest knn_k10");
+    }
+    cr_assert(isfinite(t->diversity) && t->diversity >= 0 && t->diversity <= 1, "diversity %g", t->diversity);
+    cr_assert_eq(t->n_step_counts, 3);
+    int counts[] = {1, 3, 10}; /* {1, 10, sampling.num_steps = 3}, ascending */
+    for (int i = 0; i < 3; i++) cr_assert_eq(t->step_counts[i], counts[i]);
+    cr_assert_eq(t->by_steps[1].knn[1], t->model.pos.knn[1], "the configured count is the model's score");
+    ast_eval_report_free(&r);
+    ast_eval_config_free(&ec);
+    fixture_close(&f);
+}
+
+/* Which cells share a set never depends on their true coordinates:
+ * scrambling every position leaves the sets as they were. */
+Test(evaluate, region_sets_ignore_true_positions, .timeout = 60)
+{
+    fixture f;
+    fixture_open(&f, NULL);
+    ast_eval_sets a, b;
+    ast_eval_sets_region(&f.sets, 150, 7, &a);
+    ast_rng rng;
+    ast_rng_seed(&rng, 3);
+    for (int64_t i = 0; i < f.d.n_cells * 3; i++) f.d.pos[i] = ast_rng_gauss(&rng) * 100.0f;
+    ast_eval_sets_region(&f.sets, 150, 7, &b);
+    cr_assert_eq(a.B, b.B);
+    cr_assert_eq(a.N, b.N);
+    cr_assert(!memcmp(a.cells, b.cells, (size_t)a.B * a.N * sizeof *a.cells), "the same cells in the same sets");
+    ast_eval_sets_free(&a), ast_eval_sets_free(&b);
+    fixture_close(&f);
+}
+
+/* Two tight expression groups of 6 rows (x = 0 .. 0.5) and 4 rows (x =
+ * 10.6 .. 10.9), k = 2, cap ceil(10 / 2) = 5: the second group stays
+ * whole and takes exactly one row of the first, one of its two ends (the
+ * row farthest from the first group's centroid; which end depends on the
+ * k-means++ start, as greedy balanced assignment is a local optimum). */
+Test(evaluate, balanced_kmeans_groups_by_expression_within_the_cap)
+{
+    float x[10 * 2];
+    for (int i = 0; i < 10; i++) x[i * 2] = i < 6 ? 0.1f * i : 10.0f + 0.1f * i, x[i * 2 + 1] = 0.0f;
+    int label[10], size[2] = {0, 0}, moved = -1;
+    ast_balanced_kmeans(x, 10, 2, 2, 1, label);
+    for (int i = 0; i < 10; i++) size[label[i]]++;
+    cr_assert(size[0] == 5 && size[1] == 5, "sizes %d %d", size[0], size[1]);
+    for (int i = 6; i < 10; i++) cr_assert_eq(label[i], label[6], "the second group stays together");
+    for (int i = 0; i < 6; i++)
+        if (label[i] == label[6]) moved = i;
+    cr_assert(moved == 0 || moved == 5, "an end row moves over (row %d did)", moved);
+    int second[10];
+    ast_balanced_kmeans(x, 10, 2, 2, 1, second);
+    cr_assert(!memcmp(label, second, sizeof label), "deterministic for a seed");
+}
+
 Test(evaluate, config_errors_name_the_key)
 {
     fixture f;
     fixture_open(&f, "evaluation.morans_genes=[Gja1, Vipp]");
+    cr_assert(ast_cfg_override(f.cfg, "evaluation.protocol=oracle_neighbourhoods", &(ast_error){""}) == 0);
     ast_error e = {""};
     ast_eval_config ec;
     cr_assert_eq(ast_eval_config_from_cfg(f.cfg, &f.d, &ec, &e), -1);
@@ -153,7 +237,12 @@ Test(evaluate, config_errors_name_the_key)
     cr_assert(ast_cfg_override(f.cfg, "evaluation.morans_genes=null", &e) == 0, "%s", e.msg);
     cr_assert(ast_cfg_override(f.cfg, "evaluation.k_neighbors=24", &e) == 0, "%s", e.msg);
     cr_assert_eq(ast_eval_config_from_cfg(f.cfg, &f.d, &ec, &e), -1);
-    cr_assert(strstr(e.msg, "evaluation.k_neighbors (24) must be below data.set_size (24)"), "%s", e.msg);
+    cr_assert(strstr(e.msg, "evaluation.k_neighbors (24) must be below the evaluation's set size (24, data.set_size)"),
+              "%s", e.msg);
+    cr_assert(ast_cfg_override(f.cfg, "evaluation.protocol=region", &e) == 0, "%s", e.msg);
+    cr_assert(ast_cfg_override(f.cfg, "evaluation.max_set_size=20", &e) == 0, "%s", e.msg);
+    cr_assert_eq(ast_eval_config_from_cfg(f.cfg, &f.d, &ec, &e), -1);
+    cr_assert(strstr(e.msg, "(20, evaluation.max_set_size)"), "%s", e.msg);
     cr_assert(ast_cfg_override(f.cfg, "sampling.return=z1", &e) == -1, "the schema knows sampling.return");
     fixture_close(&f);
 }
@@ -223,7 +312,7 @@ Test(evaluate, train_eval_and_sample_commands, .timeout = 120)
     /* masking adds mask tokens to the saved weights, which sampling ignores */
     snprintf(args, sizeof args, "train -q --config %s --out %s/run evaluation.sets=4 masking.enable=true", cfg, dir);
     cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
-    cr_assert(strstr(out, "knn_preservation") && strstr(out, "random"), "train prints the table: %s", out);
+    cr_assert(strstr(out, "knn_k5") && strstr(out, "random"), "train prints the table: %s", out);
     snprintf(args, sizeof args, "%s/run/eval.json", dir);
     cr_assert(count_lines(args) > 10, "train writes eval.json");
 
@@ -236,9 +325,10 @@ Test(evaluate, train_eval_and_sample_commands, .timeout = 120)
     cr_assert(strstr(out, "alphast profile: ") && strstr(out, "\nlinear ") && strstr(out, "total on the tape"), "%s",
               out);
 
-    snprintf(args, sizeof args, "eval %s/run --split val --steps 2 --json %s/val.json evaluation.sets=2", dir, dir);
+    snprintf(args, sizeof args, "eval %s/run --split val --steps 2 --json %s/val.json", dir, dir);
     cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
-    cr_assert(strstr(out, "val split, 2 sets") && strstr(out, "2 network evaluations"), "%s", out);
+    cr_assert(strstr(out, "(region): val split, 1 set of up to 400 cells") && strstr(out, "2 network evaluations") &&
+              strstr(out, "best baseline on knn_k10") && strstr(out, "sample diversity"), "%s", out);
 
     fixture fx; /* the test split the commands rebuild from the config */
     fixture_open(&fx, NULL);

@@ -19,15 +19,25 @@ typedef struct ast_expr_metrics {
 void ast_expr_metrics_compute(int B, int N, int G, const float *pred, const float *truth, const float *mask,
                               ast_expr_metrics *out);
 
-/* Positions, per set then averaged over the sets where each is defined. */
+/* Positions, per set then averaged over the sets where each is defined.
+ * k-NN preservation is measured at these fixed k so that runs with
+ * different evaluation.k_neighbors stay comparable. */
+enum { AST_N_KNN_KS = 3 };
+extern const int ast_knn_ks[AST_N_KNN_KS]; /* 5, 10, 20 */
+
 typedef struct ast_pos_metrics {
-    double dist_mse;      /* mean (D_pred - D_true)^2 over n^2 pairs; sets with n > 1 */
-    double procrustes;    /* SciPy disparity in [0, 1]; sets with n > 2 */
-    double knn;           /* k-NN preservation; sets with n > k; 0 if none */
-    double dist_pearson;  /* correlation of the pairwise distances (i < j) */
+    double knn[AST_N_KNN_KS]; /* k-NN preservation at ast_knn_ks; sets with n > k; NaN if no set qualifies */
+    double dist_row_spearman; /* per cell, Spearman of its true vs predicted distances to the others (LUNA);
+                                 mean over cells, then sets with n > 2; NaN if none */
+    double rmsd;              /* ast_rmsd_aligned: rigid, no scaling, input units; sets with n > 1; NaN if none */
+    double graph_precision, graph_recall, graph_f1; /* ast_knn_graph_scores at k; sets with n > k; NaN if none */
+    double dist_mse;          /* mean (D_pred - D_true)^2 over n^2 pairs; sets with n > 1 */
+    double procrustes;        /* SciPy disparity in [0, 1]; sets with n > 2 */
+    double dist_pearson;      /* correlation of the pairwise distances (i < j) */
     double dist_spearman;
 } ast_pos_metrics;
 
+/* k (> 0) is the k-NN graph's (evaluation.k_neighbors). */
 void ast_pos_metrics_compute(int B, int N, const float *pred, const float *truth, const float *mask, int k,
                              ast_pos_metrics *out);
 
@@ -36,6 +46,12 @@ void ast_pos_metrics_compute(int B, int N, const float *pred, const float *truth
  * Gaussian weights exp(-d^2 / 2h^2) with h the 25th percentile of the
  * set's non-zero distances, zero diagonal — the reference's morans_i. */
 double ast_morans_i(int B, int N, const float *pos, const float *values, int stride, const float *mask);
+
+/* The `count` genes with the largest Moran's I (ast_morans_i) of their
+ * expression expr [B,N,G] on the true positions pos of these B sets,
+ * largest first; ties by index. count <= G. */
+void ast_most_spatial_genes(int B, int N, int G, const float *pos, const float *expr, const float *mask, int count,
+                            int *out);
 
 /* ---- building blocks (one set, or one pair of vectors) -------------------- */
 
@@ -52,5 +68,20 @@ double ast_procrustes(const float *truth, const float *pred, int n);
 /* Mean over points of |kNN_pred(i) & kNN_true(i)| / k (self excluded,
  * distance ties broken by index); requires n > k. */
 double ast_knn_overlap(const float *truth, const float *pred, int n, int k);
+/* The undirected k-NN graphs of truth and pred (edge i-j when j is among
+ * i's k nearest or i among j's; ties by index), pooled over the set:
+ * precision |E_pred & E_true| / |E_pred|, recall ... / |E_true|, F1 their
+ * harmonic mean (0 when both are 0); requires n > k > 0. */
+void ast_knn_graph_scores(const float *truth, const float *pred, int n, int k, double *precision, double *recall,
+                          double *f1);
+/* Mean over points of the Spearman rho between the point's distances to
+ * the n-1 others in truth and in pred (LUNA's metric); points whose rho is
+ * undefined (a constant row) are skipped; NaN if n < 3 or none is left. */
+double ast_dist_row_spearman(const float *truth, const float *pred, int n);
+/* sqrt(mean_i |R p_i - q_i|^2) of pred p onto truth q, both centred, R the
+ * best rotation or reflection (ast_kabsch) — no scaling, so the value is
+ * in the input's units. Planar sets (z = 0) are fine: the alignment is
+ * free about the empty axis. */
+double ast_rmsd_aligned(const float *truth, const float *pred, int n);
 
 #endif
