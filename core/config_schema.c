@@ -22,17 +22,24 @@ static const cfg_key schema[] = {
     BOOL("seed.benchmark", "false"),
 
     ENUM("training_mode", "joint", "joint|expr_to_pos|pos_to_expr"),
+    /* alphast: true restores the reference's choices where alphast's change the numbers: the position loss
+     * from loss.use_distance_matrix, x0-prediction of positions, oracle-neighbourhood evaluation. */
+    BOOL("reference_parity", "false"),
 
     MAP("diffusion"),
     INT("diffusion.diffusion_steps", "1000", CFG_POSITIVE),
     ENUM("diffusion.diffusion_noise_schedule", "cosine", "cosine"),
     FLT("diffusion.nu_expression", "1.0", CFG_POSITIVE),
     FLT("diffusion.nu_position", "1.0", CFG_POSITIVE),
+    ENUM("diffusion.position_parameterisation", "v", "v|x0"), /* alphast: what the position head predicts */
 
     MAP("loss"),
     FLT("loss.lambda_expression", "1.0", CFG_NONNEG),
     FLT("loss.lambda_position", "1.0", CFG_NONNEG),
-    BOOL("loss.use_distance_matrix", "true"),
+    BOOL("loss.use_distance_matrix", "true"), /* the reference's switch: decides only under reference_parity */
+    /* alphast: the distance loss ignores any rotation of the prediction, so the network could learn one fixed
+     * arrangement whatever its noisy input; "aligned" compares coordinates after the optimal rigid alignment. */
+    ENUM("loss.position_loss", "aligned", "aligned|distance|mse"),
 
     MAP("masking"),
     BOOL("masking.enable", "false"),
@@ -165,8 +172,15 @@ static const cfg_key schema[] = {
     MAP("evaluation"),
     INT("evaluation.k_neighbors", "10", CFG_POSITIVE),
     BOOL("evaluation.compute_spatial_metrics", "true"),
-    INT("evaluation.sets", "16", CFG_POSITIVE),              /* alphast: fixed held-out sets scored after training */
-    ANY("evaluation.morans_genes", "null"),                  /* alphast: gene names for Moran's I; null: the 5 most variable */
+    INT("evaluation.sets", "16", CFG_POSITIVE),              /* alphast: oracle_neighbourhoods: sets scored */
+    ANY("evaluation.morans_genes", "null"),                  /* alphast: gene names for Moran's I; null: the 5 most
+                                                                spatially variable in the true coordinates */
+    /* alphast: region places every held-out cell of a slice at once (split by expression above max_set_size);
+     * oracle_neighbourhoods scores sets made of each centre's nearest cells by true position. */
+    ENUM("evaluation.protocol", "region", "region|oracle_neighbourhoods"),
+    INT("evaluation.max_set_size", "1024", CFG_POSITIVE),
+    INT("evaluation.seed", "0", CFG_FREE),                   /* alphast: eval cells, sets and noise; not seed.value */
+    INT("evaluation.noise_seeds", "2", CFG_POSITIVE),        /* alphast: samples per set for the diversity score */
 };
 
 #define N_KEYS ((int)(sizeof schema / sizeof schema[0]))

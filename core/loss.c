@@ -1,12 +1,13 @@
 /* The diffusion loss (spec §4.2 step 5): expression MSE over valid cells,
- * and for positions either the distance-matrix MSE per set or the direct
- * MSE; plus the plugins' extra losses (MoE load balance). */
+ * and for positions the aligned MSE (loss_aligned.c), the distance-matrix
+ * MSE per set or the direct MSE; plus the plugins' extra losses (MoE load
+ * balance). */
 #include "alphast/loss.h"
 
 void ast_loss_config_default(ast_loss_config *lc)
 {
-    *lc = (ast_loss_config){.lambda_expression = 1.0f, .lambda_position = 1.0f, .use_distance_matrix = 1,
-                            .expression_noised = 1, .positions_noised = 1};
+    *lc = (ast_loss_config){.lambda_expression = 1.0f, .lambda_position = 1.0f,
+                            .position_loss = AST_POS_LOSS_ALIGNED, .expression_noised = 1, .positions_noised = 1};
 }
 
 /* w[b,i,j] = m_i m_j / (n_b^2 S) for the S sets with n_b >= 2 valid cells,
@@ -39,6 +40,18 @@ static ast_tensor *distance_matrix_loss(ast_ctx *c, ast_tensor *pred, ast_tensor
     return ast_sum(c, ast_mul(c, ast_mul(c, diff, diff), w));
 }
 
+static ast_tensor *position_loss(ast_ctx *c, ast_pos_loss kind, ast_tensor *pred, ast_tensor *target,
+                                 ast_tensor *mask)
+{
+    switch (kind) {
+    case AST_POS_LOSS_ALIGNED: return ast_aligned_mse(c, pred, target, mask);
+    case AST_POS_LOSS_DISTANCE: return distance_matrix_loss(c, pred, target, mask);
+    case AST_POS_LOSS_MSE: return ast_mse(c, pred, target, mask);
+    }
+    AST_ASSERT(0, "loss: unknown position loss %d", (int)kind);
+    return NULL;
+}
+
 static ast_tensor *weighted_sum(ast_ctx *c, ast_tensor *acc, ast_tensor *term, float weight)
 {
     ast_tensor *t = ast_affine(c, term, weight, 0.0f);
@@ -54,8 +67,7 @@ ast_loss_parts ast_diffusion_loss(ast_ctx *c, const ast_loss_config *lc, const a
                ast_shape_str(positions, s2, sizeof s2));
     ast_loss_parts p = {0};
     p.expression = ast_mse(c, pred->expression, expression, mask);
-    p.position = lc->use_distance_matrix ? distance_matrix_loss(c, pred->positions, positions, mask)
-                                         : ast_mse(c, pred->positions, positions, mask);
+    p.position = position_loss(c, lc->position_loss, pred->positions, positions, mask);
     p.moe_aux = ast_ctx_extra_loss(c);
 
     ast_tensor *total = NULL;

@@ -24,9 +24,10 @@ tests_test_data_LDADD = $(TEST_LIBS) $(HDF5_LIBS)
 libalphast_la_SOURCES += core/progress.c core/train.c core/train_val.c core/train_ckpt.c core/train_config.c core/train_internal.h
 noinst_HEADERS += core/include/alphast/progress.h core/include/alphast/train.h
 
-# Shipped with the program: the bundled dataset (MIT, see its README) and configs.
-nobase_dist_pkgdata_DATA = configs/starmap.yaml \
-	data/starmap3d/starmap3d.h5ad data/starmap3d/expr.txt.gz data/starmap3d/loc.txt data/starmap3d/README.md
+# Shipped with the program: the bundled datasets (MIT, see their READMEs) and configs.
+nobase_dist_pkgdata_DATA = configs/starmap.yaml configs/visium.yaml \
+	data/starmap3d/starmap3d.h5ad data/starmap3d/expr.txt.gz data/starmap3d/loc.txt data/starmap3d/README.md \
+	data/visium_prostate/visium_prostate.h5ad data/visium_prostate/README.md
 
 check_PROGRAMS += tests/test_train
 tests_test_train_SOURCES = tests/test_train.c tests/train_fixture.c tests/train_fixture.h

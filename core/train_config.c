@@ -20,6 +20,30 @@ int ast_data_opts_from_cfg(const ast_cfg *cfg, ast_data_opts *o)
     return 0;
 }
 
+/* loss.position_loss decides; under reference_parity the reference's
+ * switch loss.use_distance_matrix does (distance, else coordinate MSE). */
+static ast_pos_loss position_loss_from_cfg(const ast_cfg *cfg)
+{
+    if (ast_cfg_bool(cfg, "reference_parity"))
+        return ast_cfg_bool(cfg, "loss.use_distance_matrix") ? AST_POS_LOSS_DISTANCE : AST_POS_LOSS_MSE;
+    static const char *const names[] = {[AST_POS_LOSS_ALIGNED] = "aligned", [AST_POS_LOSS_DISTANCE] = "distance",
+                                        [AST_POS_LOSS_MSE] = "mse"};
+    const char *name = ast_cfg_str(cfg, "loss.position_loss");
+    for (int k = 0; k < (int)(sizeof names / sizeof *names); k++)
+        if (name && !strcmp(name, names[k])) return (ast_pos_loss)k;
+    AST_ASSERT(0, "loss.position_loss: unknown value '%s' (the schema's enum should have rejected it)", name);
+    return AST_POS_LOSS_ALIGNED;
+}
+
+/* diffusion.position_parameterisation; the reference predicts x0. */
+static ast_pos_param pos_param_from_cfg(const ast_cfg *cfg)
+{
+    ast_pos_param p = AST_POS_X0;
+    if (!ast_cfg_bool(cfg, "reference_parity"))
+        ast_pos_param_parse(ast_cfg_str(cfg, "diffusion.position_parameterisation"), &p); /* the schema's enum */
+    return p;
+}
+
 int ast_train_config_from_cfg(const ast_cfg *cfg, ast_train_config *tc, ast_error *e)
 {
     ast_train_config_default(tc);
@@ -33,7 +57,8 @@ int ast_train_config_from_cfg(const ast_cfg *cfg, ast_train_config *tc, ast_erro
     tc->nu_position = ast_cfg_float(cfg, "diffusion.nu_position");
     tc->loss.lambda_expression = (float)ast_cfg_float(cfg, "loss.lambda_expression");
     tc->loss.lambda_position = (float)ast_cfg_float(cfg, "loss.lambda_position");
-    tc->loss.use_distance_matrix = ast_cfg_bool(cfg, "loss.use_distance_matrix");
+    tc->loss.position_loss = position_loss_from_cfg(cfg);
+    tc->pos_param = pos_param_from_cfg(cfg);
     tc->loss.expression_noised = ast_mode_noises(tc->mode, AST_MOD_EXPR);
     tc->loss.positions_noised = ast_mode_noises(tc->mode, AST_MOD_POS);
     if (ast_masking_config_from_cfg(cfg, tc->mode, &tc->masking, e) < 0) return -1;

@@ -1,5 +1,7 @@
--- The four-config ablation of issue 5 (compare_configs.py's four configs,
--- on the bundled STARmap data instead of random tensors), 3 seeds each:
+-- The four-config ablation (compare_configs.py's four configs) on the bundled
+-- Visium prostate data (2 sections, 1,255 genes: the bundled dataset with
+-- learnable signal), 3 seeds each, scored on held-out slabs of both
+-- sections with every baseline (docs/evaluation.md):
 --
 --   Baseline   linear attention + dense FFN
 --   Gated      gated attention (headwise gate, QK-norm) + dense FFN
@@ -7,6 +9,7 @@
 --   Gated+MoE  both
 --
 --   alphast-run sweep scripts/ablation.lua      # 12 runs, ~3 min on 2 cores
+--   ALPHAST_DATA=starmap alphast-run sweep ...  # the same on STARmap 3D
 --   ALPHAST_QUICK=1 alphast-run sweep ...       # a few steps per run, for tests
 --
 -- report = true writes report.md and report.html into the sweep directory
@@ -14,6 +17,7 @@
 local a = require "alphast"
 
 local quick = (os.getenv("ALPHAST_QUICK") or "") ~= ""
+local data = os.getenv("ALPHAST_DATA") or "visium"
 
 -- 12 runs, 2 at a time: about a minute on an idle 2-core machine (10 epochs
 -- of 30 steps take 6-10 s per run); on a busy machine max_minutes stops a run
@@ -42,8 +46,8 @@ local function join(...)
 end
 
 a.sweep{
-    name = quick and "ablation-quick" or "ablation",
-    base = a.override("starmap.yaml", budget),  -- next to this script, else the shipped configs/starmap.yaml
+    name = (quick and "ablation-quick" or "ablation") .. (data == "visium" and "" or "-" .. data),
+    base = a.override(data .. ".yaml", budget),  -- next to this script, else the shipped configs/
     configs = {
         Baseline = {"attention=linear", "ffn=dense"},
         Gated = join(gated, {"ffn=dense"}),

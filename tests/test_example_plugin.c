@@ -396,7 +396,9 @@ static const char *tiny_yaml =
     "mlp_out_expression_setting: {hidden_dims: 16}\n"
     "mlp_out_position_norm_setting: {hidden_dims: 8}\n"
     "attention: {name: distbias, num_kernels: 8, max_distance: 3.0}\n"
-    "ffn: dense\n";
+    "ffn: dense\n"
+    /* the loss the drop below was measured with: in 60 steps the aligned loss falls ~1% */
+    "loss: {position_loss: distance}\n";
 
 static double max_abs(const ast_tensor *t)
 {

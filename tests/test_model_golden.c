@@ -278,6 +278,7 @@ static void run_case(const char *name)
 
     ast_loss_config lc;
     ast_loss_config_default(&lc);
+    lc.position_loss = AST_POS_LOSS_DISTANCE; /* the reference's loss, which the dump holds */
     ast_loss_parts l = ast_diffusion_loss(c, &lc, &o, input(c, &g, "target.expression", 0),
                                           input(c, &g, "target.positions", 0), mask);
     cr_assert_eq(l.moe_aux != NULL, ast_st_find(g.io, "out.moe_aux") >= 0, "%s: moe_aux presence", name);

@@ -4,10 +4,17 @@
 
 #include "alphast/model.h"
 
+/* How predicted positions are compared with the clean ones (loss.position_loss). */
+typedef enum ast_pos_loss {
+    AST_POS_LOSS_ALIGNED,  /* MSE after the optimal rigid alignment per set (ast_aligned_mse) */
+    AST_POS_LOSS_DISTANCE, /* MSE of the pairwise distances per set (the reference) */
+    AST_POS_LOSS_MSE       /* MSE of the coordinates as they are */
+} ast_pos_loss;
+
 typedef struct ast_loss_config {
-    float lambda_expression; /* loss.lambda_expression (1.0) */
-    float lambda_position;   /* loss.lambda_position (1.0) */
-    int use_distance_matrix; /* loss.use_distance_matrix (1): compare pairwise distances */
+    float lambda_expression;    /* loss.lambda_expression (1.0) */
+    float lambda_position;      /* loss.lambda_position (1.0) */
+    ast_pos_loss position_loss; /* loss.position_loss (aligned) */
     /* Which modalities were noised (training mode): only those enter the total. */
     int expression_noised;
     int positions_noised;
@@ -20,7 +27,7 @@ void ast_loss_config_default(ast_loss_config *lc);
 typedef struct ast_loss_parts {
     ast_tensor *total;
     ast_tensor *expression; /* MSE over valid cells */
-    ast_tensor *position;   /* distance-matrix MSE, or direct MSE */
+    ast_tensor *position;   /* aligned MSE, distance-matrix MSE or direct MSE */
     ast_tensor *moe_aux;    /* sum of the losses plugins published (NULL if none) */
 } ast_loss_parts;
 
@@ -29,5 +36,14 @@ typedef struct ast_loss_parts {
  * plugins' extra losses (ast_ctx_extra_loss) are added to the total. */
 ast_loss_parts ast_diffusion_loss(ast_ctx *c, const ast_loss_config *lc, const ast_model_out *pred,
                                   ast_tensor *expression, ast_tensor *positions, ast_tensor *mask);
+
+/* Position MSE up to a rigid motion: per set b of pred, target [B, N, 3]
+ * with n_b = sum_i m_i >= 2 (mask [B, N] of weights m_i, NULL = all 1),
+ * both centred over the valid cells and pred turned by the orthogonal R_b
+ * (reflections allowed: chirality is not identifiable from expression)
+ * that minimises L_b = sum_i m_i |R_b p_i - q_i|^2 / (3 n_b). Returns the
+ * mean of L_b over those sets ([1]; 0 if none). The gradient flows into
+ * pred only, not into target or mask. */
+ast_tensor *ast_aligned_mse(ast_ctx *c, ast_tensor *pred, ast_tensor *target, ast_tensor *mask);
 
 #endif
