@@ -31,7 +31,7 @@ static const cfg_key schema[] = {
     ENUM("diffusion.diffusion_noise_schedule", "cosine", "cosine"),
     FLT("diffusion.nu_expression", "1.0", CFG_POSITIVE),
     FLT("diffusion.nu_position", "1.0", CFG_POSITIVE),
-    ENUM("diffusion.position_parameterisation", "v", "v|x0"), /* alphast: what the position head predicts */
+    ENUM("diffusion.position_parameterisation", "x0", "x0|v"), /* alphast: what the position head predicts (docs/evaluation.md) */
 
     MAP("loss"),
     FLT("loss.lambda_expression", "1.0", CFG_NONNEG),

@@ -1,8 +1,10 @@
 # The ablation report of a sweep directory (`alphast-run report`) and the
-# statistics it rests on (Welch t-test, Student t CDF).
+# statistics it rests on (Welch t-test, Student t CDF and quantile, MDD,
+# bootstrap interval, Holm's correction).
 libalphast_la_SOURCES += core/stats.c core/report.c core/report_load.c core/report_run.c core/report_stats.c \
 	core/report_warn.c core/report_curves.c core/report_svg.c core/report_doc.c core/report_figures.c \
-	core/report_verdict.c core/report_body.c core/report_internal.h
+	core/report_verdict.c core/report_body.c core/report_internal.h \
+	core/report_eval.c core/report_family.c core/report_tables.c core/report_standing.c core/report_dots.c
 noinst_HEADERS += core/include/alphast/report.h core/include/alphast/stats.h
 
 check_PROGRAMS += tests/test_stats

@@ -2,9 +2,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "alphast/stats.h"
 #include "report_internal.h"
-
-static const char *const quality_summary_keys[] = {"best_val_loss", "last_val_loss", "last_train_loss"};
 
 static int n_usable(const rp_sweep *s)
 {
@@ -13,13 +12,42 @@ static int n_usable(const rp_sweep *s)
     return n;
 }
 
+/* The fewest seeds any config has: what the statistics can show rests on it. */
+static int fewest_seeds(const rp_sweep *s)
+{
+    int n = s->n_configs ? s->configs[0].n_runs : 0;
+    for (int c = 1; c < s->n_configs; c++) n = s->configs[c].n_runs < n ? s->configs[c].n_runs : n;
+    return n;
+}
+
+/* What the numbers of a comparison are, and what the seeds allow. */
+static void method_note(rp_doc *d, const rp_sweep *s)
+{
+    int seeds = fewest_seeds(s);
+    if (s->family.tests)
+        rp_doc_para(d, "For each difference of means: a 95%% percentile bootstrap interval (%d resamples of each "
+                       "config's seeds, fixed seed), the two-sided Welch t-test p, the p after Holm's correction over "
+                       "all %d tests in this report, and the minimum detectable difference (MDD: the true difference "
+                       "one Welch test at %.2g would find with %.0f%% power, given the seeds' spread). Only differences "
+                       "whose Holm p is below %.2g count as shown.",
+                    RP_RESAMPLES, s->family.tests, RP_ALPHA, 100 * RP_POWER, RP_ALPHA);
+    if (seeds == 1)
+        rp_doc_para(d, "Some config has a single seed: with no spread to go by, its differences have no interval, "
+                       "p-value or MDD.");
+    else if (seeds > 1 && seeds < 6) /* below ~6 seeds the bootstrap's coarseness is worth saying */
+        rp_doc_para(d, "With %d seeds a config has only %.0f distinct bootstrap resamples: its interval is coarse and "
+                       "narrower than a t interval, and only large differences can pass the tests. A difference that "
+                       "is not shown is not shown to be absent either: the MDD gives the size a test could have found.",
+                    seeds, ast_bootstrap_distinct(seeds));
+}
+
 static void intro(rp_doc *d, const rp_sweep *s)
 {
-    const char *base = s->configs[s->baseline].name;
     rp_doc_para(d, "Sweep directory %s: %d runs of %d configs in the ledger, %d finished and used. "
-                   "Values are mean ± sample standard deviation over seeds; changes are of the mean against %s; "
-                   "p is the two-sided Welch t-test over seeds (Welch-Satterthwaite degrees of freedom).",
-                s->dir, s->n_runs, s->n_configs, n_usable(s), base);
+                   "Values are mean ± sample standard deviation over seeds; every other config is compared with the "
+                   "reference config %s.",
+                s->dir, s->n_runs, s->n_configs, n_usable(s), s->configs[s->reference].name);
+    if (s->n_configs > 1) method_note(d, s);
     if (s->bad_ledger_lines)
         rp_doc_para(d, "%d ledger lines could not be read (not JSON, or no run / config_name) and were skipped.",
                     s->bad_ledger_lines);
@@ -58,48 +86,27 @@ static void cost_table(rp_doc *d, const rp_sweep *s)
     rp_table_free(&t);
 }
 
-static void comparison_cell(rp_table *t, const rp_sweep *s, int c, rp_source src, const char *key)
+static void training_section(rp_doc *d, const rp_sweep *s)
 {
-    char a[96], pct[32], p[32];
-    rp_cmp cmp = rp_compare(s, c, src, key);
-    if (c == s->baseline || !cmp.a.n || !cmp.base.n)
-        rp_table_cell(t, "%s", rp_fmt_stat(cmp.a, a, sizeof a));
-    else
-        rp_table_cell(t, "%s (%s, %s)", rp_fmt_stat(cmp.a, a, sizeof a), rp_fmt_pct(cmp.change_pct, pct, sizeof pct),
-                      rp_fmt_p(cmp.p, p, sizeof p));
+    rp_doc_heading(d, 2, "Training losses");
+    rp_doc_para(d, "From summary.json (lower is better).");
+    rp_metric_tables(d, s, NULL);
 }
 
-static void quality_row(rp_table *t, const rp_sweep *s, rp_source src, const char *key, int random_col)
+static void task_section(rp_doc *d, const rp_sweep *s, const rp_task *t, const rp_figures *figs)
 {
-    char buf[96];
-    rp_table_cell(t, "%s", rp_metric_label(key));
-    rp_table_cell(t, "%s", rp_fmt_stat(rp_stat_of(s, s->baseline, src, key), buf, sizeof buf));
-    for (int c = 0; c < s->n_configs; c++)
-        if (c != s->baseline) comparison_cell(t, s, c, src, key);
-    if (random_col)
-        rp_table_cell(t, "%s", src == RP_EVAL ? rp_fmt_stat(rp_stat_of(s, s->baseline, RP_EVAL_RANDOM, key), buf, sizeof buf) : "");
-}
-
-static void quality_table(rp_doc *d, const rp_sweep *s)
-{
-    int random_col = 0;
-    for (int k = 0; k < s->eval_keys.n; k++) random_col |= any_value(s, RP_EVAL_RANDOM, s->eval_keys.v[k]);
-    rp_table t;
-    rp_table_init(&t, 1 + s->n_configs + random_col);
-    rp_table_cell(&t, "metric");
-    rp_table_cell(&t, "%s (baseline)", s->configs[s->baseline].name);
-    for (int c = 0; c < s->n_configs; c++)
-        if (c != s->baseline) rp_table_cell(&t, "%s", s->configs[c].name);
-    if (random_col) rp_table_cell(&t, "random coordinates");
-    for (size_t k = 0; k < sizeof quality_summary_keys / sizeof *quality_summary_keys; k++)
-        quality_row(&t, s, RP_SUMMARY, quality_summary_keys[k], random_col);
-    for (int k = 0; k < s->eval_keys.n; k++) quality_row(&t, s, RP_EVAL, s->eval_keys.v[k], random_col);
-    rp_doc_heading(d, 2, "Quality");
-    rp_doc_para(d, "Losses from summary.json; sampling metrics from eval.json on held-out cells%s. "
-                   "Other configs show (change vs %s, Welch p).",
-                s->eval_keys.n ? "" : " (no run has an eval.json yet)", s->configs[s->baseline].name);
-    rp_doc_table(d, &t);
-    rp_table_free(&t);
+    char title[300];
+    snprintf(title, sizeof title, "Task %s", t->name);
+    rp_doc_heading(d, 2, title);
+    rp_doc_para(d, "From eval.json on held-out cells. Baselines are scored on the same cells with an evaluation seed of "
+                   "their own, so they are the same in every run; shown is their mean over runs.%s",
+                ast_strlist_find(&t->keys, "morans_i_abs_error") >= 0
+                    ? " morans_i_abs_error: the mean over genes of |Moran's I on the placed cells - on the true ones|."
+                    : "");
+    rp_metric_tables(d, s, t);
+    const rp_figure *dots = rp_task_figure(figs, t);
+    if (dots) rp_doc_figure(d, dots);
+    rp_sampler_tables(d, s, t);
 }
 
 static void monitor_cell(rp_table *t, const rp_sweep *s, int c, const char *metric)
@@ -179,7 +186,8 @@ void rp_body(rp_doc *d, const rp_sweep *s, const rp_figures *figs)
     rp_doc_list(d, &verdict);
     ast_strlist_free(&verdict);
     cost_table(d, s);
-    quality_table(d, s);
+    training_section(d, s);
+    for (int t = 0; t < s->n_tasks; t++) task_section(d, s, &s->tasks[t], figs);
     rp_doc_heading(d, 2, "Loss curves");
     const char *curves[] = {"report_loss.svg", "report_val_loss.svg"};
     for (int i = 0; i < 2; i++)

@@ -1,6 +1,7 @@
 /* The report's plots: training and validation loss, and each monitored
- * metric, over optimiser steps; one line per config (mean over its seeds)
- * with the min-max band. */
+ * metric, over optimiser steps, one line per config (mean over its seeds)
+ * with the min-max band; and per task its primary metric as a dot per
+ * seed against the baselines. */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,28 +42,66 @@ static int config_lines(const rp_sweep *s, series_fn pick, const char *key, rp_b
     return n;
 }
 
+static void push(rp_figures *f, const char *file, const char *caption, char *svg, char *svg_file)
+{
+    f->v = ast_xrealloc(f->v, (size_t)(f->n + 1) * sizeof *f->v);
+    f->v[f->n++] = (rp_figure){ast_xstrdup(file), ast_xstrdup(caption), svg, svg_file};
+}
+
 static void add_figure(rp_figures *f, const rp_sweep *s, series_fn pick, const char *key, const char *file,
                        const char *title, const char *caption)
 {
     rp_band *bands = ast_xcalloc((size_t)s->n_configs, sizeof *bands);
     rp_line *lines = ast_xcalloc((size_t)s->n_configs, sizeof *lines);
     int n = config_lines(s, pick, key, bands, lines);
-    if (n) {
-        f->v = ast_xrealloc(f->v, (size_t)(f->n + 1) * sizeof *f->v);
-        f->v[f->n++] = (rp_figure){ast_xstrdup(file), ast_xstrdup(caption),
-                                   rp_svg_plot(title, "optimiser step", title, lines, n, 0),
-                                   rp_svg_plot(title, "optimiser step", title, lines, n, 1)};
-    }
+    if (n)
+        push(f, file, caption, rp_svg_plot(title, "optimiser step", title, lines, n, 0),
+             rp_svg_plot(title, "optimiser step", title, lines, n, 1));
     for (int i = 0; i < n; i++) rp_band_free(&bands[i]);
     free(bands), free(lines);
 }
 
-/* "moe/expert entropy" -> "report_monitor_moe_expert_entropy.svg" */
-static void monitor_file(const char *metric, char *buf, size_t n)
+/* ("monitor", "moe/expert entropy") -> "report_monitor_moe_expert_entropy.svg" */
+static void figure_file(const char *kind, const char *name, char *buf, size_t n)
 {
-    int used = snprintf(buf, n, "report_monitor_");
-    for (const char *p = metric; *p && (size_t)used + 5 < n; p++) buf[used++] = isalnum((unsigned char)*p) ? *p : '_';
+    int used = snprintf(buf, n, "report_%s_", kind);
+    for (const char *p = name; *p && (size_t)used + 5 < n; p++) buf[used++] = isalnum((unsigned char)*p) ? *p : '_';
     snprintf(buf + used, n - (size_t)used, ".svg");
+}
+
+/* The columns: each config's values over seeds (into v, which holds them all). */
+static int dot_columns(const rp_sweep *s, rp_source src, const char *key, double *v, rp_dots *cols)
+{
+    int n = 0, used = 0;
+    for (int c = 0; c < s->n_configs; c++) {
+        int k = rp_values(s, c, src, key, v + used);
+        if (k) cols[n++] = (rp_dots){s->configs[c].name, c, v + used, k};
+        used += k;
+    }
+    return n;
+}
+
+static void add_dots(rp_figures *f, const rp_sweep *s, const rp_task *t)
+{
+    char path[600], file[300], title[300], caption[700];
+    double *v = ast_xmalloc((size_t)(s->n_runs + 1) * sizeof *v);
+    rp_dots *cols = ast_xcalloc((size_t)s->n_configs, sizeof *cols);
+    rp_hline *lines = ast_xcalloc((size_t)t->baselines.n + 1, sizeof *lines);
+    int n_cols = dot_columns(s, rp_metric_at(t, "model", t->primary, path, sizeof path), path, v, cols), n_lines = 0;
+    for (int b = 0; b < t->baselines.n; b++) {
+        rp_metric_at(t, t->baselines.v[b], t->primary, path, sizeof path);
+        rp_stat st = rp_stat_all(s, RP_EVAL, path);
+        if (st.n) lines[n_lines++] = (rp_hline){t->baselines.v[b], st.mean};
+    }
+    figure_file(t->name, t->primary, file, sizeof file);
+    snprintf(title, sizeof title, "%s: %s", t->name, t->primary);
+    snprintf(caption, sizeof caption,
+             "%s on %s (%s is better): a dot per seed, a bar at each config's mean; dashed, the baselines (mean over "
+             "runs).", t->primary, t->name, rp_metric_direction(t->primary) < 0 ? "lower" : "higher");
+    if (n_cols)
+        push(f, file, caption, rp_svg_dots(title, t->primary, cols, n_cols, lines, n_lines, 0),
+             rp_svg_dots(title, t->primary, cols, n_cols, lines, n_lines, 1));
+    free(v), free(cols), free(lines);
 }
 
 void rp_figures_make(const rp_sweep *s, rp_figures *f)
@@ -78,11 +117,13 @@ void rp_figures_make(const rp_sweep *s, rp_figures *f)
         /* flags are in the verdict; dotted names are breakdowns (per time
          * bucket and expert) that the table lists without a plot each */
         if (rp_is_warning_flag(metric) || strchr(metric, '.')) continue;
-        monitor_file(metric, file, sizeof file);
+        figure_file("monitor", metric, file, sizeof file);
         snprintf(caption, sizeof caption, "%s per step, over layers: mean over seeds, shaded min-max.",
                  rp_metric_label(metric));
         add_figure(f, s, monitor_curve, metric, file, rp_metric_label(metric), caption);
     }
+    for (int t = 0; t < s->n_tasks; t++)
+        if (s->tasks[t].primary) add_dots(f, s, &s->tasks[t]);
 }
 
 void rp_figures_free(rp_figures *f)
@@ -97,4 +138,12 @@ const rp_figure *rp_figure_find(const rp_figures *f, const char *file)
     for (int i = 0; i < f->n; i++)
         if (!strcmp(f->v[i].file, file)) return &f->v[i];
     return NULL;
+}
+
+const rp_figure *rp_task_figure(const rp_figures *f, const rp_task *t)
+{
+    char file[300];
+    if (!t->primary) return NULL;
+    figure_file(t->name, t->primary, file, sizeof file);
+    return rp_figure_find(f, file);
 }

@@ -93,44 +93,90 @@ static int config_index(rp_sweep *s, const char *name)
 }
 
 /* Numeric members of obj, and of its objects one level down as "a.b". */
-static void add_numeric_keys(ast_strlist *keys, const cJSON *obj, const char *prefix, int skip_random)
+static void add_numeric_keys(ast_strlist *keys, const cJSON *obj, const char *prefix)
 {
     const cJSON *item;
     char key[512];
     cJSON_ArrayForEach(item, obj)
     {
-        if (skip_random && !strcmp(item->string, "random")) continue; /* the reference, not the model */
         snprintf(key, sizeof key, "%s%s%s", prefix, prefix[0] ? "." : "", item->string);
         if (cJSON_IsNumber(item) && ast_strlist_find(keys, key) < 0) ast_strlist_push(keys, key);
-        if (cJSON_IsObject(item) && !prefix[0]) add_numeric_keys(keys, item, key, 0);
+        if (cJSON_IsObject(item) && !prefix[0]) add_numeric_keys(keys, item, key);
     }
 }
 
-/* Every key a usable run reports, in order of first appearance. */
-static void collect_keys(rp_sweep *s, const rp_run *r)
+static void add_name(ast_strlist *l, const char *name)
 {
-    const cJSON *model = cJSON_GetObjectItemCaseSensitive(r->eval, "model");
-    add_numeric_keys(&s->eval_keys, model ? model : r->eval, "", !model);
-    for (int m = 0; m < r->n_mon; m++)
-        if (ast_strlist_find(&s->monitors, r->mon[m].name) < 0) ast_strlist_push(&s->monitors, r->mon[m].name);
+    if (ast_strlist_find(l, name) < 0) ast_strlist_push(l, name);
 }
 
-static int pick_baseline(rp_sweep *s, const char *name, ast_error *e)
+/* Step counts in numeric order ("5" before "10"). */
+static void add_step(ast_strlist *steps, const char *count)
 {
-    s->baseline = 0;
+    if (ast_strlist_find(steps, count) >= 0) return;
+    ast_strlist_push(steps, count);
+    for (int i = steps->n - 1; i > 0 && atof(steps->v[i - 1]) > atof(steps->v[i]); i--) {
+        char *t = steps->v[i];
+        steps->v[i] = steps->v[i - 1], steps->v[i - 1] = t;
+    }
+}
+
+static rp_task *task_of(rp_sweep *s, const char *name)
+{
+    for (int i = 0; i < s->n_tasks; i++)
+        if (!strcmp(s->tasks[i].name, name)) return &s->tasks[i];
+    s->tasks = ast_xrealloc(s->tasks, (size_t)(s->n_tasks + 1) * sizeof *s->tasks);
+    s->tasks[s->n_tasks] = (rp_task){.name = ast_xstrdup(name)};
+    return &s->tasks[s->n_tasks++];
+}
+
+/* Every metric, baseline and step count a usable run reports, in order of
+ * first appearance, and its monitors. */
+static void collect_keys(rp_sweep *s, const rp_run *r)
+{
+    const cJSON *task, *item;
+    cJSON_ArrayForEach(task, r->eval)
+    {
+        rp_task *t = task_of(s, task->string);
+        add_numeric_keys(&t->keys, cJSON_GetObjectItemCaseSensitive(task, "model"), "");
+        cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(task, "baselines")) add_name(&t->baselines, item->string);
+        cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(task, "by_steps")) add_step(&t->steps, item->string);
+        t->diversity |= cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(task, "diversity"));
+    }
+    for (int m = 0; m < r->n_mon; m++) add_name(&s->monitors, r->mon[m].name);
+}
+
+/* The metrics the verdict ranks by, as alphast/evaluate.h's primary metric
+ * (knn_k10 for positions, pcc_gene for expression), with the per-cell
+ * distance ranks second for positions; kNN preservation for the layout
+ * before k was fixed. */
+static void pick_primary(rp_task *t)
+{
+    static const char *const ranked[] = {"knn_k10", "dist_row_spearman", "pcc_gene", "knn_preservation"};
+    for (size_t i = 0; i < sizeof ranked / sizeof *ranked; i++) {
+        int k = ast_strlist_find(&t->keys, ranked[i]);
+        if (k < 0) continue;
+        if (!t->primary) t->primary = t->keys.v[k];
+        else if (!t->second && !strcmp(ranked[i], "dist_row_spearman")) t->second = t->keys.v[k];
+    }
+}
+
+static int pick_reference(rp_sweep *s, const char *name, ast_error *e)
+{
+    s->reference = 0;
     for (int i = 0; i < s->n_configs; i++)
-        if (!strcmp(s->configs[i].name, name ? name : "Baseline")) s->baseline = i;
-    if (!name || !strcmp(s->configs[s->baseline].name, name)) return 0;
+        if (!strcmp(s->configs[i].name, name ? name : "Baseline")) s->reference = i;
+    if (!name || !strcmp(s->configs[s->reference].name, name)) return 0;
     ast_strlist names = {0};
     char buf[1024];
     for (int i = 0; i < s->n_configs; i++) ast_strlist_push(&names, s->configs[i].name);
-    ast_error_set(e, "%s: no config named '%s' to compare against; the sweep has %s", s->dir, name,
+    ast_error_set(e, "%s: no config named '%s' to use as the reference config; the sweep has %s", s->dir, name,
                   ast_strlist_join(&names, ", ", "none", buf, sizeof buf));
     ast_strlist_free(&names);
     return -1;
 }
 
-int rp_sweep_load(rp_sweep *s, const char *dir, const char *baseline, ast_error *e)
+int rp_sweep_load(rp_sweep *s, const char *dir, const char *reference, ast_error *e)
 {
     memset(s, 0, sizeof *s);
     s->dir = ast_xstrdup(dir);
@@ -147,15 +193,22 @@ int rp_sweep_load(rp_sweep *s, const char *dir, const char *baseline, ast_error 
         c->runs[c->n_runs++] = i;
         collect_keys(s, r);
     }
-    return pick_baseline(s, baseline, e);
+    for (int t = 0; t < s->n_tasks; t++) pick_primary(&s->tasks[t]);
+    if (pick_reference(s, reference, e) < 0) return -1;
+    rp_family_make(s);
+    return 0;
 }
 
 void rp_sweep_free(rp_sweep *s)
 {
     for (int i = 0; i < s->n_runs; i++) rp_run_free(&s->runs[i]);
     for (int i = 0; i < s->n_configs; i++) free(s->configs[i].name), free(s->configs[i].runs);
-    free(s->runs), free(s->configs), free(s->dir), free(s->name);
-    ast_strlist_free(&s->eval_keys);
+    for (int i = 0; i < s->n_tasks; i++) {
+        rp_task *t = &s->tasks[i];
+        free(t->name), ast_strlist_free(&t->keys), ast_strlist_free(&t->baselines), ast_strlist_free(&t->steps);
+    }
+    rp_family_free(&s->family);
+    free(s->runs), free(s->configs), free(s->tasks), free(s->dir), free(s->name);
     ast_strlist_free(&s->monitors);
     memset(s, 0, sizeof *s);
 }

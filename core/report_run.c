@@ -51,43 +51,8 @@ double rp_json_number(const cJSON *obj, const char *path)
         obj = cJSON_GetObjectItemCaseSensitive(obj, key);
         path += n + (path[n] == '.');
     }
+    if (cJSON_IsBool(obj)) return cJSON_IsTrue(obj);
     return cJSON_IsNumber(obj) ? obj->valuedouble : NAN;
-}
-
-/* Moves the members of obj's object `group` up into obj ("positions":
- * {"knn_preservation": ..} -> "knn_preservation": ..). */
-static void hoist(cJSON *obj, const char *group)
-{
-    cJSON *g = cJSON_DetachItemFromObjectCaseSensitive(obj, group);
-    if (!cJSON_IsObject(g)) {
-        if (g) cJSON_AddItemToObject(obj, group, g);
-        return;
-    }
-    while (g->child) {
-        cJSON *item = cJSON_DetachItemViaPointer(g, g->child);
-        cJSON_AddItemToObject(obj, item->string, item);
-    }
-    cJSON_Delete(g);
-}
-
-/* `alphast-run train` nests its model-vs-random comparison per task and
- * modality ({"tasks": {"expr_to_pos": {"model": {"positions": {...}}}}},
- * the training mode's own task first); the report compares that first
- * task, with the modality groups flattened so metrics keep their names. */
-static cJSON *first_task(cJSON *eval)
-{
-    cJSON *tasks = cJSON_GetObjectItemCaseSensitive(eval, "tasks");
-    if (!eval || cJSON_GetObjectItemCaseSensitive(eval, "model") || !cJSON_IsObject(tasks) || !tasks->child) return eval;
-    cJSON *task = cJSON_DetachItemViaPointer(tasks, tasks->child);
-    cJSON_Delete(eval);
-    const char *sides[] = {"model", "random"};
-    for (int i = 0; i < 2; i++) {
-        cJSON *side = cJSON_GetObjectItemCaseSensitive(task, sides[i]);
-        if (!cJSON_IsObject(side)) continue;
-        hoist(side, "positions");
-        hoist(side, "expression");
-    }
-    return task;
 }
 
 static rp_monitor *monitor_of(rp_run *r, const char *name)
@@ -204,8 +169,8 @@ void rp_run_read(rp_run *r, const char *sweep_dir)
     r->usable = r->summary != NULL;
     if (!r->usable) note(r, "summary.json missing or unreadable");
     run_path(r, sweep_dir, "eval.json", path, sizeof path);
-    r->eval = first_task(rp_json_read_file(path));
-    if (!r->eval) note(r, "no eval.json");
+    r->eval = rp_eval_tasks(rp_json_read_file(path));
+    if (!r->eval) note(r, "no eval.json, or no task in it");
     run_path(r, sweep_dir, "metrics.jsonl", path, sizeof path);
     int bad = read_metrics(r, path);
     if (bad < 0) note(r, "no metrics.jsonl");

@@ -1,5 +1,5 @@
-/* Numbers per config: a quantity's values over seeds, mean ± sd, and the
- * comparison with the baseline config (change and Welch p-value). */
+/* Numbers per config: a quantity's values over seeds, mean ± sd, how to
+ * print them, and which way is better for a metric. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,17 +12,6 @@ static double monitor_last(const rp_run *r, const char *name)
     for (int i = 0; i < r->n_mon; i++)
         if (!strcmp(r->mon[i].name, name) && r->mon[i].curve.n) return r->mon[i].curve.y[r->mon[i].curve.n - 1];
     return NAN;
-}
-
-static double eval_value(const rp_run *r, const char *side, const char *key)
-{
-    char path[600];
-    snprintf(path, sizeof path, "%s.%s", side, key);
-    double v = rp_json_number(r->eval, path);
-    /* an eval.json without a "model" object holds the model's metrics at the top */
-    if (isnan(v) && !strcmp(side, "model") && !cJSON_GetObjectItemCaseSensitive(r->eval, "model"))
-        v = rp_json_number(r->eval, key);
-    return v;
 }
 
 /* Quantities the report derives from summary.json's raw ones. */
@@ -38,11 +27,18 @@ static double run_value(const rp_run *r, rp_source src, const char *key)
 {
     switch (src) {
     case RP_SUMMARY: return summary_value(r, key);
-    case RP_EVAL: return eval_value(r, "model", key);
-    case RP_EVAL_RANDOM: return eval_value(r, "random", key);
+    case RP_EVAL: return rp_json_number(r->eval, key);
     case RP_MONITOR_LAST: return monitor_last(r, key);
     }
     return NAN;
+}
+
+rp_source rp_metric_at(const rp_task *t, const char *side, const char *key, char *path, size_t n)
+{
+    if (!t) return snprintf(path, n, "%s", key), RP_SUMMARY;
+    if (!strcmp(side, "model")) snprintf(path, n, "%s.model.%s", t->name, key);
+    else snprintf(path, n, "%s.baselines.%s.%s", t->name, side, key);
+    return RP_EVAL;
 }
 
 int rp_values(const rp_sweep *s, int config, rp_source src, const char *key, double *out)
@@ -56,7 +52,14 @@ int rp_values(const rp_sweep *s, int config, rp_source src, const char *key, dou
     return n;
 }
 
-static rp_stat stat_of(const double *v, int n)
+int rp_values_all(const rp_sweep *s, rp_source src, const char *key, double *out)
+{
+    int n = 0;
+    for (int c = 0; c < s->n_configs; c++) n += rp_values(s, c, src, key, out + n);
+    return n;
+}
+
+rp_stat rp_stat_values(const double *v, int n)
 {
     rp_stat st = {.n = n, .mean = NAN, .sd = NAN, .min = NAN, .max = NAN};
     if (!n) return st;
@@ -69,51 +72,67 @@ static rp_stat stat_of(const double *v, int n)
 rp_stat rp_stat_of(const rp_sweep *s, int config, rp_source src, const char *key)
 {
     double *v = ast_xmalloc((size_t)(s->configs[config].n_runs + 1) * sizeof *v);
-    rp_stat st = stat_of(v, rp_values(s, config, src, key, v));
+    rp_stat st = rp_stat_values(v, rp_values(s, config, src, key, v));
     free(v);
     return st;
 }
 
-rp_cmp rp_compare(const rp_sweep *s, int config, rp_source src, const char *key)
+rp_stat rp_stat_all(const rp_sweep *s, rp_source src, const char *key)
 {
-    double *a = ast_xmalloc((size_t)(s->configs[config].n_runs + 1) * sizeof *a);
-    double *b = ast_xmalloc((size_t)(s->configs[s->baseline].n_runs + 1) * sizeof *b);
-    int na = rp_values(s, config, src, key, a), nb = rp_values(s, s->baseline, src, key, b);
-    rp_cmp c = {.a = stat_of(a, na), .base = stat_of(b, nb), .p = NAN};
-    c.change_pct = 100.0 * (c.a.mean - c.base.mean) / fabs(c.base.mean);
-    ast_welch w;
-    if (ast_welch_test(a, na, b, nb, &w) == 0) c.p = w.p;
-    free(a), free(b);
-    return c;
+    double *v = ast_xmalloc((size_t)(s->n_runs + 1) * sizeof *v);
+    rp_stat st = rp_stat_values(v, rp_values_all(s, src, key, v));
+    free(v);
+    return st;
 }
 
 /* Both numbers to the precision the spread supports: two significant
  * digits of the sd, at least three of the mean (an sd at rounding level
  * of the mean counts as zero). */
-const char *rp_fmt_stat(rp_stat st, char *buf, size_t n)
+int rp_decimals(rp_stat st)
 {
-    if (!st.n) return snprintf(buf, n, "n/a"), buf;
+    if (!st.n) return 3;
     double mag = fabs(st.mean) > 0 ? floor(log10(fabs(st.mean))) : 0;
     int dec = (int)fmax(0, 2 - mag);
     if (st.n > 1 && st.sd > 1e-12 * fabs(st.mean)) dec = (int)fmax(dec, 1 - floor(log10(st.sd)));
-    if (dec > 12) dec = 12;
+    return dec > 12 ? 12 : dec;
+}
+
+const char *rp_fmt_stat(rp_stat st, char *buf, size_t n)
+{
+    if (!st.n) return snprintf(buf, n, "n/a"), buf;
+    int dec = rp_decimals(st);
     if (st.n == 1) snprintf(buf, n, "%.*f", dec, st.mean);
     else snprintf(buf, n, "%.*f ± %.*f", dec, st.mean, dec, st.sd);
     return buf;
 }
 
-const char *rp_fmt_p(double p, char *buf, size_t n)
+const char *rp_fmt_pnum(double p, char *buf, size_t n)
 {
-    if (isnan(p)) snprintf(buf, n, "p n/a");
-    else if (p < 0.001) snprintf(buf, n, "p < 0.001");
-    else snprintf(buf, n, "p = %.2g", p);
+    if (isnan(p)) snprintf(buf, n, "n/a");
+    else if (p < 0.001) snprintf(buf, n, "< 0.001");
+    else snprintf(buf, n, "%.2g", p);
     return buf;
 }
 
-const char *rp_fmt_pct(double pct, char *buf, size_t n)
+const char *rp_fmt_p(double p, char *buf, size_t n)
 {
-    if (!isfinite(pct)) snprintf(buf, n, "n/a");
-    else snprintf(buf, n, "%+.1f%%", pct);
+    char num[32];
+    rp_fmt_pnum(p, num, sizeof num);
+    snprintf(buf, n, "p%s%s", num[0] == '<' || isnan(p) ? " " : " = ", num);
+    return buf;
+}
+
+const char *rp_fmt_diff(double d, int dec, char *buf, size_t n)
+{
+    if (!isfinite(d)) snprintf(buf, n, "n/a");
+    else snprintf(buf, n, "%+.*f", dec, d);
+    return buf;
+}
+
+const char *rp_fmt_ci(double lo, double hi, int dec, char *buf, size_t n)
+{
+    if (!isfinite(lo) || !isfinite(hi)) snprintf(buf, n, "n/a");
+    else snprintf(buf, n, "[%+.*f, %+.*f]", dec, lo, dec, hi);
     return buf;
 }
 
@@ -132,4 +151,26 @@ const char *rp_metric_label(const char *key)
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(names[i][0], key)) return names[i][1];
     return key;
+}
+
+static int in(const char *key, const char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(key, list[i])) return 1;
+    return 0;
+}
+
+int rp_metric_direction(const char *key)
+{
+    static const char *const higher[] = {"cosine", "spearman"};
+    static const char *const lower[] = {"rmsd", "procrustes", "dist_mse", "mse", "mae"};
+    const char *dot = strrchr(key, '.'), *k = dot ? dot + 1 : key;
+    size_t len = strlen(k);
+    if (!strncmp(k, "knn_", 4) || !strncmp(k, "graph_", 6) || !strncmp(k, "pcc_", 4) || strstr(k, "agreement") ||
+        (!strncmp(k, "dist_", 5) && (strstr(k, "pearson") || strstr(k, "spearman"))) ||
+        in(k, higher, sizeof higher / sizeof *higher))
+        return 1;
+    if (in(k, lower, sizeof lower / sizeof *lower) || strstr(k, "loss") || (len > 6 && !strcmp(k + len - 6, "_error")))
+        return -1;
+    return 0;
 }

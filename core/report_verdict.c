@@ -1,8 +1,10 @@
-/* The verdict: sentences built from the numbers of the tables — the best
- * config by mean validation loss, which differences from the baseline are
- * significant (Welch p < 0.05), what the configs cost, how the model
- * compares with random coordinates, the monitor warnings that fired and
- * the runs left out. */
+/* The verdict: sentences built from the numbers of the tables — where the
+ * configs stand against the baselines, which differences from the
+ * reference config survive Holm's correction over every test the report
+ * makes (and, when none does, what could have been seen: the MDD), the
+ * lowest validation loss, what the configs cost, degenerate samplers, the
+ * monitor warnings that fired and the runs left out. A raw p below 0.05
+ * alone is never a claim: with tens of tests, chance supplies a few. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,10 +12,8 @@
 
 #include "report_internal.h"
 
-#define ALPHA 0.05
-
 typedef struct sentence {
-    char text[2048];
+    char text[4096];
     size_t used;
 } sentence;
 
@@ -27,55 +27,99 @@ static void say(sentence *s, const char *fmt, ...)
     if (w > 0) s->used = s->used + (size_t)w < sizeof s->text ? s->used + (size_t)w : sizeof s->text - 1;
 }
 
-static int best_config(const rp_sweep *s)
+/* "better"/"worse" where the metric has a direction, else "higher"/"lower". */
+static const char *change_word(const rp_cmp *c)
 {
-    int best = -1;
-    double best_mean = INFINITY;
+    int dir = rp_metric_direction(c->metric);
+    if (!dir) return c->diff > 0 ? "higher" : "lower";
+    return dir * c->diff > 0 ? "better" : "worse";
+}
+
+/* "better knn_k10 on expr_to_pos (+0.030, 95% CI [..], p = 0.001, Holm p = 0.03)" */
+static void say_difference(sentence *t, const rp_cmp *c)
+{
+    char diff[48], ci[96], p[32], holm[32];
+    int dec = rp_cmp_decimals(c);
+    rp_fmt_diff(c->diff, dec, diff, sizeof diff);
+    rp_fmt_ci(c->lo, c->hi, dec, ci, sizeof ci);
+    say(t, "%s %s%s%s (%s, 95%% CI %s, %s, Holm %s)", change_word(c), rp_metric_label(c->metric), c->task ? " on " : "",
+        c->task ? c->task->name : "", diff, ci, rp_fmt_p(c->p, p, sizeof p), rp_fmt_p(c->p_holm, holm, sizeof holm));
+}
+
+/* Per config, the differences that survive; then how many raw ones did not. */
+static void holm_sentences(const rp_sweep *s, ast_strlist *out)
+{
+    const rp_family *f = &s->family;
+    const char *ref = s->configs[s->reference].name;
+    int survivors = 0, raw_only = 0;
+    if (s->n_configs < 2) return; /* nothing to compare */
     for (int c = 0; c < s->n_configs; c++) {
-        rp_stat st = rp_stat_of(s, c, RP_SUMMARY, "best_val_loss");
-        if (st.n && st.mean < best_mean) best = c, best_mean = st.mean;
+        sentence t = {0};
+        int n = 0;
+        for (int i = 0; i < f->n; i++) {
+            if (f->v[i].config != c || !rp_survives(&f->v[i])) continue;
+            say(&t, "%s", n++ ? "; " : "");
+            say_difference(&t, &f->v[i]);
+        }
+        if (!n) continue;
+        char text[4300];
+        snprintf(text, sizeof text, "%s vs the reference config %s, surviving Holm's correction over %d tests: %s.",
+                 s->configs[c].name, ref, f->tests, t.text);
+        ast_strlist_push(out, text);
+        survivors += n;
     }
-    return best;
+    for (int i = 0; i < f->n; i++) raw_only += f->v[i].p < RP_ALPHA && !rp_survives(&f->v[i]);
+    sentence t = {0};
+    if (!f->tests)
+        say(&t, "No difference from the reference config %s could be tested: that takes 2 finished seeds a side.", ref);
+    else if (!survivors)
+        say(&t, "No difference from the reference config %s survives Holm's correction over the %d tests of this "
+                "report (family-wise %.2g).", ref, f->tests, RP_ALPHA);
+    if (raw_only)
+        say(&t, "%s%d %s p < %.2g before the correction but not after, and %s not claimed: over %d tests chance "
+                "alone gives about %.1f such.", t.used ? " " : "", raw_only,
+            raw_only == 1 ? "difference has" : "differences have", RP_ALPHA, raw_only == 1 ? "is" : "are", f->tests,
+            f->tests * RP_ALPHA);
+    if (t.used) ast_strlist_push(out, t.text);
 }
 
-static void best_sentence(const rp_sweep *s, int best, ast_strlist *out)
+/* What could have been seen: the MDD of each config on the first primary
+ * metric (the best validation loss when no task has one). */
+static void mdd_sentence(const rp_sweep *s, ast_strlist *out)
 {
+    char path[600], val[48];
+    const rp_task *task = NULL;
+    for (int t = 0; t < s->n_tasks && !task; t++)
+        if (s->tasks[t].primary) task = &s->tasks[t];
+    const char *metric = task ? task->primary : "best_val_loss";
+    rp_source src = rp_metric_at(task, "model", metric, path, sizeof path);
     sentence t = {0};
-    char a[64], b[64], c[64];
-    const char *base = s->configs[s->baseline].name;
-    rp_cmp cmp = rp_compare(s, best, RP_SUMMARY, "best_val_loss");
-    say(&t, "%s has the lowest validation loss (%s", s->configs[best].name, rp_fmt_stat(cmp.a, a, sizeof a));
-    if (best != s->baseline)
-        say(&t, ", %s vs %s, %s", rp_fmt_pct(cmp.change_pct, b, sizeof b), base, rp_fmt_p(cmp.p, c, sizeof c));
-    say(&t, ", %d seed%s)", cmp.a.n, cmp.a.n == 1 ? "" : "s");
-    if (best != s->baseline && !isnan(cmp.p))
-        say(&t, cmp.p < ALPHA ? "; the difference is significant at p < 0.05" : "; the difference is not significant at p < 0.05");
-    say(&t, ".");
-    ast_strlist_push(out, t.text);
+    int n = 0;
+    for (int c = 0; c < s->n_configs; c++) {
+        const rp_cmp *cmp = c == s->reference ? NULL : rp_family_find(s, c, src, path);
+        if (!cmp || isnan(cmp->mdd)) continue;
+        snprintf(val, sizeof val, "%.*f", rp_cmp_decimals(cmp), cmp->mdd);
+        say(&t, "%s%s %s (%d vs %d seeds)", n++ ? ", " : "", s->configs[c].name, val, cmp->a.n, cmp->ref.n);
+    }
+    if (!n) return;
+    char text[4400];
+    snprintf(text, sizeof text, "What these seeds can show: one test at %.2g finds a difference in %s%s%s from the "
+             "reference config %s with %.0f%% power only if it is at least the MDD: %s; under Holm's correction it must "
+             "be larger still.", RP_ALPHA, rp_metric_label(metric), task ? " on " : "", task ? task->name : "",
+             s->configs[s->reference].name, 100 * RP_POWER, t.text);
+    ast_strlist_push(out, text);
 }
 
-/* One config against the baseline on validation loss and every eval metric. */
-static void difference_sentence(const rp_sweep *s, int c, ast_strlist *out)
+static void loss_sentence(const rp_sweep *s, int best, ast_strlist *out)
 {
-    sentence sig = {0}, same = {0};
-    char pct[32], p[32];
-    int n_sig = 0, n_same = 0;
-    for (int k = -1; k < s->eval_keys.n; k++) {
-        rp_source src = k < 0 ? RP_SUMMARY : RP_EVAL;
-        const char *key = k < 0 ? "best_val_loss" : s->eval_keys.v[k];
-        rp_cmp cmp = rp_compare(s, c, src, key);
-        if (isnan(cmp.p)) continue;
-        if (cmp.p < ALPHA)
-            say(&sig, "%s%s %s (%s, %s)", n_sig++ ? ", " : "", cmp.change_pct < 0 ? "lower" : "higher",
-                rp_metric_label(key), rp_fmt_pct(cmp.change_pct, pct, sizeof pct), rp_fmt_p(cmp.p, p, sizeof p));
-        else
-            say(&same, "%s%s (%s)", n_same++ ? ", " : "", rp_metric_label(key), rp_fmt_p(cmp.p, p, sizeof p));
-    }
     sentence t = {0};
-    say(&t, "%s vs %s: ", s->configs[c].name, s->configs[s->baseline].name);
-    if (!n_sig && !n_same) say(&t, "too few finished seeds for a test (2 per config needed)");
-    if (n_sig) say(&t, "significantly %s", sig.text);
-    if (n_same) say(&t, "%snot distinguishable (p >= 0.05): %s", n_sig ? "; " : "", same.text);
+    char a[96];
+    rp_stat st = rp_stat_of(s, best, RP_SUMMARY, "best_val_loss");
+    say(&t, "%s has the lowest mean validation loss (%s, %d seed%s)", s->configs[best].name,
+        rp_fmt_stat(st, a, sizeof a), st.n, st.n == 1 ? "" : "s");
+    const rp_cmp *c = best == s->reference ? NULL : rp_family_find(s, best, RP_SUMMARY, "best_val_loss");
+    if (c && rp_survives(c)) say(&t, "; it is lower than the reference config's, and that survives Holm's correction");
+    else if (c && !isnan(c->p)) say(&t, "; that it is lower than the reference config's is not shown");
     say(&t, ".");
     ast_strlist_push(out, t.text);
 }
@@ -85,31 +129,29 @@ static void cost_sentence(const rp_sweep *s, int c, ast_strlist *out)
     const char *keys[3] = {"parameters", "active_parameters", "step_ms"};
     double ratio[3];
     for (int i = 0; i < 3; i++)
-        ratio[i] = rp_stat_of(s, c, RP_SUMMARY, keys[i]).mean / rp_stat_of(s, s->baseline, RP_SUMMARY, keys[i]).mean;
+        ratio[i] = rp_stat_of(s, c, RP_SUMMARY, keys[i]).mean / rp_stat_of(s, s->reference, RP_SUMMARY, keys[i]).mean;
     if (!isfinite(ratio[0]) || !isfinite(ratio[2])) return;
     char buf[512];
     snprintf(buf, sizeof buf, "%s has %.2f× the parameters of %s (%.2f× active per token) and %.2f× its step time.",
-             s->configs[c].name, ratio[0], s->configs[s->baseline].name, ratio[1], ratio[2]);
+             s->configs[c].name, ratio[0], s->configs[s->reference].name, ratio[1], ratio[2]);
     ast_strlist_push(out, buf);
 }
 
-static void random_sentence(const rp_sweep *s, int c, ast_strlist *out)
+static void degenerate_sentences(const rp_sweep *s, ast_strlist *out)
 {
-    sentence t = {0};
-    char a[64], b[64];
-    int n = 0;
-    for (int k = 0; k < s->eval_keys.n; k++) {
-        rp_stat model = rp_stat_of(s, c, RP_EVAL, s->eval_keys.v[k]);
-        rp_stat rnd = rp_stat_of(s, c, RP_EVAL_RANDOM, s->eval_keys.v[k]);
-        if (!model.n || !rnd.n) continue;
-        model.n = rnd.n = 1; /* means only: the sentence is a sanity check */
-        say(&t, "%s%s %s vs %s", n++ ? ", " : "", rp_metric_label(s->eval_keys.v[k]), rp_fmt_stat(model, a, sizeof a),
-            rp_fmt_stat(rnd, b, sizeof b));
+    char path[600], buf[600];
+    for (int t = 0; t < s->n_tasks; t++) {
+        snprintf(path, sizeof path, "%s.diversity.degenerate", s->tasks[t].name);
+        for (int c = 0; c < s->n_configs && s->tasks[t].diversity; c++) {
+            rp_stat st = rp_stat_of(s, c, RP_EVAL, path);
+            double n = st.n ? st.mean * st.n : 0.0; /* 0/1 per run */
+            if (n < 0.5) continue;
+            snprintf(buf, sizeof buf, "Warning, %s: %s's samples are degenerate in %.0f of %d runs — different noise "
+                     "seeds give the same placement, so the sampler does no generative work.",
+                     s->tasks[t].name, s->configs[c].name, n, st.n);
+            ast_strlist_push(out, buf);
+        }
     }
-    if (!n) return;
-    char buf[2300];
-    snprintf(buf, sizeof buf, "%s's sampled coordinates against random ones: %s.", s->configs[c].name, t.text);
-    ast_strlist_push(out, buf);
 }
 
 static void warning_sentences(const rp_sweep *s, ast_strlist *out)
@@ -137,24 +179,22 @@ static void left_out_sentence(const rp_sweep *s, ast_strlist *out)
     for (int i = 0; i < s->n_runs; i++)
         if (!s->runs[i].usable) say(&t, "%s%s (%s)", n++ ? ", " : "", s->runs[i].id, s->runs[i].state);
     if (!n) return;
-    char buf[2300];
+    char buf[4300];
     snprintf(buf, sizeof buf, "Left out: %d of %d runs, %s; see Runs left out.", n, s->n_runs, t.text);
     ast_strlist_push(out, buf);
 }
 
 void rp_verdict(const rp_sweep *s, ast_strlist *out)
 {
-    int best = best_config(s);
-    if (best < 0) {
-        ast_strlist_push(out, "No run finished with a validation loss, so there is nothing to compare yet.");
-    } else {
-        best_sentence(s, best, out);
-        for (int c = 0; c < s->n_configs; c++)
-            if (c != s->baseline) difference_sentence(s, c, out);
-        for (int c = 0; c < s->n_configs; c++)
-            if (c != s->baseline) cost_sentence(s, c, out);
-        random_sentence(s, best, out);
-    }
+    rp_standing(s, out);
+    holm_sentences(s, out);
+    mdd_sentence(s, out);
+    int best = rp_best_config(s, RP_SUMMARY, "best_val_loss");
+    if (best < 0) ast_strlist_push(out, "No run finished with a validation loss.");
+    else loss_sentence(s, best, out);
+    for (int c = 0; c < s->n_configs; c++)
+        if (c != s->reference) cost_sentence(s, c, out);
+    degenerate_sentences(s, out);
     warning_sentences(s, out);
     left_out_sentence(s, out);
 }

@@ -17,7 +17,6 @@ void ast_train_config_default(ast_train_config *tc)
     tc->diffusion_steps = 1000;
     tc->nu_expression = tc->nu_position = 1.0;
     ast_loss_config_default(&tc->loss);
-    tc->pos_param = AST_POS_V;
     tc->sets_per_step = 4;
     tc->set_size = 64;
     tc->epochs = 10;

@@ -1,8 +1,11 @@
-/* Mean/sd, the regularised incomplete beta, the Student t CDF and Welch's
- * t-test against closed forms, textbook table values and an independent
- * numerical integration of the t density. */
+/* Mean/sd, the regularised incomplete beta, the Student t CDF and its
+ * inverse, Welch's t-test, the minimum detectable difference, the bootstrap
+ * interval and Holm's correction against closed forms, textbook table
+ * values, R's p.adjust, exact enumeration and an independent numerical
+ * integration of the t density. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdlib.h>
 
 #include "alphast/stats.h"
 
@@ -130,4 +133,173 @@ Test(stats, welch_degenerate_cases)
     cr_assert(ast_welch_test(one, 1, a, 3, &w) == -1, "one seed has no variance to test");
     cr_assert(ast_welch_test(c1, 3, c1, 3, &w) == 0 && w.p == 1.0);
     cr_assert(ast_welch_test(c1, 3, c2, 3, &w) == 0 && w.p == 0.0 && w.t < 0);
+}
+
+/* Closed-form quantiles: df 1 is the Cauchy, df 2 and df 4 invert their
+ * CDFs exactly (df 4: Hill 1970, Comm. ACM 13(10), algorithm 396). */
+static double q_df1(double p) { return tan(M_PI * (p - 0.5)); }
+static double q_df2(double p) { return (2 * p - 1) / sqrt(2 * p * (1 - p)); }
+static double q_df4(double p)
+{
+    double a = 4 * p * (1 - p), q = cos(acos(sqrt(a)) / 3) / sqrt(a);
+    return copysign(2 * sqrt(q - 1), p - 0.5);
+}
+
+Test(stats, t_quantile_matches_tables)
+{
+    /* Student t tables (and R's qt) to 6 decimals: the rounding is at most 5e-7 */
+    cr_assert_float_eq(ast_student_t_quantile(0.975, 2), 4.302653, 5e-7);
+    cr_assert_float_eq(ast_student_t_quantile(0.975, 4), 2.776445, 5e-7);
+    cr_assert_float_eq(ast_student_t_quantile(0.8, 4), 0.940965, 5e-7);
+    cr_assert_float_eq(ast_student_t_quantile(0.975, 1), 12.706205, 5e-7);
+    cr_assert_float_eq(ast_student_t_quantile(0.975, 30), 2.042272, 5e-7);
+    cr_assert_float_eq(ast_student_t_quantile(0.025, 4), -2.776445, 5e-7, "symmetric about 0");
+    cr_assert(ast_student_t_quantile(0.5, 3.7) == 0.0);
+    cr_assert(ast_student_t_quantile(1, 3) == INFINITY && ast_student_t_quantile(0, 3) == -INFINITY);
+    cr_assert(isnan(ast_student_t_quantile(1.5, 3)) && isnan(ast_student_t_quantile(0.5, 0)));
+}
+
+Test(stats, t_quantile_inverts_the_closed_forms)
+{
+    const double ps[] = {1e-6, 0.01, 0.2, 0.45, 0.6, 0.8, 0.975, 0.999};
+    for (int i = 0; i < 8; i++) {
+        double p = ps[i];
+        /* relative 1e-9: bisection stops at 4 ulps of t, but the CDF it inverts is
+         * good to ~1e-16 absolute only, i.e. 1e-16 / pdf(t) in t; the worst case,
+         * p = 1e-6 at df 1 (t = -3.2e5, pdf 3e-12), leaves 3e-5 in t, 1e-10 relative */
+        double tol1 = 1e-9 * fabs(q_df1(p)), tol2 = 1e-9 * fabs(q_df2(p)), tol4 = 1e-9 * fabs(q_df4(p));
+        cr_assert_float_eq(ast_student_t_quantile(p, 1), q_df1(p), tol1, "df 1, p %g", p);
+        cr_assert_float_eq(ast_student_t_quantile(p, 2), q_df2(p), tol2, "df 2, p %g", p);
+        cr_assert_float_eq(ast_student_t_quantile(p, 4), q_df4(p), tol4, "df 4, p %g", p);
+    }
+}
+
+Test(stats, t_quantile_round_trips_at_fractional_df)
+{
+    const double df[] = {2.37, 4.959184, 17.5}, ps[] = {0.03, 0.5, 0.8, 0.975};
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 4; j++)
+            /* the CDF is checked against the integrated density above; 1e-12 is a few
+             * hundred ulps of p, far above the bisection's last step times the pdf */
+            cr_assert_float_eq(ast_student_t_cdf(ast_student_t_quantile(ps[j], df[i]), df[i]), ps[j], 1e-12,
+                               "df %g p %g", df[i], ps[j]);
+}
+
+Test(stats, minimum_detectable_difference_by_hand)
+{
+    /* sd 1 and 1, 3 seeds each: se = sqrt(2/3), df 4; (t_0.975,4 + t_0.8,4) * se =
+     * (2.776445 + 0.940965) * 0.8164966 = 3.035253; table rounding (<= 5e-7 each)
+     * moves it by at most 1e-6 * 0.82 */
+    cr_assert_float_eq(ast_mdd(1, 3, 1, 3, 0.05, 0.8), 3.035253, 1e-6);
+    /* the unequal case of welch_unequal_sizes_by_hand: se^2 = 3/4, df = 4.959184 */
+    double df = 0.5625 / (1.0 / 18 + 25.0 / 432);
+    double want = (ast_student_t_quantile(0.975, df) + ast_student_t_quantile(0.8, df)) * sqrt(0.75);
+    /* the same quantile calls, so only df and se's arithmetic can differ: a few ulps of 3.4 */
+    cr_assert_float_eq(ast_mdd(1, 3, sqrt(5.0 / 3), 4, 0.05, 0.8), want, 1e-12);
+    /* more seeds, smaller MDD: 10 a side, df 18, se = sqrt(0.2); t tables give
+     * t_0.975,18 = 2.1009 and t_0.8,18 = 0.8620 to 4 decimals: the two roundings
+     * (<= 5e-5 each) move the MDD by at most 1e-4 * 0.447 */
+    cr_assert_float_eq(ast_mdd(1, 10, 1, 10, 0.05, 0.8), (2.1009 + 0.8620) * sqrt(0.2), 4.5e-5);
+    cr_assert(ast_mdd(0, 3, 0, 3, 0.05, 0.8) == 0.0, "no spread: every difference shows");
+    cr_assert(isnan(ast_mdd(1, 1, 1, 3, 0.05, 0.8)), "one seed has no spread to go by");
+}
+
+/* P(D < x) and P(D <= x) for D = mean(a*) - mean(b*) over every resample of
+ * a and of b: na^na * nb^nb equally likely index sequences, enumerated. */
+static void exact_bootstrap_cdf(const double *a, int na, const double *b, int nb, double x, double *below, double *at)
+{
+    long total = 0, lt = 0, le = 0, ka = 1, kb = 1;
+    for (int i = 0; i < na; i++) ka *= na;
+    for (int i = 0; i < nb; i++) kb *= nb;
+    for (long i = 0; i < ka; i++)
+        for (long j = 0; j < kb; j++) {
+            double sa = 0, sb = 0;
+            for (long k = 0, c = i; k < na; k++, c /= na) sa += a[c % na];
+            for (long k = 0, c = j; k < nb; k++, c /= nb) sb += b[c % nb];
+            double d = sa / na - sb / nb;
+            total++, lt += d < x - 1e-12, le += d <= x + 1e-12; /* 1e-12: equal sums added in another order */
+        }
+    *below = (double)lt / total, *at = (double)le / total;
+}
+
+Test(stats, bootstrap_interval_matches_the_exact_bootstrap_distribution)
+{
+    const double a[4] = {0.31, 0.42, 0.38, 0.55}, b[4] = {0.30, 0.36, 0.33, 0.29};
+    double lo, hi, below, at;
+    cr_assert(ast_bootstrap_diff_ci(a, 4, b, 4, 10000, 0.95, 1, &lo, &hi) == 0);
+    /* The sample quantile of 10,000 draws sits where the exact CDF is q give or take
+     * sqrt(q (1 - q) / 10000) = 0.0016 for q = 0.025; allow 4 of those (0.0062). */
+    exact_bootstrap_cdf(a, 4, b, 4, lo, &below, &at);
+    cr_assert(below <= 0.025 + 0.0062 && at >= 0.025 - 0.0062, "lo %g: P(<) %g, P(<=) %g", lo, below, at);
+    exact_bootstrap_cdf(a, 4, b, 4, hi, &below, &at);
+    cr_assert(below <= 0.975 + 0.0062 && at >= 0.975 - 0.0062, "hi %g: P(<) %g, P(<=) %g", hi, below, at);
+    cr_assert(lo < 0.0975 && 0.0975 < hi, "the observed difference of means lies inside");
+}
+
+Test(stats, bootstrap_interval_is_reproducible)
+{
+    const double a[3] = {0.41, 0.43, 0.39}, b[3] = {0.38, 0.37, 0.40};
+    double lo1, hi1, lo2, hi2, lo3, hi3;
+    ast_bootstrap_diff_ci(a, 3, b, 3, 10000, 0.95, 7, &lo1, &hi1);
+    ast_bootstrap_diff_ci(a, 3, b, 3, 10000, 0.95, 7, &lo2, &hi2);
+    cr_assert(lo1 == lo2 && hi1 == hi2, "the same seed, the same interval");
+    ast_bootstrap_diff_ci(a, 3, b, 3, 10000, 0.50, 7, &lo3, &hi3);
+    cr_assert(lo1 <= lo3 && lo3 <= hi3 && hi3 <= hi1, "a 50%% interval lies inside the 95%% one");
+}
+
+Test(stats, bootstrap_interval_with_three_seeds_is_the_range)
+{
+    /* 3 seeds: each group has 27 equally likely index triples; all three 0s
+     * (mean 0) has probability 1/27 = 0.037 > 0.025, and so has all three 2s:
+     * the 95% interval is the whole range of resampled differences, [0 - 5, 2 - 5].
+     * Of 10,000 resamples ~370 +- 19 are all-zero, so order statistics 249 and 250
+     * are zeros (6 sd of margin); sums of small integers are exact */
+    const double a[3] = {0, 1, 2}, b[3] = {5, 5, 5};
+    double lo, hi;
+    cr_assert(ast_bootstrap_diff_ci(a, 3, b, 3, 10000, 0.95, 1, &lo, &hi) == 0);
+    cr_assert(lo == -5.0 && hi == -3.0, "[%g, %g]", lo, hi);
+    cr_assert(ast_bootstrap_diff_ci(b, 3, b, 3, 100, 0.95, 1, &lo, &hi) == 0 && lo == 0.0 && hi == 0.0);
+    cr_assert(ast_bootstrap_diff_ci(a, 0, b, 3, 100, 0.95, 1, &lo, &hi) == -1);
+    cr_assert(ast_bootstrap_diff_ci(a, 3, b, 3, 100, 1.0, 1, &lo, &hi) == -1);
+}
+
+Test(stats, distinct_bootstrap_resamples)
+{
+    /* multisets C(2n - 1, n): 1, 3, 10, 126, 92378 */
+    const int n[] = {1, 2, 3, 5, 10};
+    const double want[] = {1, 3, 10, 126, 92378};
+    for (int i = 0; i < 5; i++) cr_assert_eq(ast_bootstrap_distinct(n[i]), want[i], "n = %d", n[i]);
+}
+
+Test(stats, holm_matches_r_p_adjust)
+{
+    /* R: p.adjust(c(0.01, 0.04, 0.03, 0.005), "holm") = 0.03 0.06 0.06 0.02
+     * (sorted 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1 = 0.02, 0.03, 0.06, 0.04;
+     * the running maximum lifts the last to 0.06) */
+    const double p[4] = {0.01, 0.04, 0.03, 0.005}, want[4] = {0.03, 0.06, 0.06, 0.02};
+    double adj[4];
+    cr_assert_eq(ast_holm(p, 4, adj), 4);
+    /* each adjusted value is one product k * p: within an ulp (2e-17 at 0.06) of the decimal */
+    for (int i = 0; i < 4; i++) cr_assert_float_eq(adj[i], want[i], 1e-15, "p[%d]", i);
+    /* R: p.adjust(c(0.01, 0.02, 0.03, 0.04, 0.05), "holm") = 0.05 0.08 0.09 0.09 0.09 */
+    const double q[5] = {0.01, 0.02, 0.03, 0.04, 0.05}, wq[5] = {0.05, 0.08, 0.09, 0.09, 0.09};
+    double aq[5];
+    ast_holm(q, 5, aq);
+    for (int i = 0; i < 5; i++) cr_assert_float_eq(aq[i], wq[i], 1e-15, "q[%d]", i); /* one product each, as above */
+}
+
+Test(stats, holm_caps_at_one_and_skips_untested)
+{
+    /* R: p.adjust(c(0.6, 0.7, 0.1), "holm") = 1 1 0.3 */
+    const double p[5] = {0.6, NAN, 0.7, 0.1, NAN};
+    double adj[5];
+    cr_assert_eq(ast_holm(p, 5, adj), 3, "NaN entries are not tests");
+    cr_assert(adj[0] == 1.0 && adj[2] == 1.0 && isnan(adj[1]) && isnan(adj[4]));
+    cr_assert_float_eq(adj[3], 0.3, 1e-15); /* 3 * 0.1, one rounding */
+    /* a raw p below 0.05 that does not survive: 0.02 among 5 tests is 0.1 at best */
+    const double f[5] = {0.02, 0.5, 0.5, 0.5, 0.5};
+    double af[5];
+    ast_holm(f, 5, af);
+    cr_assert_float_eq(af[0], 0.1, 1e-15); /* 5 * 0.02, one rounding */
+    cr_assert(ast_holm(f, 0, af) == 0);
 }

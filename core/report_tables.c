@@ -1,0 +1,149 @@
+/* The metric tables of one group — the training losses, or one task of
+ * the evaluation: the values of every config and baseline, then each
+ * config's difference from the reference config with its bootstrap
+ * interval, Welch and Holm p-values and MDD; and per task the sampler's
+ * diversity and the primary metric by sampler step count. */
+#include <math.h>
+#include <string.h>
+
+#include "report_internal.h"
+
+static int n_keys(const rp_task *t) { return t ? t->keys.n : RP_N_LOSS_KEYS; }
+static const char *key_at(const rp_task *t, int k) { return t ? t->keys.v[k] : rp_loss_keys[k]; }
+
+static const char *direction_word(const char *key)
+{
+    int dir = rp_metric_direction(key);
+    return dir > 0 ? "higher" : dir < 0 ? "lower" : "";
+}
+
+static void values_row(rp_table *tb, const rp_sweep *s, const rp_task *t, const char *key)
+{
+    char path[600], buf[96];
+    rp_source src = rp_metric_at(t, "model", key, path, sizeof path);
+    rp_table_cell(tb, "%s", rp_metric_label(key));
+    rp_table_cell(tb, "%s", direction_word(key));
+    rp_table_cell(tb, "%s", rp_fmt_stat(rp_stat_of(s, s->reference, src, path), buf, sizeof buf));
+    for (int c = 0; c < s->n_configs; c++)
+        if (c != s->reference) rp_table_cell(tb, "%s", rp_fmt_stat(rp_stat_of(s, c, src, path), buf, sizeof buf));
+    for (int b = 0; t && b < t->baselines.n; b++) {
+        rp_metric_at(t, t->baselines.v[b], key, path, sizeof path);
+        rp_stat st = rp_stat_all(s, RP_EVAL, path);
+        st.n = st.n ? 1 : 0; /* the mean over runs: the same cells in each, so no spread to show */
+        rp_table_cell(tb, "%s", rp_fmt_stat(st, buf, sizeof buf));
+    }
+}
+
+static void values_table(rp_doc *d, const rp_sweep *s, const rp_task *t)
+{
+    int n_base = t ? t->baselines.n : 0;
+    rp_table tb;
+    rp_table_init(&tb, 3 + (s->n_configs - 1) + n_base);
+    rp_table_cell(&tb, "metric"), rp_table_cell(&tb, "better");
+    rp_table_cell(&tb, "%s (reference)", s->configs[s->reference].name);
+    for (int c = 0; c < s->n_configs; c++)
+        if (c != s->reference) rp_table_cell(&tb, "%s", s->configs[c].name);
+    for (int b = 0; b < n_base; b++) rp_table_cell(&tb, "%s (baseline)", t->baselines.v[b]);
+    for (int k = 0; k < n_keys(t); k++) values_row(&tb, s, t, key_at(t, k));
+    rp_doc_table(d, &tb);
+    rp_table_free(&tb);
+}
+
+static void difference_row(rp_table *tb, const rp_sweep *s, const rp_cmp *c)
+{
+    char diff[48], ci[96], p[32], holm[48];
+    int dec = rp_cmp_decimals(c);
+    rp_fmt_pnum(c->p_holm, holm, sizeof holm);
+    if (rp_survives(c)) strcat(holm, " (survives)");
+    rp_table_cell(tb, "%s", rp_metric_label(c->metric));
+    rp_table_cell(tb, "%s", s->configs[c->config].name);
+    rp_table_cell(tb, "%s", rp_fmt_diff(c->diff, dec, diff, sizeof diff));
+    rp_table_cell(tb, "%s", rp_fmt_ci(c->lo, c->hi, dec, ci, sizeof ci));
+    rp_table_cell(tb, "%s", rp_fmt_pnum(c->p, p, sizeof p));
+    rp_table_cell(tb, "%s", holm);
+    if (isnan(c->mdd)) rp_table_cell(tb, "n/a");
+    else rp_table_cell(tb, "%.*f", dec, c->mdd);
+}
+
+static void differences_table(rp_doc *d, const rp_sweep *s, const rp_task *t)
+{
+    char path[600];
+    rp_table tb;
+    rp_table_init(&tb, 7);
+    rp_table_cell(&tb, "metric"), rp_table_cell(&tb, "config");
+    rp_table_cell(&tb, "difference from %s", s->configs[s->reference].name);
+    rp_table_cell(&tb, "95%% bootstrap CI"), rp_table_cell(&tb, "p (Welch)");
+    rp_table_cell(&tb, "p (Holm, %d tests)", s->family.tests), rp_table_cell(&tb, "MDD");
+    int rows = 0;
+    for (int k = 0; k < n_keys(t); k++) {
+        rp_source src = rp_metric_at(t, "model", key_at(t, k), path, sizeof path);
+        for (int c = 0; c < s->n_configs; c++) {
+            const rp_cmp *cmp = c == s->reference ? NULL : rp_family_find(s, c, src, path);
+            if (!cmp || !cmp->a.n || !cmp->ref.n) continue;
+            difference_row(&tb, s, cmp);
+            rows++;
+        }
+    }
+    if (rows) rp_doc_table(d, &tb);
+    rp_table_free(&tb);
+}
+
+void rp_metric_tables(rp_doc *d, const rp_sweep *s, const rp_task *t)
+{
+    values_table(d, s, t);
+    if (s->n_configs > 1) differences_table(d, s, t);
+}
+
+static void diversity_table(rp_doc *d, const rp_sweep *s, const rp_task *t)
+{
+    char path[600], buf[96];
+    rp_table tb;
+    rp_table_init(&tb, 4);
+    rp_table_cell(&tb, "config"), rp_table_cell(&tb, "noise seeds");
+    rp_table_cell(&tb, "Procrustes disparity between samples"), rp_table_cell(&tb, "degenerate");
+    for (int c = 0; c < s->n_configs; c++) {
+        snprintf(path, sizeof path, "%s.diversity.procrustes_between_samples", t->name);
+        rp_stat between = rp_stat_of(s, c, RP_EVAL, path);
+        if (!between.n) continue;
+        snprintf(path, sizeof path, "%s.diversity.noise_seeds", t->name);
+        rp_stat seeds = rp_stat_of(s, c, RP_EVAL, path);
+        snprintf(path, sizeof path, "%s.diversity.degenerate", t->name);
+        rp_stat degenerate = rp_stat_of(s, c, RP_EVAL, path); /* 0/1 per run: mean * n counts them */
+        rp_table_cell(&tb, "%s", s->configs[c].name);
+        rp_table_cell(&tb, "%.0f", seeds.mean);
+        rp_table_cell(&tb, "%s", rp_fmt_stat(between, buf, sizeof buf));
+        rp_table_cell(&tb, "in %.0f of %d runs", degenerate.n ? degenerate.mean * degenerate.n : 0.0, degenerate.n);
+    }
+    rp_doc_para(d, "Sample diversity: the mean Procrustes disparity between placements of the same cells from "
+                   "different noise seeds, mean ± sd over training seeds. Near 0 the sampler gives one answer whatever "
+                   "the noise (degenerate: it does no generative work).");
+    rp_doc_table(d, &tb);
+    rp_table_free(&tb);
+}
+
+static void steps_table(rp_doc *d, const rp_sweep *s, const rp_task *t)
+{
+    char path[600], buf[96];
+    rp_table tb;
+    rp_table_init(&tb, 1 + t->steps.n);
+    rp_table_cell(&tb, "config");
+    for (int i = 0; i < t->steps.n; i++)
+        rp_table_cell(&tb, "%s step%s", t->steps.v[i], strcmp(t->steps.v[i], "1") ? "s" : "");
+    for (int c = 0; c < s->n_configs; c++) {
+        rp_table_cell(&tb, "%s", s->configs[c].name);
+        for (int i = 0; i < t->steps.n; i++) {
+            snprintf(path, sizeof path, "%s.by_steps.%s.%s", t->name, t->steps.v[i], t->primary);
+            rp_table_cell(&tb, "%s", rp_fmt_stat(rp_stat_of(s, c, RP_EVAL, path), buf, sizeof buf));
+        }
+    }
+    rp_doc_para(d, "%s by the sampler's step count (mean ± sd over seeds): whether more steps help, or the "
+                   "model's answer comes from its first step.", t->primary);
+    rp_doc_table(d, &tb);
+    rp_table_free(&tb);
+}
+
+void rp_sampler_tables(rp_doc *d, const rp_sweep *s, const rp_task *t)
+{
+    if (t->diversity) diversity_table(d, s, t);
+    if (t->steps.n && t->primary) steps_table(d, s, t);
+}
