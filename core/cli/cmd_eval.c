@@ -18,12 +18,15 @@ static const cli_spec spec = {
     .name = "eval",
     .usage = "RUN_DIR [--split test|val] [--steps N] [--json FILE] [KEY=VALUE ...]",
     .about = "Evaluates a trained run (RUN_DIR/config.yaml with best.safetensors, else the\n"
-             "checkpoint) on fixed neighbourhood sets of held-out cells: generates them with\n"
-             "the sampler, scores them (k-NN preservation, distance correlations, Procrustes,\n"
-             "Moran's I; expression metrics when expression is generated) and scores random\n"
-             "cells the same way. The data and splits are rebuilt from the config exactly as\n"
-             "training made them. KEY=VALUE overrides sampling.* and evaluation.* keys\n"
-             "(evaluation.sets=64, sampling.return=z0).",
+             "checkpoint) on held-out cells: places every held-out cell of each slice at once\n"
+             "(sets split by expression alone; evaluation.protocol=oracle_neighbourhoods for\n"
+             "the old true-position neighbourhoods), scores them (k-NN preservation at 5/10/20,\n"
+             "distance-row Spearman, aligned RMSD, k-NN graph F1, distance correlations,\n"
+             "Procrustes, Moran's I; expression metrics when expression is generated), scores\n"
+             "the baselines (random, expression MDS and Isomap, kNN regression) on the same\n"
+             "cells, and reports sample diversity and the score by step count. Cells, sets and\n"
+             "noise come from evaluation.seed. KEY=VALUE overrides sampling.* and evaluation.*\n"
+             "keys (evaluation.max_set_size=256, sampling.return=z0). See docs/evaluation.md.",
     .options = options,
     .n_options = N_OPTS,
     .max_args = 64,

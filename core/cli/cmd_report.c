@@ -8,7 +8,7 @@ enum { OPT_OUT, OPT_BASELINE, N_OPTS };
 
 static const cli_option options[N_OPTS] = {
     [OPT_OUT] = {"out", 'o', "DIR", "write the report here (default: SWEEP_DIR)"},
-    [OPT_BASELINE] = {"baseline", 'b', "NAME", "config to compare the others with (default: Baseline, else the first)"},
+    [OPT_BASELINE] = {"baseline", 'b', "NAME", "reference config the others are compared with (default: Baseline, else the first)"},
 };
 
 static const cli_spec spec = {
@@ -17,8 +17,10 @@ static const cli_spec spec = {
     .about = "Reads a sweep directory (ledger.jsonl and its run directories) and writes report.md\n"
              "(with report_*.svg plots next to it) and report.html (self-contained, works offline):\n"
              "cost per config, loss curves, validation loss and sampling metrics as mean ± sd over\n"
-             "seeds with Welch t-tests against the baseline, monitor summaries, a verdict from\n"
-             "those numbers, and the runs that failed or did not finish.",
+             "seeds beside every baseline, differences from the reference config with bootstrap\n"
+             "intervals, Welch and Holm-corrected p-values and the smallest detectable difference,\n"
+             "monitor summaries, a verdict that claims only what survives correction and sets the\n"
+             "best config against the best baseline, and the runs that failed or did not finish.",
     .options = options,
     .n_options = N_OPTS,
     .max_args = 1,

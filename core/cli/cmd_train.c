@@ -31,8 +31,8 @@ static const cli_spec spec = {
              "KEY=VALUE arguments override the config (training.epochs=5, attention=gated).\n"
              "The run directory gets config.yaml, metrics.jsonl, checkpoint.safetensors,\n"
              "best.safetensors and summary.json; running again resumes from the checkpoint.\n"
-             "Afterwards the best weights are evaluated on held-out test sets against random\n"
-             "coordinates (eval.json; see alphast-run eval).",
+             "Afterwards the best weights are evaluated on the held-out test cells next to the\n"
+             "baselines (eval.json; see alphast-run eval).",
     .options = options,
     .n_options = N_OPTS,
     .max_args = 64,
