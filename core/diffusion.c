@@ -15,12 +15,9 @@ const char *ast_mode_name(ast_train_mode mode) { return mode_names[mode]; }
 
 int ast_mode_parse(const char *s, ast_train_mode *out)
 {
-    for (int i = 0; i < 3; i++)
-        if (!strcmp(s, mode_names[i])) {
-            *out = (ast_train_mode)i;
-            return 0;
-        }
-    return -1;
+    int i = ast_name_index(s, mode_names, 3);
+    if (i >= 0) *out = (ast_train_mode)i;
+    return i < 0 ? -1 : 0;
 }
 
 int ast_mode_noises(ast_train_mode mode, int modality)
@@ -35,12 +32,9 @@ const char *ast_pos_param_name(ast_pos_param p) { return pos_param_names[p]; }
 
 int ast_pos_param_parse(const char *s, ast_pos_param *out)
 {
-    for (int i = 0; i < 2; i++)
-        if (!strcmp(s, pos_param_names[i])) {
-            *out = (ast_pos_param)i;
-            return 0;
-        }
-    return -1;
+    int i = ast_name_index(s, pos_param_names, 2);
+    if (i >= 0) *out = (ast_pos_param)i;
+    return i < 0 ? -1 : 0;
 }
 
 void ast_pos_param_coeffs(const ast_schedule *s, ast_pos_param p, int B, const int *t_int, float *a, float *b)

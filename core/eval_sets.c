@@ -11,12 +11,9 @@ const char *ast_eval_protocol_name(ast_eval_protocol p) { return protocol_names[
 
 int ast_eval_protocol_parse(const char *s, ast_eval_protocol *out)
 {
-    for (int i = 0; i < 2; i++)
-        if (!strcmp(s, protocol_names[i])) {
-            *out = (ast_eval_protocol)i;
-            return 0;
-        }
-    return -1;
+    int i = ast_name_index(s, protocol_names, 2);
+    if (i >= 0) *out = (ast_eval_protocol)i;
+    return i < 0 ? -1 : 0;
 }
 
 static void sets_alloc(ast_eval_sets *e, int B, int N, int G)

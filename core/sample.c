@@ -13,12 +13,9 @@ const char *ast_sample_return_name(ast_sample_return r) { return return_names[r]
 
 int ast_sample_return_parse(const char *s, ast_sample_return *out)
 {
-    for (int i = 0; i < 2; i++)
-        if (!strcmp(s, return_names[i])) {
-            *out = (ast_sample_return)i;
-            return 0;
-        }
-    return -1;
+    int i = ast_name_index(s, return_names, 2);
+    if (i >= 0) *out = (ast_sample_return)i;
+    return i < 0 ? -1 : 0;
 }
 
 int ast_sample_grid(int T, int num_steps, int *s_out)

@@ -69,3 +69,10 @@ void ast_log(ast_log_level level, const char *fmt, ...)
     va_end(ap);
     fputc('\n', stderr);
 }
+
+int ast_name_index(const char *s, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(s, names[i])) return i;
+    return -1;
+}

@@ -57,6 +57,8 @@ const char *ast_build_dir(void);
 const char *ast_shipped_file(const char *rel, char *buf, size_t n);
 /* mkdir -p: 0, or -1 with e set. */
 int ast_make_dirs(const char *dir, ast_error *e);
+/* The index of s among the n names, or -1: the parse side of a name table. */
+int ast_name_index(const char *s, const char *const *names, int n);
 
 /* ---- deterministic RNG (xoshiro256**; seeded by splitmix64) ------------- */
 
