@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "alphast/model.h"
+#include "model/model.h"
 
 /* ---- what is measured ----------------------------------------------- */
 

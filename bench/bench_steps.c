@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alphast/loader.h"
-#include "alphast/loss.h"
-#include "alphast/optim.h"
+#include "plugin/loader.h"
+#include "model/loss.h"
+#include "train/optim.h"
 #include "bench.h"
 
 #define BENCH_LR 1e-4f

@@ -8,9 +8,9 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "alphast/config.h"
-#include "alphast/model.h"
-#include "alphast/safetensors.h"
+#include "config/config.h"
+#include "model/model.h"
+#include "io/safetensors.h"
 
 enum { SETS = 3, CELLS = 40 };
 /* Valid cells per set: full, padded, and a set of one cell (centring of one). */

@@ -4,7 +4,7 @@
 #ifndef ALPHAST_TEST_ATTN_REFERENCE_H
 #define ALPHAST_TEST_ATTN_REFERENCE_H
 
-#include "alphast/core.h"
+#include "engine/engine.h"
 
 /* The parameter "<prefix>.<name>" of p; aborts naming it when it is missing. */
 const float *ref_param(const ast_params *p, const char *prefix, const char *name);

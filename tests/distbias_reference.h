@@ -4,7 +4,7 @@
 #ifndef ALPHAST_TEST_DISTBIAS_REFERENCE_H
 #define ALPHAST_TEST_DISTBIAS_REFERENCE_H
 
-#include "alphast/core.h"
+#include "engine/engine.h"
 
 typedef struct db_dims {
     int B, N, E, H, K;

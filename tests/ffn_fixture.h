@@ -6,7 +6,7 @@
 
 #include <ltdl.h>
 
-#include "alphast/core.h"
+#include "engine/engine.h"
 
 #define FFN_MAX_OPTS 32
 #define FFN_SCOPE "transformer_layers.0"

@@ -8,7 +8,7 @@
 #ifndef ALPHAST_TEST_GRADCHECK_H
 #define ALPHAST_TEST_GRADCHECK_H
 
-#include "alphast/core.h"
+#include "engine/engine.h"
 
 typedef ast_tensor *(*gc_forward)(ast_ctx *c, ast_tensor *const *in, void *ud);
 

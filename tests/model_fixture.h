@@ -2,7 +2,7 @@
 #ifndef ALPHAST_TEST_MODEL_FIXTURE_H
 #define ALPHAST_TEST_MODEL_FIXTURE_H
 
-#include "alphast/model.h"
+#include "model/model.h"
 
 /* Appends one plugin option (key, YAML value) to the attention or FFN list. */
 void mf_attn_opt(ast_model_config *cfg, const char *key, const char *value);

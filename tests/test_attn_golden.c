@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "alphast/safetensors.h"
+#include "io/safetensors.h"
 #include "plugin_fixture.h"
 
 /* BASE_CONFIG dims of the dumps: B = 2 sets of N = 24 cells, E = 128, H = 4. */

@@ -3,7 +3,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
-#include "alphast/baselines.h"
+#include "eval/baselines.h"
 
 /* Inputs are small integers, the arithmetic double, outputs float32. An
  * eigenvalue comes out of dsyevr within a few eps |B| (|B| < 500 here), so

@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "alphast/safetensors.h"
+#include "io/safetensors.h"
 
 typedef struct cli_run {
     int status;

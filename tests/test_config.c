@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alphast/config.h"
+#include "config/config.h"
+#include "model/model.h"
 
 static ast_cfg *load_reference(void)
 {

@@ -9,10 +9,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "alphast/config.h"
-#include "alphast/data.h"
-#include "alphast/safetensors.h"
-#include "alphast/train.h"
+#include "config/config.h"
+#include "model/model.h"
+#include "data/data.h"
+#include "io/safetensors.h"
+#include "train/train.h"
 
 #define STARMAP ALPHAST_SOURCE_DIR "/data/starmap3d/"
 

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "alphast/diffusion.h"
+#include "model/diffusion.h"
 
 /* The spec prints 6-7 significant digits; a float32 cumulative sum of up to
  * 1000 logs adds ~1e-6 relative. 1e-5 covers both; the tiny tail values

@@ -11,9 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "alphast/evaluate.h"
-#include "alphast/h5ad_write.h"
-#include "alphast/train.h"
+#include "eval/evaluate.h"
+#include "io/h5ad_write.h"
+#include "train/train.h"
 #include "train_fixture.h"
 
 #define STARMAP ALPHAST_SOURCE_DIR "/data/starmap3d/starmap3d.h5ad"

@@ -11,10 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "alphast/config.h"
-#include "alphast/loader.h"
-#include "alphast/sink.h"
-#include "alphast/train.h"
+#include "config/config.h"
+#include "model/model.h"
+#include "plugin/loader.h"
+#include "engine/sink.h"
+#include "train/train.h"
 #include "distbias_reference.h"
 #include "plugin_fixture.h"
 
@@ -490,7 +491,7 @@ static void check_c_block(const char *guide, const char *fence, const char *body
     cr_assert_eq(sscanf(marker, "<!-- snippet: %399s -->", file), 1, "C block without a snippet marker: %.60s",
                  body);
     cr_assert(!strncmp(file, "examples/", 9) || !strcmp(file, "tests/test_example_plugin.c") ||
-                  !strcmp(file, "core/include/alphast/plugin.h"),
+                  !strcmp(file, "include/alphast/plugin.h"),
               "snippet source %s is not compiled by this test", file);
     snprintf(path, sizeof path, "%s/%s", ALPHAST_SOURCE_DIR, file);
     char *src = slurp(path), *code = strndup(body, len);

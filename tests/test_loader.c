@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alphast/loader.h"
+#include "plugin/loader.h"
 
 #define FIXTURES ALPHAST_BUILD_DIR "/tests/plugins"
 

@@ -4,8 +4,8 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
-#include "alphast/loss.h"
-#include "alphast/train.h"
+#include "model/loss.h"
+#include "train/train.h"
 #include "gradcheck.h"
 
 enum { B = 3, N = 4, G = 2 };

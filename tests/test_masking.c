@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alphast/train.h"
+#include "train/train.h"
 #include "gradcheck.h"
 #include "train_fixture.h"
 

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "alphast/metrics.h"
+#include "eval/metrics.h"
 
 /* Everything is summed in double over at most a few thousand terms, and
  * the SVD of a 3x3 matrix is accurate to ~1e-15; inputs are float32, so

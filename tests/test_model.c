@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "alphast/loss.h"
+#include "model/loss.h"
 #include "gradcheck.h" /* gc_input */
 #include "model_fixture.h"
 

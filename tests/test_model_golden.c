@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alphast/loss.h"
-#include "alphast/safetensors.h"
+#include "model/loss.h"
+#include "io/safetensors.h"
 #include "model_fixture.h"
 
 /* Tolerances of the golden README: activations ~1e-5 after 2 layers of

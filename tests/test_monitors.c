@@ -18,10 +18,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "alphast/config.h"
-#include "alphast/loader.h"
-#include "alphast/sink.h"
-#include "alphast/train.h"
+#include "config/config.h"
+#include "model/model.h"
+#include "plugin/loader.h"
+#include "engine/sink.h"
+#include "train/train.h"
 #include "model_fixture.h"
 
 /* Values are printed with %.9g from floats or doubles computed in double:

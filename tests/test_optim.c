@@ -3,7 +3,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
-#include "alphast/optim.h"
+#include "train/optim.h"
 
 static ast_tensor *make_param(ast_params *p, const char *name, int n)
 {

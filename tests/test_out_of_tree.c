@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "alphast/loader.h"
+#include "plugin/loader.h"
 
 static char dir[] = "/tmp/alphast-oot-XXXXXX";
 static char so[sizeof dir + 32];
@@ -41,7 +41,7 @@ Test(out_of_tree, build_with_pkg_config_and_load_by_name)
 {
     char cflags[1024], cmd[4096];
     capture("PKG_CONFIG_PATH=" ALPHAST_BUILD_DIR " " AST_TEST_PKG_CONFIG " --cflags alphast-plugin", cflags, sizeof cflags);
-    cr_assert(strstr(cflags, "-I" ALPHAST_SOURCE_DIR "/core/include"), "cflags: %s", cflags);
+    cr_assert(strstr(cflags, "-I" ALPHAST_SOURCE_DIR "/include"), "cflags: %s", cflags);
     snprintf(cmd, sizeof cmd, "%s -std=c11 -Wall -Werror -shared -fPIC %s %s/tests/plugins/attn_fixture.c -o %s",
              AST_TEST_CC, cflags, ALPHAST_SOURCE_DIR, so);
     cr_assert_eq(system(cmd), 0, "%s", cmd);

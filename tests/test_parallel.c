@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "alphast/optim.h"
+#include "train/optim.h"
 #include "gradcheck.h"
 
 typedef struct coverage {

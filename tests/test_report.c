@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "alphast/report.h"
+#include "report/report.h"
 
 typedef struct fake_run {
     const char *id, *config;

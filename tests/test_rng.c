@@ -3,7 +3,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
-#include "alphast/core.h"
+#include "engine/engine.h"
 
 enum { DRAWS = 100000 };
 

@@ -14,8 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "alphast/atomic_file.h"
-#include "alphast/safetensors.h"
+#include "base/atomic_file.h"
+#include "io/safetensors.h"
 
 static const char *const CASES[] = {"baseline", "gated", "moe", "gated_moe", "gated_moe_full"};
 #define N_CASES 5

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alphast/sample.h"
+#include "eval/sample.h"
 
 Test(sample, grid_follows_the_reference)
 {

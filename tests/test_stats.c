@@ -7,7 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "alphast/stats.h"
+#include "report/stats.h"
 
 /* P(T <= t) by Simpson's rule on the t density: independent of the
  * continued fraction ast_student_t_cdf uses. */

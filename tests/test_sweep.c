@@ -14,9 +14,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "alphast/config.h"
-#include "alphast/ledger.h"
-#include "alphast/sweep.h"
+#include "config/config.h"
+#include "sweep/ledger.h"
+#include "sweep/sweep.h"
 
 #define SCRIPTS ALPHAST_SOURCE_DIR "/tests/data/sweeps/"
 #define CLI ALPHAST_BUILD_DIR "/alphast-run"

@@ -7,9 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "alphast/config.h"
-#include "alphast/safetensors.h"
-#include "alphast/train.h"
+#include "config/config.h"
+#include "io/safetensors.h"
+#include "train/train.h"
 #include "train_fixture.h"
 
 static const char *tiny_yaml =

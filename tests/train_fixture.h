@@ -3,8 +3,8 @@
 #ifndef ALPHAST_TEST_TRAIN_FIXTURE_H
 #define ALPHAST_TEST_TRAIN_FIXTURE_H
 
-#include "alphast/config.h"
-#include "alphast/train.h"
+#include "config/config.h"
+#include "train/train.h"
 
 /* The smallest model the tests train: one layer, widths of 4 and 8. */
 #define TINY_MODEL_YAML                                                                                      \

@@ -1,6 +1,5 @@
 # Monitor plugins (docs/monitors.md): expert_load, gate_activation, grad_norm
-# and time_conditioning, each built with the shared helpers; the trainer's
-# side (loading the config's monitors, gradient-norm statistics); the test.
+# and time_conditioning, each built with the shared helpers, and their test.
 MONITOR_UTIL = plugins/monitor/monitor_util.c plugins/monitor/monitor_util.h
 
 plugin_LTLIBRARIES += plugins/monitor/monitor_expert_load.la plugins/monitor/monitor_gate_activation.la \
@@ -22,8 +21,6 @@ plugins_monitor_monitor_grad_norm_la_LDFLAGS = $(PLUGIN_LINK)
 plugins_monitor_monitor_time_conditioning_la_SOURCES = plugins/monitor/monitor_time_conditioning.c $(MONITOR_UTIL)
 plugins_monitor_monitor_time_conditioning_la_CPPFLAGS = $(PLUGIN_CPP)
 plugins_monitor_monitor_time_conditioning_la_LDFLAGS = $(PLUGIN_LINK)
-
-libalphast_la_SOURCES += core/train_monitors.c
 
 check_PROGRAMS += tests/test_monitors
 tests_test_monitors_SOURCES = tests/test_monitors.c tests/model_fixture.c tests/model_fixture.h

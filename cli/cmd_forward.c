@@ -1,0 +1,112 @@
+/* `alphast-run forward`: one eval-mode forward pass of a model (config +
+ * weights) on tensors from a safetensors file, written to another. */
+#include "config/config.h"
+#include "model/model.h"
+#include "io/safetensors.h"
+#include "cli.h"
+#include "commands.h"
+
+enum { OPT_CONFIG, OPT_WEIGHTS, OPT_INPUTS, OPT_OUT, N_OPTS };
+
+static const cli_option options[N_OPTS] = {
+    [OPT_CONFIG] = {"config", 'c', "FILE", "the model's config (YAML)"},
+    [OPT_WEIGHTS] = {"weights", 'w', "FILE", "its parameters (safetensors, state_dict names)"},
+    [OPT_INPUTS] = {"inputs", 'i', "FILE", "expression [B,N,G], positions [B,N,3], t [B,1], node_mask [B,N]"},
+    [OPT_OUT] = {"out", 'o', "FILE", "where to write expression, positions (and moe_aux)"},
+};
+
+static const cli_spec spec = {
+    .name = "forward",
+    .usage = "--config C --weights W.safetensors --inputs I.safetensors --out O.safetensors",
+    .about = "Runs the model once in eval mode (no dropout, no router noise) and writes its x0\n"
+             "predictions: expression [B,N,G] and positions [B,N,3], masked and centred, and\n"
+             "moe_aux [1] when a plugin publishes a load-balance loss. node_mask is optional\n"
+             "(all cells valid); G comes from the expression tensor.",
+    .options = options,
+    .n_options = N_OPTS,
+};
+
+/* The input `name` with the given shape, or NULL with e set. */
+static ast_tensor *read_input(ast_ctx *c, const ast_st_file *f, const char *name, int ndim, const int64_t *shape,
+                              ast_error *e)
+{
+    char want[64];
+    if (ast_st_find(f, name) < 0) {
+        ast_error_set(e, "%s: no tensor '%s'; expected %s", ast_st_path(f), name,
+                      ast_st_shape_str(ndim, shape, want, sizeof want));
+        return NULL;
+    }
+    ast_tensor *t = ast_zeros(c, ndim, shape);
+    return ast_st_read_f32(f, name, ndim, shape, t->data, e) ? NULL : t;
+}
+
+typedef struct fwd_inputs {
+    ast_tensor *expression, *positions, *t, *mask;
+} fwd_inputs;
+
+/* B, N and G from expression [B,N,G], then the others against them. */
+static int read_inputs(ast_ctx *c, const ast_st_file *f, fwd_inputs *in, ast_error *e)
+{
+    int i = ast_st_find(f, "expression");
+    if (i < 0 || ast_st_ndim(f, i) != 3) {
+        ast_error_set(e, "%s: needs a tensor 'expression' of shape [B, N, G]", ast_st_path(f));
+        return -1;
+    }
+    const int64_t *s = ast_st_shape(f, i);
+    int64_t b = s[0], n = s[1];
+    in->mask = NULL;
+    if (!(in->expression = read_input(c, f, "expression", 3, s, e)) ||
+        !(in->positions = read_input(c, f, "positions", 3, (int64_t[]){b, n, 3}, e)) ||
+        !(in->t = read_input(c, f, "t", 2, (int64_t[]){b, 1}, e)))
+        return -1;
+    if (ast_st_find(f, "node_mask") >= 0 && !(in->mask = read_input(c, f, "node_mask", 2, (int64_t[]){b, n}, e)))
+        return -1;
+    return 0;
+}
+
+static int write_outputs(ast_ctx *c, const ast_model_out *o, const char *path, ast_error *e)
+{
+    ast_st_writer *w = ast_st_writer_new();
+    ast_st_writer_add(w, "expression", AST_ST_F32, 3, o->expression->shape, o->expression->data);
+    ast_st_writer_add(w, "positions", AST_ST_F32, 3, o->positions->shape, o->positions->data);
+    ast_tensor *aux = ast_ctx_extra_loss(c);
+    if (aux) ast_st_writer_add(w, "moe_aux", AST_ST_F32, 1, aux->shape, aux->data);
+    int rc = ast_st_writer_write(w, path, e);
+    ast_st_writer_free(w);
+    return rc;
+}
+
+/* Model from config + weights for G genes, then the pass. */
+static int run(const char *const *value, ast_error *e)
+{
+    ast_st_file *f = ast_st_open(value[OPT_INPUTS], e);
+    ast_cfg *cfg = f ? ast_cfg_load_file(value[OPT_CONFIG], e) : NULL;
+    ast_ctx *c = ast_ctx_new(0);
+    ast_ctx_set_grad(c, 0);
+    ast_model *m = NULL;
+    ast_model_config mc;
+    fwd_inputs in;
+    int ok = cfg && !read_inputs(c, f, &in, e) &&
+             !ast_cfg_model(cfg, (int)in.expression->shape[2], &mc, e) && (m = ast_model_new(&mc, 0, e)) &&
+             !ast_params_load(ast_model_params(m), value[OPT_WEIGHTS], 1, e);
+    if (ok) {
+        ast_model_out o = ast_model_forward(m, c, in.expression, in.t, in.positions, in.mask, NULL, NULL);
+        ok = !write_outputs(c, &o, value[OPT_OUT], e);
+    }
+    ast_model_free(m);
+    ast_ctx_free(c);
+    ast_cfg_free(cfg);
+    ast_st_close(f);
+    return ok ? 0 : -1;
+}
+
+int cmd_forward(int argc, char **argv)
+{
+    const char *value[N_OPTS];
+    int rc = cli_parse(&spec, argc, argv, value, NULL, NULL);
+    if (rc != CLI_CONTINUE) return rc;
+    for (int i = 0; i < N_OPTS; i++)
+        if (!value[i]) return cli_usage_error(spec.name, "--%s %s is required", options[i].name, options[i].arg);
+    ast_error e = {""};
+    return run(value, &e) ? cli_fail(&e) : CLI_OK;
+}

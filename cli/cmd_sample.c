@@ -1,0 +1,229 @@
+/* `alphast-run sample RUN_DIR --out FILE`: generates the cells of a
+ * held-out split with a trained run and writes them as CSV or .h5ad. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/atomic_file.h"
+#include "io/h5ad_write.h"
+#include "eval/sample.h"
+#include "train/train.h"
+#include "cli.h"
+#include "commands.h"
+#include "run_setup.h"
+
+enum { OPT_OUT, OPT_MODE, OPT_SPLIT, OPT_STEPS, N_OPTS };
+
+static const cli_option options[N_OPTS] = {
+    [OPT_OUT] = {"out", 'o', "FILE", "FILE.csv or FILE.h5ad"},
+    [OPT_MODE] = {"mode", 'm', "MODE", "expr_to_pos, pos_to_expr or joint (default: the run's training_mode)"},
+    [OPT_SPLIT] = {"split", 's', "test|val", "held-out cells to generate (default test)"},
+    [OPT_STEPS] = {"steps", 'n', "N", "network evaluations (default: the config's sampling.num_steps)"},
+};
+
+static const cli_spec spec = {
+    .name = "sample",
+    .usage = "RUN_DIR --out FILE.csv|FILE.h5ad [--mode MODE] [--split test|val] [--steps N]",
+    .about = "Generates every cell of a held-out split with a trained run. The split is\n"
+             "covered by neighbourhood sets; each cell is written once, from the first set\n"
+             "that holds it. Coordinates are per set: centred on the set, in the run's length\n"
+             "unit, and (being learned from distances) defined up to rotation and reflection;\n"
+             "the true ones are given in the same frame.\n"
+             "CSV: cell,set,x,y,z,x_true,y_true,z_true, then one column per gene when\n"
+             "expression is generated. .h5ad: X = expression (generated or given),\n"
+             "obsm/spatial = positions (generated or given), obsm/spatial_true, obs cell/set.",
+    .options = options,
+    .n_options = N_OPTS,
+    .max_args = 1,
+};
+
+enum { BATCH = 16 }; /* sets per sampler call */
+
+typedef struct generated {
+    int64_t n;
+    int G, sets;
+    int64_t *cell, *set;
+    float *expr, *pos, *pos_true;
+} generated;
+
+typedef struct batch {
+    int B, N, G;
+    int64_t centre[BATCH];
+    int64_t *cells;  /* [BATCH, N] */
+    char *own;       /* [BATCH, N]: written from this set */
+    float *expr, *pos, *mask, *gen_expr, *gen_pos;
+} batch;
+
+static void batch_init(batch *b, int N, int G)
+{
+    *b = (batch){.N = N, .G = G};
+    size_t cells = (size_t)BATCH * N;
+    b->cells = ast_xmalloc(cells * sizeof *b->cells);
+    b->own = ast_xcalloc(cells, 1);
+    b->expr = ast_xmalloc(cells * G * sizeof(float)), b->gen_expr = ast_xmalloc(cells * G * sizeof(float));
+    b->pos = ast_xmalloc(cells * 3 * sizeof(float)), b->gen_pos = ast_xmalloc(cells * 3 * sizeof(float));
+    b->mask = ast_xmalloc(cells * sizeof(float));
+}
+
+static void batch_free(batch *b)
+{
+    free(b->cells), free(b->own), free(b->expr), free(b->gen_expr), free(b->pos), free(b->gen_pos), free(b->mask);
+}
+
+/* Samples the batch's sets and appends the cells they own. */
+static void flush(batch *b, ast_model *m, const ast_schedule *s, const ast_sampler_config *sc, const ast_set_sampler *sets,
+                  generated *out)
+{
+    int N = b->N, G = b->G;
+    ast_rng unused; /* sets of held-out cells are neither rotated nor dropped out */
+    ast_rng_seed(&unused, 0);
+    for (int i = 0; i < b->B; i++)
+        ast_make_set(sets, b->centre[i], &unused, b->expr + (int64_t)i * N * G, b->pos + (int64_t)i * N * 3, b->mask + (int64_t)i * N);
+    ast_sampler_config call = *sc;
+    call.seed = sc->seed + (uint64_t)out->sets; /* a fresh stream per batch */
+    ast_sample(m, s, &call, b->B, N, b->expr, b->pos, b->mask, b->gen_expr, b->gen_pos);
+    for (int i = 0; i < b->B; i++, out->sets++)
+        for (int j = 0; j < N; j++) {
+            int64_t k = (int64_t)i * N + j, r = out->n;
+            if (!b->own[k]) continue;
+            out->cell[r] = b->cells[k], out->set[r] = out->sets;
+            memcpy(out->expr + r * G, b->gen_expr + k * G, (size_t)G * sizeof(float));
+            memcpy(out->pos + r * 3, b->gen_pos + k * 3, 3 * sizeof(float));
+            memcpy(out->pos_true + r * 3, b->pos + k * 3, 3 * sizeof(float));
+            out->n++;
+        }
+    b->B = 0;
+}
+
+static void generate(ast_model *m, const ast_schedule *s, const ast_sampler_config *sc, const ast_set_sampler *sets,
+                     generated *out)
+{
+    const ast_split *split = sets->split;
+    int N = sets->set_size, G = sets->d->n_genes;
+    *out = (generated){.G = G};
+    out->cell = ast_xmalloc((size_t)split->n * sizeof *out->cell), out->set = ast_xmalloc((size_t)split->n * sizeof *out->set);
+    out->expr = ast_xmalloc((size_t)split->n * G * sizeof(float));
+    out->pos = ast_xmalloc((size_t)split->n * 3 * sizeof(float)), out->pos_true = ast_xmalloc((size_t)split->n * 3 * sizeof(float));
+    char *covered = ast_xcalloc((size_t)sets->d->n_cells, 1);
+    batch b;
+    batch_init(&b, N, G);
+    for (int64_t i = 0; i < split->n; i++) {
+        if (covered[split->cells[i]]) continue;
+        int64_t *cells = b.cells + (int64_t)b.B * N;
+        int n = ast_set_cells(sets, split->cells[i], cells);
+        for (int j = 0; j < N; j++) {
+            b.own[(int64_t)b.B * N + j] = j < n && !covered[cells[j]];
+            if (j < n) covered[cells[j]] = 1;
+        }
+        b.centre[b.B++] = split->cells[i];
+        if (b.B == BATCH) flush(&b, m, s, sc, sets, out);
+    }
+    if (b.B) flush(&b, m, s, sc, sets, out);
+    batch_free(&b);
+    free(covered);
+}
+
+static void generated_free(generated *g)
+{
+    free(g->cell), free(g->set), free(g->expr), free(g->pos), free(g->pos_true);
+}
+
+typedef struct csv_out {
+    const generated *g;
+    const ast_dataset *d;
+    int with_expr;
+} csv_out;
+
+static int fill_csv(FILE *f, void *ud)
+{
+    const csv_out *c = ud;
+    const generated *g = c->g;
+    fprintf(f, "cell,set,x,y,z,x_true,y_true,z_true");
+    for (int j = 0; c->with_expr && j < g->G; j++) fprintf(f, ",%s", c->d->genes[j]);
+    fputc('\n', f);
+    for (int64_t r = 0; r < g->n; r++) {
+        const float *p = g->pos + r * 3, *t = g->pos_true + r * 3;
+        fprintf(f, "%lld,%lld,%.7g,%.7g,%.7g,%.7g,%.7g,%.7g", (long long)g->cell[r], (long long)g->set[r], p[0], p[1],
+                p[2], t[0], t[1], t[2]);
+        for (int j = 0; c->with_expr && j < g->G; j++) fprintf(f, ",%.7g", g->expr[r * g->G + j]);
+        fputc('\n', f);
+    }
+    return ferror(f) ? -1 : 0;
+}
+
+static int write_h5ad(const char *path, const generated *g, const ast_dataset *d, ast_error *e)
+{
+    char **names = ast_xmalloc((size_t)(g->n ? g->n : 1) * sizeof *names);
+    for (int64_t r = 0; r < g->n; r++) {
+        names[r] = ast_xmalloc(24);
+        snprintf(names[r], 24, "%lld", (long long)g->cell[r]);
+    }
+    ast_h5ad_table t = {.n_cells = g->n, .n_genes = g->G, .X = g->expr, .genes = (const char *const *)d->genes,
+                        .cells = (const char *const *)names, .n_obsm = 2, .obsm_names = {"spatial", "spatial_true"},
+                        .obsm = {g->pos, g->pos_true}, .n_obs = 2, .obs_names = {"cell", "set"}, .obs = {g->cell, g->set}};
+    int rc = ast_h5ad_write(path, &t, e);
+    for (int64_t r = 0; r < g->n; r++) free(names[r]);
+    free(names);
+    return rc;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcmp(s + n - k, suffix);
+}
+
+/* v[OPT_MODE] and v[OPT_SPLIT] are valid here. */
+static int sample(cli_run *r, const char **v, const char *dir, ast_error *e)
+{
+    ast_train_config tc;
+    ast_sampler_config sc = {.num_steps = (int)ast_cfg_int(r->cfg, "sampling.num_steps"),
+                             .seed = (uint64_t)ast_cfg_int(r->cfg, "seed.value")};
+    ast_sample_return_parse(ast_cfg_str(r->cfg, "sampling.return"), &sc.ret); /* the schema's enum */
+    if (ast_train_config_from_cfg(r->cfg, &tc, e) < 0) return -1;
+    sc.mode = tc.mode;
+    sc.pos_param = tc.pos_param;
+    sc.align = tc.loss.position_loss == AST_POS_LOSS_ALIGNED;
+    if (v[OPT_MODE]) ast_mode_parse(v[OPT_MODE], &sc.mode);
+    int which = v[OPT_SPLIT] ? cli_split_parse(v[OPT_SPLIT]) : AST_SPLIT_TEST;
+    if (v[OPT_STEPS] && ast_cfg_set(r->cfg, "sampling.num_steps", v[OPT_STEPS], e) < 0) return -1;
+    sc.num_steps = (int)ast_cfg_int(r->cfg, "sampling.num_steps");
+    ast_set_sampler sets = cli_eval_sets(r->cfg, &r->d, r->sp, which);
+    if (sets.split->n < 1) {
+        ast_error_set(e, "%s: the %s split is empty; nothing to sample", dir, cli_split_name(which));
+        return -1;
+    }
+    ast_schedule s;
+    if (ast_schedule_init(&s, tc.diffusion_steps, tc.nu_expression, tc.nu_position, e) < 0) return -1;
+    generated g;
+    generate(r->m, &s, &sc, &sets, &g);
+    ast_schedule_free(&s);
+    csv_out c = {&g, &r->d, ast_mode_noises(sc.mode, AST_MOD_EXPR)};
+    int rc = ends_with(v[OPT_OUT], ".h5ad") ? write_h5ad(v[OPT_OUT], &g, &r->d, e) : ast_atomic_write(v[OPT_OUT], fill_csv, &c, e);
+    if (rc == 0)
+        printf("%s: %lld %s cells (%d sets, %s) generated by %s, written to %s\n", dir, (long long)g.n,
+               cli_split_name(which), g.sets, ast_sample_return_name(sc.ret), ast_mode_name(sc.mode), v[OPT_OUT]);
+    generated_free(&g);
+    return rc;
+}
+
+int cmd_sample(int argc, char **argv)
+{
+    const char *v[N_OPTS], *args[1];
+    int n_args;
+    int rc = cli_parse(&spec, argc, argv, v, args, &n_args);
+    if (rc != CLI_CONTINUE) return rc;
+    if (n_args < 1) return cli_usage_error("sample", "missing RUN_DIR");
+    if (!v[OPT_OUT] || !(ends_with(v[OPT_OUT], ".csv") || ends_with(v[OPT_OUT], ".h5ad")))
+        return cli_usage_error("sample", "--out FILE.csv or --out FILE.h5ad is required");
+    ast_train_mode mode;
+    if (v[OPT_MODE] && ast_mode_parse(v[OPT_MODE], &mode) < 0)
+        return cli_usage_error("sample", "--mode must be expr_to_pos, pos_to_expr or joint (got '%s')", v[OPT_MODE]);
+    if (v[OPT_SPLIT] && cli_split_parse(v[OPT_SPLIT]) < 0)
+        return cli_usage_error("sample", "--split must be test or val (got '%s')", v[OPT_SPLIT]);
+    ast_error e = {""};
+    cli_run r;
+    rc = cli_run_open(&r, args[0], NULL, 0, &e);
+    if (rc == 0) rc = sample(&r, v, args[0], &e);
+    cli_run_close(&r);
+    return rc < 0 ? cli_fail(&e) : CLI_OK;
+}

@@ -1,0 +1,141 @@
+/* `alphast-run sweep SCRIPT.lua`: runs the sweep a Lua script declares,
+ * each run in its own `alphast-run train` process, resumable through the
+ * sweep directory's ledger. */
+#define _GNU_SOURCE /* sched_getaffinity: the cores this process may use */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sweep/ledger.h"
+#include "sweep/sweep.h"
+#include "cli.h"
+#include "commands.h"
+#include "sweep_pool.h"
+
+enum { OPT_OUT, OPT_JOBS, OPT_THREADS, OPT_FAIL_FAST, OPT_KEEP_GOING, OPT_DRY_RUN, N_OPTS };
+
+static const cli_option options[N_OPTS] = {
+    [OPT_OUT] = {"out", 'o', "DIR", "sweep directory (default: sweeps/<the sweep's name>)"},
+    [OPT_JOBS] = {"jobs", 'j', "N", "runs at a time (default: the script's jobs, else cores / threads)"},
+    [OPT_THREADS] = {"threads", 't', "N", "BLAS threads per run (default: the script's threads, else 1)"},
+    [OPT_FAIL_FAST] = {"fail-fast", 0, NULL, "at the first failed run, stop the running ones and start no more"},
+    [OPT_KEEP_GOING] = {"keep-going", 0, NULL, "finish every run even when some fail (the default)"},
+    [OPT_DRY_RUN] = {"dry-run", 'n', NULL, "list the runs, their overrides and states; run nothing"},
+};
+
+static const cli_spec spec = {
+    .name = "sweep",
+    .usage = "[--out DIR] [--jobs N] [--threads N] [--fail-fast | --keep-going] [--dry-run] SCRIPT.lua",
+    .about = "Runs the sweep a Lua script declares (docs/sweeps.md): every (config, seed) is one\n"
+             "`alphast-run train` process, N at a time, in DIR/runs/<name>-<hash>; their states go\n"
+             "to DIR/ledger.jsonl. Running the script again resumes: done runs are skipped, interrupted\n"
+             "ones continue from their checkpoints, failed ones are retried. Several runners may share\n"
+             "DIR without running anything twice. Ctrl-C stops cleanly; exit status 0 when every run\n"
+             "is done, 1 when some failed, 130 when interrupted.",
+    .options = options,
+    .n_options = N_OPTS,
+    .max_args = 1,
+};
+
+static int positive(const char *text, const char *name, int *out)
+{
+    char *end;
+    long v = strtol(text, &end, 10);
+    if (end == text || *end || v < 1 || v > 4096) return cli_usage_error("sweep", "--%s: expected a positive integer, got '%s'", name, text);
+    *out = (int)v;
+    return CLI_CONTINUE;
+}
+
+static int cores(void)
+{
+    cpu_set_t set;
+    if (!sched_getaffinity(0, sizeof set, &set)) return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+/* Options over the script's fields over the defaults. */
+static int resolve_opts(const char **v, const ast_sweep *s, sweep_opts *o)
+{
+    if (v[OPT_FAIL_FAST] && v[OPT_KEEP_GOING]) return cli_usage_error("sweep", "--fail-fast and --keep-going exclude each other");
+    o->fail_fast = v[OPT_FAIL_FAST] != NULL;
+    o->threads = s->threads ? s->threads : 1;
+    if (v[OPT_THREADS] && positive(v[OPT_THREADS], "threads", &o->threads) != CLI_CONTINUE) return CLI_USAGE;
+    int fit = cores() / o->threads;
+    o->jobs = s->jobs ? s->jobs : fit > 1 ? fit : 1;
+    if (v[OPT_JOBS] && positive(v[OPT_JOBS], "jobs", &o->jobs) != CLI_CONTINUE) return CLI_USAGE;
+    return CLI_CONTINUE;
+}
+
+static void list_runs(const ast_sweep *s, const char *dir)
+{
+    ast_error e = {""};
+    ast_ledger *l = ast_ledger_read(dir, &e);
+    printf("%s: %d runs from %s, in %s\n", s->name, s->n_runs, s->script, dir);
+    for (int i = 0; i < s->n_runs; i++) {
+        const ast_sweep_run *r = &s->runs[i];
+        ast_run_state st;
+        int known = l && ast_ledger_last(l, r->id, &st, NULL);
+        printf("  %-40s seed %-6lld %-8s%s", r->id, (long long)r->seed, known ? ast_run_state_name(st) : "new",
+               r->scheduled ? " scheduled" : "");
+        for (int k = 0; k < r->n_overrides; k++) printf(" %s", r->overrides[k]);
+        printf("\n");
+    }
+    if (!l) fprintf(stderr, "%s: %s\n", CLI_PROG, e.msg);
+    ast_ledger_free(l);
+}
+
+/* `alphast-run report DIR`, when this build has that command. */
+static void report(const char *dir)
+{
+    if (!cli_command_find("report")) {
+        fprintf(stderr, "%s sweep: report = true, but this build has no 'report' command\n", CLI_PROG);
+        return;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl("/proc/self/exe", CLI_PROG, "report", dir, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
+        fprintf(stderr, "%s sweep: the report of %s failed\n", CLI_PROG, dir);
+}
+
+static int run(const char **v, const char *script)
+{
+    ast_error e = {""};
+    ast_sweep *s = ast_sweep_load(script, &e);
+    if (!s) return cli_fail(&e);
+    sweep_opts o;
+    int rc = resolve_opts(v, s, &o);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s%s", v[OPT_OUT] ? "" : "sweeps/", v[OPT_OUT] ? v[OPT_OUT] : s->name);
+    o.dir = dir;
+    if (rc == CLI_CONTINUE && v[OPT_DRY_RUN]) {
+        list_runs(s, dir);
+        rc = CLI_OK;
+    }
+    if (rc == CLI_CONTINUE) {
+        char runs[4200];
+        snprintf(runs, sizeof runs, "%s/runs", dir);
+        sweep_outcome out = ast_make_dirs(runs, &e) < 0 ? SWEEP_ERROR : sweep_pool_run(s, &o, &e);
+        if (s->report && (out == SWEEP_ALL_DONE || out == SWEEP_SOME_FAILED)) report(dir);
+        rc = out == SWEEP_ALL_DONE ? CLI_OK : out == SWEEP_SOME_FAILED ? CLI_FAILED : out == SWEEP_INTERRUPTED ? 130 : cli_fail(&e);
+    }
+    ast_sweep_free(s);
+    return rc;
+}
+
+int cmd_sweep(int argc, char **argv)
+{
+    const char *v[N_OPTS], *args[1];
+    int n_args;
+    int rc = cli_parse(&spec, argc, argv, v, args, &n_args);
+    if (rc != CLI_CONTINUE) return rc;
+    if (n_args != 1) return cli_usage_error("sweep", "expected the sweep script (SCRIPT.lua)");
+    return run(v, args[0]);
+}

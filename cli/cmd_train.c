@@ -1,0 +1,144 @@
+/* `alphast-run train [--config FILE] [KEY=VALUE ...]`: trains a model on a
+ * dataset and writes a run directory; re-running continues from its
+ * checkpoint. */
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/config.h"
+#include "sweep/sweep.h"
+#include "train/train.h"
+#include "cli.h"
+#include "commands.h"
+#include "run_setup.h"
+
+enum { OPT_CONFIG, OPT_DATA, OPT_OUT, OPT_FRESH, OPT_QUIET, OPT_SCHEDULE, N_OPTS };
+
+static const cli_option options[N_OPTS] = {
+    [OPT_CONFIG] = {"config", 'c', "FILE", "run configuration (default: the bundled configs/starmap.yaml)"},
+    [OPT_DATA] = {"data", 'd', "FILE", "dataset, .h5ad or CSV/TSV (default: the config's data.path)"},
+    [OPT_OUT] = {"out", 'o', "DIR", "run directory (default: runs/<config name>)"},
+    [OPT_FRESH] = {"fresh", 0, NULL, "start over even if DIR holds a checkpoint"},
+    [OPT_QUIET] = {"quiet", 'q', NULL, "no progress bar"},
+    [OPT_SCHEDULE] = {"schedule", 0, "SCRIPT:RUN", "the Lua schedules of run RUN of a sweep script (docs/sweeps.md)"},
+};
+
+static const cli_spec spec = {
+    .name = "train",
+    .usage = "[--config FILE] [--data FILE] [--out DIR] [--fresh] [--schedule SCRIPT:RUN] [KEY=VALUE ...]",
+    .about = "Trains AlphaSTomics on a spatial transcriptomics dataset: neighbourhood sets of\n"
+             "cells, diffusion on expression and/or positions (training_mode), AdamW.\n"
+             "KEY=VALUE arguments override the config (training.epochs=5, attention=gated).\n"
+             "The run directory gets config.yaml, metrics.jsonl, checkpoint.safetensors,\n"
+             "best.safetensors and summary.json; running again resumes from the checkpoint.\n"
+             "Afterwards the best weights are evaluated on the held-out test cells next to the\n"
+             "baselines (eval.json; see alphast-run eval).",
+    .options = options,
+    .n_options = N_OPTS,
+    .max_args = 64,
+};
+
+/* SCRIPT:RUN -> the sweep script, evaluated afresh, with RUN's schedule
+ * bound to tc. */
+static ast_sweep *load_schedule(const char *arg, ast_train_config *tc, ast_error *e)
+{
+    const char *colon = strrchr(arg, ':');
+    if (!colon || colon == arg || !colon[1]) {
+        ast_error_set(e, "--schedule %s: expected SCRIPT.lua:RUN (a run id that `alphast-run sweep --dry-run` lists)", arg);
+        return NULL;
+    }
+    char *script = ast_xstrdup(arg);
+    script[colon - arg] = 0;
+    ast_sweep *s = ast_sweep_load(script, e);
+    free(script);
+    if (s && ast_sweep_bind_schedule(s, colon + 1, tc, e) < 0) {
+        ast_sweep_free(s);
+        s = NULL;
+    }
+    return s;
+}
+
+static void print_summary(const char *dir, const ast_train_result *r, const ast_model *m)
+{
+    printf("\n%s: %lld steps in %d epochs, %.1f s (%.2f steps/s), stopped by %s\n", dir, (long long)r->steps, r->epochs,
+           r->seconds, r->steps_per_second, r->stop_reason);
+    printf("  validation loss: best %.5f (epoch %d), last %.5f; train loss %.5f\n", r->best_val, r->best_epoch + 1,
+           r->last_val, r->last_train);
+    printf("  parameters: %lld total, %lld active\n", (long long)ast_model_param_count(m),
+           (long long)ast_model_active_param_count(m));
+}
+
+/* The held-out evaluation of the weights with the best validation loss,
+ * which are restored first (the last epoch's may be worse), into
+ * DIR/eval.json. Skipped without a test split. */
+static int evaluate(const ast_cfg *cfg, ast_model *m, const ast_dataset *d, const ast_split sp[3], const char *dir,
+                    ast_error *e)
+{
+    char json[4096 + 16]; /* dir is at most 4095 bytes */
+    if (sp[AST_SPLIT_TEST].n < 1) {
+        printf("  no test split (data.split_ratio.test is 0): evaluation skipped\n");
+        return 0;
+    }
+    snprintf(json, sizeof json, "%s/eval.json", dir);
+    return cli_load_weights(m, dir, e) < 0 ? -1 : cli_evaluate(cfg, m, d, sp, AST_SPLIT_TEST, json, e);
+}
+
+static int train(const char **v, const char **args, int n_args, ast_error *e)
+{
+    char def[4096], out[4096];
+    const char *cfg_path = v[OPT_CONFIG] ? v[OPT_CONFIG] : ast_shipped_file("configs/starmap.yaml", def, sizeof def);
+    ast_cfg *cfg = cli_load_config(cfg_path, args, n_args, e);
+    if (!cfg) return -1;
+    ast_dataset d = {0};
+    ast_split sp[3] = {{0}};
+    ast_model_config mc;
+    ast_train_config tc;
+    ast_model *m = NULL;
+    ast_trainer *t = NULL;
+    char *yaml = NULL;
+    ast_sweep *sweep = NULL;
+    int rc = -1;
+    if (cli_load_data(cfg, cfg_path, v[OPT_DATA], &d, sp, e) < 0 || cli_check_evaluation(cfg, &d, e) < 0 ||
+        ast_cfg_model(cfg, d.n_genes, &mc, e) < 0 ||
+        ast_train_config_from_cfg(cfg, &tc, e) < 0 || !(m = ast_model_new(&mc, tc.seed, e)) || !(yaml = ast_cfg_dump_string(cfg, e)))
+        goto done;
+    tc.progress = !v[OPT_QUIET];
+    if (v[OPT_SCHEDULE] && !(sweep = load_schedule(v[OPT_SCHEDULE], &tc, e))) goto done;
+    if (!v[OPT_OUT]) {
+        char *copy = ast_xstrdup(cfg_path), *base = basename(copy), *dot = strrchr(base, '.');
+        if (dot) *dot = 0;
+        snprintf(out, sizeof out, "runs/%s", base);
+        free(copy);
+    }
+    const char *dir = v[OPT_OUT] ? v[OPT_OUT] : out;
+    if (!(t = ast_trainer_new(m, &d, sp, &tc, dir, yaml, e)) || ast_trainer_add_monitors(t, cfg, e) < 0) goto done;
+    int resumed = v[OPT_FRESH] ? 0 : ast_trainer_resume(t, e);
+    if (resumed < 0) goto done;
+    fprintf(stderr, "alphast: %s %s: %lld cells x %d genes (%lld train, %lld validation), %s + %s, %s\n",
+            resumed ? "resuming" : "training", dir, (long long)d.n_cells, d.n_genes, (long long)sp[0].n,
+            (long long)sp[1].n, mc.attention, mc.ffn, ast_mode_name(tc.mode));
+    ast_train_result r;
+    if (ast_trainer_run(t, &r, e) < 0) goto done;
+    print_summary(dir, &r, m);
+    if (evaluate(cfg, m, &d, sp, dir, e) < 0) goto done;
+    rc = 0;
+done:
+    ast_trainer_free(t);
+    ast_model_free(m);
+    ast_split_free(sp);
+    ast_dataset_free(&d);
+    free(yaml);
+    ast_cfg_free(cfg);
+    ast_sweep_free(sweep);
+    return rc;
+}
+
+int cmd_train(int argc, char **argv)
+{
+    const char *v[N_OPTS], *args[64];
+    int n_args;
+    int rc = cli_parse(&spec, argc, argv, v, args, &n_args);
+    if (rc != CLI_CONTINUE) return rc;
+    ast_error e = {""};
+    return train(v, args, n_args, &e) < 0 ? cli_fail(&e) : CLI_OK;
+}

@@ -1,0 +1,165 @@
+/* Loading configs, data and trained runs for alphast-run's commands. */
+#include <libgen.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "eval/evaluate.h"
+#include "io/safetensors.h"
+#include "train/train.h"
+#include "run_setup.h"
+
+ast_cfg *cli_load_config(const char *path, const char **args, int n_args, ast_error *e)
+{
+    ast_cfg *cfg = ast_cfg_load_file(path, e);
+    for (int i = 0; cfg && i < n_args; i++)
+        if (ast_cfg_override(cfg, args[i], e) < 0) {
+            ast_cfg_free(cfg);
+            cfg = NULL;
+        }
+    return cfg;
+}
+
+/* Relative data paths in a config are relative to the config's directory. */
+static const char *config_relative(const char *cfg_path, const char *p, char *buf, size_t n)
+{
+    if (!p || p[0] == '/') return p;
+    char *copy = ast_xstrdup(cfg_path);
+    snprintf(buf, n, "%s/%s", dirname(copy), p);
+    free(copy);
+    return buf;
+}
+
+/* Sets a path key to the absolute form of `path`, as a single-quoted YAML scalar. */
+static int set_absolute(ast_cfg *cfg, const char *key, const char *path, ast_error *e)
+{
+    char abs[PATH_MAX], yaml[2 * PATH_MAX + 3];
+    if (!path || !realpath(path, abs)) return 0; /* reading it has already succeeded or reported */
+    size_t n = 0;
+    yaml[n++] = '\'';
+    for (const char *c = abs; *c; c++) {
+        if (*c == '\'') yaml[n++] = '\'';
+        yaml[n++] = *c;
+    }
+    yaml[n++] = '\'';
+    yaml[n] = 0;
+    return ast_cfg_set(cfg, key, yaml, e);
+}
+
+int cli_load_data(ast_cfg *cfg, const char *cfg_path, const char *data_arg, ast_dataset *d, ast_split sp[3],
+                  ast_error *e)
+{
+    char b1[4096], b2[4096];
+    ast_data_opts o;
+    ast_data_opts_from_cfg(cfg, &o);
+    const char *path = data_arg ? data_arg : config_relative(cfg_path, ast_cfg_str(cfg, "data.path"), b1, sizeof b1);
+    o.coords_file = config_relative(cfg_path, o.coords_file, b2, sizeof b2);
+    if (!path) {
+        ast_error_set(e, "%s: no dataset; set data.path or pass --data FILE", cfg_path);
+        return -1;
+    }
+    const char *cache = ast_cfg_str(cfg, "data.cache_dir");
+    char b3[4096];
+    if (cache && !strcmp(cache, "auto")) cache = ast_data_default_cache_dir(b3, sizeof b3);
+    if (ast_data_load(path, &o, cache, d, e) < 0) return -1;
+    /* o's strings point into cfg, which set_absolute changes: read them first. */
+    char coords[4096];
+    snprintf(coords, sizeof coords, "%s", o.coords_file ? o.coords_file : "");
+    if (set_absolute(cfg, "data.path", path, e) < 0 ||
+        (coords[0] && set_absolute(cfg, "data.coords_file", coords, e) < 0))
+        return -1;
+    return ast_data_split(d, ast_cfg_float(cfg, "data.split_ratio.val"), ast_cfg_float(cfg, "data.split_ratio.test"), sp, e);
+}
+
+int cli_load_weights(ast_model *m, const char *dir, ast_error *e)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/best.safetensors", dir);
+    /* Not strict: the files also hold the mask tokens of masked training
+     * (never used when sampling), the checkpoint also the AdamW state. */
+    if (!access(path, F_OK)) return ast_params_load(ast_model_params(m), path, 0, e);
+    snprintf(path, sizeof path, "%s/checkpoint.safetensors", dir);
+    if (!access(path, F_OK)) return ast_params_load(ast_model_params(m), path, 0, e);
+    ast_error_set(e, "%s: no best.safetensors or checkpoint.safetensors; train into this directory first "
+                  "(alphast-run train --out %s)", dir, dir);
+    return -1;
+}
+
+int cli_run_open(cli_run *r, const char *dir, const char **args, int n_args, ast_error *e)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->cfg_path, sizeof r->cfg_path, "%s/config.yaml", dir);
+    if (access(r->cfg_path, F_OK)) {
+        ast_error_set(e, "%s: not a run directory (no config.yaml); pass the --out DIR of alphast-run train", dir);
+        return -1;
+    }
+    if (!(r->cfg = cli_load_config(r->cfg_path, args, n_args, e)) || cli_load_data(r->cfg, r->cfg_path, NULL, &r->d, r->sp, e) < 0 ||
+        ast_cfg_model(r->cfg, r->d.n_genes, &r->mc, e) < 0 ||
+        !(r->m = ast_model_new(&r->mc, (uint64_t)ast_cfg_int(r->cfg, "seed.value"), e)))
+        return -1;
+    return cli_load_weights(r->m, dir, e);
+}
+
+void cli_run_close(cli_run *r)
+{
+    ast_model_free(r->m);
+    ast_split_free(r->sp);
+    ast_dataset_free(&r->d);
+    ast_cfg_free(r->cfg);
+    memset(r, 0, sizeof *r);
+}
+
+static const char *const split_names[3] = {"train", "val", "test"};
+
+int cli_split_parse(const char *name)
+{
+    for (int i = AST_SPLIT_VAL; i <= AST_SPLIT_TEST; i++)
+        if (!strcmp(name, split_names[i])) return i;
+    return -1;
+}
+
+const char *cli_split_name(int which) { return split_names[which]; }
+
+ast_set_sampler cli_eval_sets(const ast_cfg *cfg, const ast_dataset *d, const ast_split sp[3], int which)
+{
+    int set_size = (int)ast_cfg_int(cfg, "data.set_size");
+    /* The length unit is the training split's, exactly as ast_trainer_new
+     * computes it (whole-slice sets are the same for any N from the largest slice up). */
+    float scale = ast_data_position_scale(d, &sp[AST_SPLIT_TRAIN], ast_data_max_set_size(d, &sp[AST_SPLIT_TRAIN], set_size),
+                                          (uint64_t)ast_cfg_int(cfg, "seed.value"));
+    return (ast_set_sampler){d, &sp[which], ast_data_max_set_size(d, &sp[which], set_size), scale, 0, 0.0f};
+}
+
+int cli_check_evaluation(const ast_cfg *cfg, const ast_dataset *d, ast_error *e)
+{
+    ast_eval_config ec;
+    if (ast_eval_config_from_cfg(cfg, d, &ec, e) < 0) return -1;
+    ast_eval_config_free(&ec);
+    return 0;
+}
+
+int cli_evaluate(const ast_cfg *cfg, ast_model *m, const ast_dataset *d, const ast_split sp[3], int which,
+                 const char *json_path, ast_error *e)
+{
+    ast_train_config tc;
+    ast_eval_config ec;
+    ast_schedule s;
+    if (ast_train_config_from_cfg(cfg, &tc, e) < 0 || ast_eval_config_from_cfg(cfg, d, &ec, e) < 0) return -1;
+    if (ast_schedule_init(&s, tc.diffusion_steps, tc.nu_expression, tc.nu_position, e) < 0) {
+        ast_eval_config_free(&ec);
+        return -1;
+    }
+    ast_set_sampler sets = cli_eval_sets(cfg, d, sp, which);
+    ast_eval_report r;
+    int rc = ast_evaluate(m, &s, &sets, &sp[AST_SPLIT_TRAIN], &ec, cli_split_name(which), &r, e);
+    if (rc == 0) {
+        ast_eval_report_print(&r, stdout);
+        rc = ast_eval_report_write_json(&r, json_path, e);
+        if (rc == 0) printf("  written to %s\n", json_path);
+    }
+    ast_eval_report_free(&r);
+    ast_schedule_free(&s);
+    ast_eval_config_free(&ec);
+    return rc;
+}

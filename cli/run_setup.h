@@ -1,0 +1,58 @@
+/* What train, eval and sample share: a config with its overrides, the
+ * dataset and splits it names, a run directory's model, and the held-out
+ * evaluation. Functions return 0, or -1 with e set. */
+#ifndef ALPHAST_CLI_RUN_SETUP_H
+#define ALPHAST_CLI_RUN_SETUP_H
+
+#include "config/config.h"
+#include "data/data.h"
+#include "model/model.h"
+
+/* The config at path with KEY=VALUE overrides applied; NULL with e set. */
+ast_cfg *cli_load_config(const char *path, const char **args, int n_args, ast_error *e);
+
+/* Reads, preprocesses and splits the dataset the config names (relative
+ * paths are relative to cfg_path's directory; data_arg, if not NULL,
+ * replaces data.path). The paths used are written back into cfg as
+ * absolute paths, so the config.yaml of a run directory finds the same
+ * data from anywhere. The same config gives the same splits. */
+int cli_load_data(ast_cfg *cfg, const char *cfg_path, const char *data_arg, ast_dataset *d, ast_split sp[3],
+                  ast_error *e);
+
+/* A trained run: RUN_DIR/config.yaml (with KEY=VALUE overrides), its data
+ * and splits, and the model with RUN_DIR/best.safetensors (else
+ * checkpoint.safetensors) loaded. */
+typedef struct cli_run {
+    char cfg_path[4096];
+    ast_cfg *cfg;
+    ast_dataset d;
+    ast_split sp[3];
+    ast_model_config mc;
+    ast_model *m;
+} cli_run;
+
+int cli_run_open(cli_run *r, const char *dir, const char **args, int n_args, ast_error *e);
+void cli_run_close(cli_run *r);
+
+/* Loads RUN_DIR's best weights (the lowest validation loss), else its
+ * last checkpoint, into m. */
+int cli_load_weights(ast_model *m, const char *dir, ast_error *e);
+
+/* The held-out evaluation of m on split `which` (AST_SPLIT_TEST/VAL) with
+ * the config's sampling.* and evaluation.* keys: prints the table to
+ * stdout and writes json_path. */
+int cli_evaluate(const ast_cfg *cfg, ast_model *m, const ast_dataset *d, const ast_split sp[3], int which,
+                 const char *json_path, ast_error *e);
+
+/* Checks the config's evaluation keys against the data (before a long
+ * training run that ends with an evaluation). */
+int cli_check_evaluation(const ast_cfg *cfg, const ast_dataset *d, ast_error *e);
+
+/* "test" or "val" to AST_SPLIT_*; -1 for anything else. */
+int cli_split_parse(const char *name);
+const char *cli_split_name(int which);
+
+/* The sampler over split `which`, in the units training used. */
+ast_set_sampler cli_eval_sets(const ast_cfg *cfg, const ast_dataset *d, const ast_split sp[3], int which);
+
+#endif

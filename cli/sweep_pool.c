@@ -1,0 +1,410 @@
+/* The sweep's process pool: claim a run, fork + exec this program's
+ * `train` on it (its output in RUN_DIR/train.log), record every state
+ * change in the ledger, and keep a progress line. One run failing never
+ * stops the others unless --fail-fast asks. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sweep/ledger.h"
+#include "base/progress.h"
+#include "cli.h"
+#include "sweep_pool.h"
+
+#define RETRY_SECONDS 1.0 /* how often to look again at runs another runner holds */
+#define POLL_NS 50000000L
+#define LOG_TAIL_LINES 6
+
+extern char **environ;
+
+typedef enum slot_state { SLOT_TODO, SLOT_ELSEWHERE, SLOT_RUNNING, SLOT_DONE, SLOT_FAILED } slot_state;
+
+typedef struct slot {
+    const ast_sweep_run *run;
+    slot_state state;
+    pid_t pid;
+    ast_claim claim;
+    double start, retry_at; /* wall seconds */
+    int signalled;          /* we stopped it: it goes back to pending */
+} slot;
+
+typedef struct pool {
+    const ast_sweep *sweep;
+    const sweep_opts *o;
+    slot *slots;
+    int n, running;
+    double started;
+    double run_seconds; /* of the runs finished here, for the ETA */
+    int finished_here;
+    int stopping, interrupted, failed_fast;
+    char **envp; /* the environment of every child */
+    char thread_vars[2][48];
+    int tty;
+    double drawn_at; /* of the progress line, monotonic */
+    ast_error *e;
+} pool;
+
+static volatile sig_atomic_t signals_received;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    signals_received++;
+}
+
+/* ---- ledger lines --------------------------------------------------------- */
+
+static void run_dir(const pool *p, const slot *s, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s/runs/%s", p->o->dir, s->run->id);
+}
+
+static int record(pool *p, const slot *s, ast_run_state state, const ast_ledger_entry *extra)
+{
+    char hash[17], dir[512];
+    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)s->run->hash);
+    snprintf(dir, sizeof dir, "runs/%s", s->run->id);
+    ast_ledger_entry en = extra ? *extra : (ast_ledger_entry){.exit_code = -1};
+    en.run = s->run->id, en.config_name = s->run->config_name, en.hash = hash, en.dir = dir;
+    en.seed = s->run->seed, en.state = state;
+    return ast_ledger_append(p->o->dir, &en, p->e);
+}
+
+/* ---- output --------------------------------------------------------------- */
+
+static int count(const pool *p, slot_state st)
+{
+    int n = 0;
+    for (int i = 0; i < p->n; i++) n += p->slots[i].state == st;
+    return n;
+}
+
+static void format_eta(const pool *p, char *buf, size_t n)
+{
+    if (!p->finished_here) {
+        snprintf(buf, n, "?");
+        return;
+    }
+    double mean = p->run_seconds / p->finished_here, left = 0, now = ast_wall_time();
+    for (int i = 0; i < p->n; i++) {
+        const slot *s = &p->slots[i];
+        if (s->state == SLOT_RUNNING) left += mean > now - s->start ? mean - (now - s->start) : 0;
+        if (s->state == SLOT_TODO || s->state == SLOT_ELSEWHERE) left += mean;
+    }
+    ast_fmt_duration(left / p->o->jobs, buf, n);
+}
+
+static void progress_line(pool *p)
+{
+    p->drawn_at = ast_now();
+    char eta[16];
+    format_eta(p, eta, sizeof eta);
+    fprintf(stderr, "%s%s: %d/%d done, %d running, %d failed, %d pending%s, ETA %s%s", p->tty ? "\r\033[K" : "",
+            p->sweep->name, count(p, SLOT_DONE), p->n, count(p, SLOT_RUNNING), count(p, SLOT_FAILED),
+            count(p, SLOT_TODO) + count(p, SLOT_ELSEWHERE),
+            count(p, SLOT_ELSEWHERE) ? " (some held by another runner)" : "", eta, p->tty ? "" : "\n");
+    fflush(stderr);
+}
+
+/* An event line; the progress line follows it on a terminal, and after
+ * each finished run in a log. */
+static void event(pool *p, const char *what, const slot *s, const char *detail)
+{
+    fprintf(stderr, "%s  %-8s %s%s%s\n", p->tty ? "\r\033[K" : "", what, s->run->id, detail ? " " : "", detail ? detail : "");
+    if (p->tty || detail) progress_line(p);
+}
+
+/* The last lines of a failed run's log, so the reason shows at once. */
+static void print_log_tail(const pool *p, const slot *s)
+{
+    char path[4096], buf[4096];
+    snprintf(path, sizeof path, "%s/runs/%s/train.log", p->o->dir, s->run->id);
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, size > (long)sizeof buf - 1 ? size - (long)sizeof buf + 1 : 0, SEEK_SET);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *start = buf + n;
+    for (int lines = 0; start > buf && lines < LOG_TAIL_LINES; start--)
+        if (start[-1] == '\n' && start != buf + n) lines++;
+    fprintf(stderr, "%s    last lines of %s:\n", p->tty ? "\r\033[K" : "", path);
+    for (char *line = strtok(start, "\n"); line; line = strtok(NULL, "\n")) fprintf(stderr, "    | %s\n", line);
+}
+
+/* ---- children -------------------------------------------------------------- */
+
+/* This environment with the BLAS thread count of a run. */
+static void child_env(pool *p)
+{
+    int n = 0, k = 0;
+    while (environ[n]) n++;
+    p->envp = ast_xcalloc((size_t)n + 3, sizeof *p->envp);
+    for (int i = 0; i < n; i++)
+        if (strncmp(environ[i], "OPENBLAS_NUM_THREADS=", 21) && strncmp(environ[i], "OMP_NUM_THREADS=", 16))
+            p->envp[k++] = environ[i];
+    snprintf(p->thread_vars[0], sizeof p->thread_vars[0], "OPENBLAS_NUM_THREADS=%d", p->o->threads);
+    snprintf(p->thread_vars[1], sizeof p->thread_vars[1], "OMP_NUM_THREADS=%d", p->o->threads);
+    p->envp[k++] = p->thread_vars[0];
+    p->envp[k] = p->thread_vars[1];
+}
+
+/* alphast-run train --config BASE --out DIR [--schedule SCRIPT:ID] OVERRIDES... */
+static char **train_argv(const pool *p, const slot *s, const char *dir)
+{
+    const ast_sweep_run *r = s->run;
+    char **argv = ast_xcalloc((size_t)r->n_overrides + 10, sizeof *argv);
+    int k = 0;
+    argv[k++] = ast_xstrdup(CLI_PROG);
+    argv[k++] = ast_xstrdup("train");
+    argv[k++] = ast_xstrdup("--config");
+    argv[k++] = ast_xstrdup(r->base);
+    argv[k++] = ast_xstrdup("--out");
+    argv[k++] = ast_xstrdup(dir);
+    if (r->scheduled) {
+        size_t n = strlen(p->sweep->script) + strlen(r->id) + 2;
+        argv[k++] = ast_xstrdup("--schedule");
+        argv[k] = ast_xmalloc(n);
+        snprintf(argv[k++], n, "%s:%s", p->sweep->script, r->id);
+    }
+    for (int i = 0; i < r->n_overrides; i++) argv[k++] = ast_xstrdup(r->overrides[i]);
+    return argv;
+}
+
+static void free_argv(char **argv)
+{
+    for (int i = 0; argv[i]; i++) free(argv[i]);
+    free(argv);
+}
+
+/* Only async-signal-safe calls between fork and exec: the OpenBLAS threads
+ * of this process may hold locks the child would never see released. */
+static void exec_child(const slot *s, int log, char **argv, char **envp, pid_t parent)
+{
+    setpgid(0, 0); /* signals reach it from us, not from the terminal */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(127);
+    dup2(log, STDOUT_FILENO);
+    dup2(log, STDERR_FILENO);
+    fcntl(s->claim.fd, F_SETFD, 0); /* the claim lives as long as the run */
+    execve("/proc/self/exe", argv, envp);
+    static const char msg[] = "alphast-run sweep: cannot execute /proc/self/exe\n";
+    ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)ignored;
+    _exit(127);
+}
+
+static int spawn(pool *p, slot *s)
+{
+    char dir[4096], log_path[4200];
+    run_dir(p, s, dir, sizeof dir);
+    snprintf(log_path, sizeof log_path, "%s/train.log", dir);
+    if ((mkdir(dir, 0777) && errno != EEXIST)) {
+        ast_error_set(p->e, "%s: cannot create the run directory: %s", dir, strerror(errno));
+        return -1;
+    }
+    int log = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+    if (log < 0) {
+        ast_error_set(p->e, "%s: cannot open: %s", log_path, strerror(errno));
+        return -1;
+    }
+    char **argv = train_argv(p, s, dir);
+    pid_t parent = getpid(), pid = fork();
+    if (pid == 0) exec_child(s, log, argv, p->envp, parent);
+    int err = errno;
+    close(log);
+    free_argv(argv);
+    if (pid < 0) {
+        ast_error_set(p->e, "cannot start a run: fork: %s", strerror(err));
+        return -1;
+    }
+    s->pid = pid;
+    s->start = ast_wall_time();
+    s->state = SLOT_RUNNING;
+    p->running++;
+    return record(p, s, AST_RUN_RUNNING, &(ast_ledger_entry){.pid = pid, .start = s->start, .exit_code = -1});
+}
+
+/* Claims and starts the run, or learns that it needs nothing or belongs to
+ * another runner. -1 with p->e set on an I/O error. */
+static int try_start(pool *p, slot *s)
+{
+    int got = ast_claim_take(p->o->dir, s->run->id, &s->claim, p->e);
+    if (got <= 0) {
+        s->state = SLOT_ELSEWHERE;
+        s->retry_at = ast_wall_time() + RETRY_SECONDS;
+        return got;
+    }
+    /* Claimed: now the ledger cannot change under us for this run. */
+    ast_ledger *l = ast_ledger_read(p->o->dir, p->e);
+    ast_run_state last;
+    double when;
+    int known = l && ast_ledger_last(l, s->run->id, &last, &when);
+    ast_ledger_free(l);
+    if (!l) return -1;
+    if (known && (last == AST_RUN_DONE || (last == AST_RUN_FAILED && when >= p->started))) {
+        ast_claim_release(&s->claim);
+        s->state = last == AST_RUN_DONE ? SLOT_DONE : SLOT_FAILED;
+        return 0;
+    }
+    if (spawn(p, s) < 0) {
+        ast_claim_release(&s->claim);
+        return -1;
+    }
+    event(p, "started", s, NULL);
+    return 0;
+}
+
+static int launch(pool *p)
+{
+    double now = ast_wall_time();
+    for (int i = 0; i < p->n && p->running < p->o->jobs && !p->stopping; i++) {
+        slot *s = &p->slots[i];
+        if ((s->state == SLOT_TODO || (s->state == SLOT_ELSEWHERE && now >= s->retry_at)) && try_start(p, s) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static void stop_all(pool *p, int sig)
+{
+    p->stopping = 1;
+    for (int i = 0; i < p->n; i++)
+        if (p->slots[i].state == SLOT_RUNNING) {
+            kill(p->slots[i].pid, sig);
+            p->slots[i].signalled = 1;
+        }
+}
+
+static void describe_status(int status, char *buf, size_t n)
+{
+    if (WIFSIGNALED(status))
+        snprintf(buf, n, "killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else
+        snprintf(buf, n, "exit status %d", WEXITSTATUS(status));
+}
+
+static int finish(pool *p, slot *s, int status)
+{
+    double end = ast_wall_time();
+    int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    char why[128], took[16];
+    describe_status(status, why, sizeof why);
+    ast_fmt_duration(end - s->start, took, sizeof took);
+    ast_ledger_entry en = {.pid = s->pid, .start = s->start, .end = end, .exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+                           .signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0};
+    p->running--;
+    ast_run_state state = ok ? AST_RUN_DONE : s->signalled ? AST_RUN_PENDING : AST_RUN_FAILED;
+    s->state = ok ? SLOT_DONE : s->signalled ? SLOT_TODO : SLOT_FAILED;
+    if (!ok) en.reason = s->signalled ? "interrupted" : why;
+    int rc = record(p, s, state, &en);
+    ast_claim_release(&s->claim); /* after the ledger says what happened */
+    if (ok) p->run_seconds += end - s->start, p->finished_here++;
+    char detail[200];
+    snprintf(detail, sizeof detail, "(%s%s%s)", ok ? "" : s->signalled ? "interrupted" : why, ok ? "" : ", ", took);
+    event(p, ok ? "done" : s->signalled ? "stopped" : "FAILED", s, detail);
+    if (state == AST_RUN_FAILED) print_log_tail(p, s);
+    if (state == AST_RUN_FAILED && p->o->fail_fast && !p->stopping) {
+        p->failed_fast = 1;
+        stop_all(p, SIGTERM);
+    }
+    return rc;
+}
+
+static int reap(pool *p)
+{
+    int status, rc = 0;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+        for (int i = 0; i < p->n; i++)
+            if (p->slots[i].state == SLOT_RUNNING && p->slots[i].pid == pid && finish(p, &p->slots[i], status) < 0) rc = -1;
+    return rc;
+}
+
+/* ---- the loop -------------------------------------------------------------- */
+
+/* Slots from the ledger; runs it has never seen get a pending line. */
+static int init_slots(pool *p, const ast_ledger *l)
+{
+    p->slots = ast_xcalloc((size_t)p->n, sizeof *p->slots);
+    for (int i = 0; i < p->n; i++) {
+        slot *s = &p->slots[i];
+        ast_run_state last;
+        s->run = &p->sweep->runs[i];
+        s->claim.fd = -1;
+        int known = ast_ledger_last(l, s->run->id, &last, NULL);
+        s->state = known && last == AST_RUN_DONE ? SLOT_DONE : SLOT_TODO;
+        if (!known && record(p, s, AST_RUN_PENDING, NULL) < 0) return -1;
+    }
+    return 0;
+}
+
+static int finished(const pool *p)
+{
+    if (p->running) return 0;
+    return p->stopping || count(p, SLOT_TODO) + count(p, SLOT_ELSEWHERE) == 0;
+}
+
+static sweep_outcome loop(pool *p)
+{
+    int error = 0;
+    int handled = 0;
+    while (!finished(p)) {
+        if (signals_received > handled) {
+            p->interrupted = 1;
+            stop_all(p, ++handled > 1 ? SIGKILL : SIGINT);
+            if (handled == 1) fprintf(stderr, "%sinterrupted: stopping the running runs (again to kill them)\n", p->tty ? "\r\033[K" : "");
+        }
+        if (reap(p) < 0 || launch(p) < 0) {
+            error = 1;
+            stop_all(p, SIGINT);
+        }
+        if (p->tty && ast_now() - p->drawn_at > 0.5) progress_line(p);
+        nanosleep(&(struct timespec){0, POLL_NS}, NULL);
+    }
+    if (p->tty) fputc('\n', stderr);
+    if (error) return SWEEP_ERROR;
+    if (p->interrupted) return SWEEP_INTERRUPTED;
+    return count(p, SLOT_FAILED) ? SWEEP_SOME_FAILED : SWEEP_ALL_DONE;
+}
+
+sweep_outcome sweep_pool_run(const ast_sweep *s, const sweep_opts *o, ast_error *e)
+{
+    ast_ledger *l = ast_ledger_read(o->dir, e);
+    if (!l) return SWEEP_ERROR;
+    pool p = {.sweep = s, .o = o, .n = s->n_runs, .started = ast_wall_time(), .tty = isatty(STDERR_FILENO), .e = e};
+    child_env(&p);
+    int rc = init_slots(&p, l);
+    ast_ledger_free(l);
+    if (rc < 0) {
+        free(p.envp), free(p.slots);
+        return SWEEP_ERROR;
+    }
+    int before = count(&p, SLOT_DONE);
+    fprintf(stderr, "%s: %d runs (%d done before), %d at a time x %d thread%s, in %s\n", s->name, p.n, before, o->jobs,
+            o->threads, o->threads > 1 ? "s" : "", o->dir);
+    struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
+    sigemptyset(&sa.sa_mask);
+    signals_received = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    sweep_outcome out = loop(&p);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    fprintf(stderr, "%s: %d/%d done (%d here, %d before), %d failed%s; ledger %s/ledger.jsonl\n", s->name,
+            count(&p, SLOT_DONE), p.n, p.finished_here, before, count(&p, SLOT_FAILED),
+            out == SWEEP_INTERRUPTED ? ", interrupted (run again to continue)" : p.failed_fast ? ", stopped by --fail-fast" : "",
+            o->dir);
+    free(p.envp);
+    free(p.slots);
+    return out;
+}

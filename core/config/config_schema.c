@@ -1,0 +1,221 @@
+/* The schema: every key of the reference config.yaml (spec §9.4, §0) and
+ * alphast's additions, with type and default. Defaults are the reference
+ * code's defaults where it has one (spec §0, §4, §5), else the config.yaml
+ * value; keys without a default mean something by their absence. Keys the
+ * reference never reads (spec §11 item 23) are kept so its config loads. */
+#include <string.h>
+
+#include "config_impl.h"
+
+#define MAP(p) {p, CFG_MAP, NULL, NULL, CFG_FREE}
+#define INT(p, d, b) {p, CFG_INT, d, NULL, b}
+#define FLT(p, d, b) {p, CFG_FLOAT, d, NULL, b}
+#define BOOL(p, d) {p, CFG_BOOL, d, NULL, CFG_FREE}
+#define STR(p, d) {p, CFG_STR, d, NULL, CFG_FREE}
+#define ENUM(p, d, c) {p, CFG_ENUM, d, c, CFG_FREE}
+#define ANY(p, d) {p, CFG_ANY, d, NULL, CFG_FREE}
+
+static const cfg_key schema[] = {
+    MAP("seed"),
+    INT("seed.value", "42", CFG_FREE),
+    BOOL("seed.deterministic", "true"),
+    BOOL("seed.benchmark", "false"),
+
+    ENUM("training_mode", "joint", "joint|expr_to_pos|pos_to_expr"),
+    /* alphast: true restores the reference's choices where alphast's change the numbers: the position loss
+     * from loss.use_distance_matrix, x0-prediction of positions, oracle-neighbourhood evaluation. */
+    BOOL("reference_parity", "false"),
+
+    MAP("diffusion"),
+    INT("diffusion.diffusion_steps", "1000", CFG_POSITIVE),
+    ENUM("diffusion.diffusion_noise_schedule", "cosine", "cosine"),
+    FLT("diffusion.nu_expression", "1.0", CFG_POSITIVE),
+    FLT("diffusion.nu_position", "1.0", CFG_POSITIVE),
+    ENUM("diffusion.position_parameterisation", "x0", "x0|v"), /* alphast: what the position head predicts (docs/evaluation.md) */
+
+    MAP("loss"),
+    FLT("loss.lambda_expression", "1.0", CFG_NONNEG),
+    FLT("loss.lambda_position", "1.0", CFG_NONNEG),
+    BOOL("loss.use_distance_matrix", "true"), /* the reference's switch: decides only under reference_parity */
+    /* alphast: the distance loss ignores any rotation of the prediction, so the network could learn one fixed
+     * arrangement whatever its noisy input; "aligned" compares coordinates after the optimal rigid alignment. */
+    ENUM("loss.position_loss", "aligned", "aligned|distance|mse"),
+
+    MAP("masking"),
+    BOOL("masking.enable", "false"),
+    FLT("masking.expression_mask_ratio", "0.4", CFG_PROB),
+    FLT("masking.position_mask_ratio", "0.33", CFG_PROB),
+    ENUM("masking.mask_strategy", "random", "random|block|structured"),
+    BOOL("masking.mask_expression", "true"),
+    BOOL("masking.mask_position", "true"),
+    FLT("masking.reconstruction_weight", "0.5", CFG_NONNEG),
+    FLT("masking.masking_probability", "0.5", CFG_PROB),
+    BOOL("masking.progressive_masking", "false"),
+    INT("masking.progressive_steps", "10000", CFG_POSITIVE),
+    BOOL("masking.mask_conditioning", "false"),                        /* alphast: mask the clean conditioning modality too */
+    ENUM("masking.reconstruction_target", "clean", "clean|input"),    /* alphast: clean x0, or the pre-mask input (reference) */
+
+    MAP("training"),
+    FLT("training.learning_rate", "1e-4", CFG_POSITIVE),
+    FLT("training.weight_decay", "1e-5", CFG_NONNEG),
+    INT("training.batch_size", "32", CFG_POSITIVE),
+    INT("training.epochs", "100", CFG_POSITIVE),
+    ENUM("training.precision", "16-mixed", "32|32-true|16-mixed|bf16-mixed"),
+    FLT("training.gradient_clip_val", "1.0", CFG_NONNEG),
+    INT("training.accumulate_grad_batches", "1", CFG_POSITIVE),
+    BOOL("training.early_stopping", "false"),
+    INT("training.patience", "10", CFG_POSITIVE),
+    INT("training.steps_per_epoch", "50", CFG_POSITIVE),     /* alphast: sets are sampled, so epochs are counted in steps */
+    FLT("training.max_minutes", "0", CFG_NONNEG),            /* alphast: stop (with a checkpoint) after this long; 0 = no limit */
+    BOOL("training.amsgrad", "true"),                        /* alphast: the reference hard-codes AMSGrad */
+    INT("training.val_sets", "16", CFG_POSITIVE),            /* alphast: fixed validation sets */
+    INT("training.val_t_points", "4", CFG_POSITIVE),         /* alphast: fixed grid of diffusion times for validation */
+    MAP("training.scheduler"), /* absent: constant learning rate */
+    ENUM("training.scheduler.type", "cosine", "cosine"),
+    INT("training.scheduler.T_max", "100", CFG_POSITIVE),
+    FLT("training.scheduler.eta_min", "1e-6", CFG_NONNEG),
+    BOOL("training.scheduler.per_step", "false"),            /* alphast: T_max counts steps instead of epochs */
+    INT("training.scheduler.warmup_steps", "0", CFG_NONNEG), /* alphast: linear warm-up */
+
+    MAP("distributed"),
+    BOOL("distributed.enabled", "false"),
+    STR("distributed.strategy", "ddp"),
+    INT("distributed.num_nodes", "1", CFG_POSITIVE),
+    ANY("distributed.devices", "auto"),
+    BOOL("distributed.find_unused_parameters", "false"),
+    BOOL("distributed.sync_batchnorm", "true"),
+    MAP("distributed.deepspeed"),
+    INT("distributed.deepspeed.stage", "2", CFG_POSITIVE),
+    BOOL("distributed.deepspeed.offload_optimizer", "false"),
+    BOOL("distributed.deepspeed.offload_parameters", "false"),
+    MAP("distributed.fsdp"),
+    STR("distributed.fsdp.sharding_strategy", "FULL_SHARD"),
+    BOOL("distributed.fsdp.cpu_offload", "false"),
+
+    MAP("mlp_in_expression_setting"),
+    INT("mlp_in_expression_setting.mlp_in_expression_dims", "128", CFG_POSITIVE),
+    INT("mlp_in_expression_setting.mlp_out_expression_dims", "256", CFG_POSITIVE),
+    MAP("mlp_in_diffusion_time_setting"),
+    INT("mlp_in_diffusion_time_setting.mlp_in_diffusion_time_dims", "64", CFG_POSITIVE),
+    INT("mlp_in_diffusion_time_setting.mlp_out_diffusion_time_dims", "64", CFG_POSITIVE),
+    MAP("PositionMLP_setting"),
+    INT("PositionMLP_setting.hidden_dims", "64", CFG_POSITIVE),
+    INT("output_expression_dims", "256", CFG_POSITIVE),
+    MAP("TransformerLayer_setting"),
+    INT("TransformerLayer_setting.num_layers", "6", CFG_POSITIVE),
+    INT("TransformerLayer_setting.num_heads", "8", CFG_POSITIVE),
+    INT("TransformerLayer_setting.dim_ff_expression", "1024", CFG_POSITIVE),
+    INT("TransformerLayer_setting.dim_ff_diffusion_time", "256", CFG_POSITIVE),
+    FLT("TransformerLayer_setting.dropout", "0.1", CFG_PROB),
+    FLT("TransformerLayer_setting.layer_norm_eps", "1e-6", CFG_POSITIVE),
+    BOOL("TransformerLayer_setting.honour_mask", "true"),
+    BOOL("TransformerLayer_setting.use_gated_attention", "false"),
+    ENUM("TransformerLayer_setting.gate_type", "headwise", "headwise|elementwise|none"),
+    BOOL("TransformerLayer_setting.use_qk_norm", "true"),
+    BOOL("TransformerLayer_setting.use_moe", "false"),
+    INT("TransformerLayer_setting.num_experts", "8", CFG_POSITIVE),
+    INT("TransformerLayer_setting.moe_top_k", "2", CFG_POSITIVE),
+    FLT("TransformerLayer_setting.moe_load_balance_loss_weight", "0.01", CFG_NONNEG),
+    FLT("TransformerLayer_setting.expert_capacity_factor", "1.25", CFG_POSITIVE),
+    MAP("mlp_out_expression_setting"),
+    INT("mlp_out_expression_setting.hidden_dims", "512", CFG_POSITIVE),
+    MAP("mlp_out_position_norm_setting"),
+    INT("mlp_out_position_norm_setting.hidden_dims", "128", CFG_POSITIVE),
+
+    {"attention", CFG_PLUGIN, NULL, NULL, CFG_FREE}, /* absent: from use_gated_attention */
+    {"ffn", CFG_PLUGIN, NULL, NULL, CFG_FREE},       /* absent: from use_moe */
+    {"monitors", CFG_PLUGINS, NULL, NULL, CFG_FREE},
+
+    MAP("data"),
+    STR("data.path", "null"),          /* alphast: .h5ad, or CSV/TSV (gzip allowed) */
+    STR("data.coords_file", "null"),   /* alphast: CSV genes x cells: the x y z file */
+    BOOL("data.genes_by_cells", "false"),
+    STR("data.slice_key", "null"),     /* alphast: obs column naming each cell's slice */
+    INT("data.set_size", "64", CFG_NONNEG), /* alphast: cells per neighbourhood set (N); 0: whole slices */
+    STR("data.cache_dir", "auto"),     /* alphast: preprocessing cache; auto: $XDG_CACHE_HOME/alphast or ~/.cache/alphast; null: off */
+    STR("data.raw_data_dir", "./data/raw"),
+    STR("data.processed_data_dir", "./data/processed"),
+    MAP("data.preprocessing"),
+    STR("data.preprocessing.gene_list_file", "null"),
+    STR("data.preprocessing.position_key", "ccf"),
+    BOOL("data.preprocessing.position_is_3d", "true"),
+    FLT("data.preprocessing.z_spacing", "1.0", CFG_POSITIVE),
+    STR("data.preprocessing.cell_type_key", "cell_type"),
+    BOOL("data.preprocessing.scale", "true"),
+    BOOL("data.preprocessing.log_normalize", "true"),
+    FLT("data.preprocessing.clip", "10", CFG_POSITIVE),
+    BOOL("data.preprocessing.normalize_position", "false"),
+    MAP("data.loading"),
+    STR("data.loading.mode", "slice"),
+    INT("data.loading.num_workers", "4", CFG_NONNEG),
+    FLT("data.loading.train_ratio", "0.8", CFG_PROB),
+    FLT("data.loading.val_ratio", "0.1", CFG_PROB),
+    FLT("data.loading.expression_dropout", "0.1", CFG_PROB),
+    BOOL("data.loading.rotation", "true"),
+    MAP("data.split_ratio"),
+    FLT("data.split_ratio.train", "0.8", CFG_PROB),
+    FLT("data.split_ratio.val", "0.1", CFG_PROB),
+    FLT("data.split_ratio.test", "0.1", CFG_PROB),
+
+    MAP("sampling"),
+    INT("sampling.num_steps", "100", CFG_POSITIVE),
+    ENUM("sampling.mode", "joint", "joint|expr_to_pos|pos_to_expr"),
+    ENUM("sampling.return", "x0", "x0|z0"),                  /* alphast: last x0 prediction, or the reference's noisy z0 */
+
+    MAP("logging"),
+    ENUM("logging.logger", "tensorboard", "tensorboard|wandb"),
+    STR("logging.wandb_project", "alphastomics"),
+    INT("logging.log_every_n_steps", "10", CFG_POSITIVE),
+    INT("logging.save_top_k", "3", CFG_FREE),
+    STR("logging.save_dir", "./outputs"),
+
+    MAP("evaluation"),
+    INT("evaluation.k_neighbors", "10", CFG_POSITIVE),
+    BOOL("evaluation.compute_spatial_metrics", "true"),
+    INT("evaluation.sets", "16", CFG_POSITIVE),              /* alphast: oracle_neighbourhoods: sets scored */
+    ANY("evaluation.morans_genes", "null"),                  /* alphast: gene names for Moran's I; null: the 5 most
+                                                                spatially variable in the true coordinates */
+    /* alphast: region places every held-out cell of a slice at once (split by expression above max_set_size);
+     * oracle_neighbourhoods scores sets made of each centre's nearest cells by true position. */
+    ENUM("evaluation.protocol", "region", "region|oracle_neighbourhoods"),
+    INT("evaluation.max_set_size", "1024", CFG_POSITIVE),
+    INT("evaluation.seed", "0", CFG_FREE),                   /* alphast: eval cells, sets and noise; not seed.value */
+    INT("evaluation.noise_seeds", "2", CFG_POSITIVE),        /* alphast: samples per set for the diversity score */
+};
+
+#define N_KEYS ((int)(sizeof schema / sizeof schema[0]))
+
+const cfg_key *cfg_schema_find(const char *path)
+{
+    for (int i = 0; i < N_KEYS; i++)
+        if (!strcmp(schema[i].path, path)) return &schema[i];
+    return NULL;
+}
+
+const char *ast_cfg_default(const char *path)
+{
+    const cfg_key *k = cfg_schema_find(path);
+    return k ? k->def : NULL;
+}
+
+/* Is `path` one level below `parent`? */
+static int is_child(const char *path, const char *parent)
+{
+    size_t n = strlen(parent);
+    if (n) {
+        if (strncmp(path, parent, n) || path[n] != '.') return 0;
+        path += n + 1;
+    }
+    return !strchr(path, '.');
+}
+
+int cfg_schema_children(const char *parent, const char **names, int max)
+{
+    int n = 0;
+    for (int i = 0; i < N_KEYS && n < max; i++)
+        if (is_child(schema[i].path, parent)) {
+            const char *dot = strrchr(schema[i].path, '.');
+            names[n++] = dot ? dot + 1 : schema[i].path;
+        }
+    return n;
+}

@@ -1,0 +1,110 @@
+/* alphast/data.h: spatial transcriptomics datasets — reading AnnData
+ * .h5ad and CSV/TSV, preprocessing (spec §8.2, fixed as issue 4 asks), and
+ * splitting by space. */
+#ifndef ALPHAST_DATA_H
+#define ALPHAST_DATA_H
+
+#include "engine/engine.h"
+
+/* Functions returning int give 0 on success and -1 with the error set. */
+
+typedef struct ast_data_opts {
+    const char *position_key;  /* obsm key of the coordinates ("spatial") */
+    const char *cell_type_key; /* obs column, or NULL */
+    const char *slice_key;     /* obs column naming the slice, or NULL = one slice */
+    const char *coords_file;   /* CSV genes x cells layout: the x y z file */
+    int genes_by_cells;        /* CSV: 1 if rows are genes (the STARmap layout) */
+    int log_normalize;         /* library size 1e4 then log1p */
+    int scale;                 /* per-gene z-score (ddof 1), clipped at +-clip */
+    float clip;
+    float z_spacing;           /* 2-D slices: z = slice index * z_spacing */
+    const char *const *genes;  /* align to this gene list (missing -> 0), or NULL */
+    int n_genes;
+} ast_data_opts;
+
+void ast_data_opts_default(ast_data_opts *o);
+
+typedef struct ast_dataset {
+    int64_t n_cells;
+    int n_genes;
+    float *expr;       /* [n_cells, n_genes] */
+    float *pos;        /* [n_cells, 3] */
+    int *slice;        /* [n_cells] slice index */
+    int n_slices;
+    int *cell_type;    /* [n_cells], -1 unknown; NULL without a cell_type_key */
+    char **genes;      /* [n_genes] */
+    char **type_names; /* [n_types] */
+    int n_types;
+    int coord_dims;    /* 2 or 3 as read */
+    char *source;      /* the file it came from */
+} ast_dataset;
+
+/* Raw counts and coordinates, validated (shapes, finite values, at least
+ * one cell). Errors name the file, the HDF5 path or line, and the fix. */
+int ast_data_read_h5ad(const char *path, const ast_data_opts *o, ast_dataset *out, ast_error *e);
+int ast_data_read_csv(const char *path, const ast_data_opts *o, ast_dataset *out, ast_error *e);
+/* By extension: .h5ad -> h5ad, anything else -> CSV/TSV (gzip allowed). */
+int ast_data_read(const char *path, const ast_data_opts *o, ast_dataset *out, ast_error *e);
+void ast_dataset_free(ast_dataset *d);
+
+/* Gene alignment, library-size normalisation, log1p and per-gene scaling
+ * per slice (spec §8.2); 2-D slices lifted to 3-D (z = slice * z_spacing);
+ * positions centred per slice. */
+int ast_data_preprocess(ast_dataset *d, const ast_data_opts *o, ast_error *e);
+
+/* ast_data_read + ast_data_preprocess through a cache in cache_dir (NULL:
+ * none): the result is saved there as safetensors under a hash of the
+ * files' path, size and mtime and of every option, and later loads of the
+ * same read it instead of parsing. A damaged cache is ignored with a
+ * warning; failing to write one only warns. */
+int ast_data_load(const char *path, const ast_data_opts *o, const char *cache_dir, ast_dataset *d, ast_error *e);
+/* $XDG_CACHE_HOME/alphast, else $HOME/.cache/alphast, into buf; NULL without either. */
+const char *ast_data_default_cache_dir(char *buf, size_t n);
+
+
+/* ---- splits and sets ---------------------------------------------------- */
+
+enum { AST_SPLIT_TRAIN, AST_SPLIT_VAL, AST_SPLIT_TEST };
+
+typedef struct ast_split {
+    int64_t *cells;
+    int64_t n;
+} ast_split;
+
+/* Held-out cells are spatially separate from training cells, never drawn
+ * at random (random cells would leak their neighbours across splits): with
+ * 3 or more slices whole slices are held out; otherwise each slice is cut
+ * along its longest axis into slabs of 1 - val - test, val and test. */
+int ast_data_split(const ast_dataset *d, double val_frac, double test_frac, ast_split out[3], ast_error *e);
+void ast_split_free(ast_split s[3]);
+
+typedef struct ast_set_sampler {
+    const ast_dataset *d;
+    const ast_split *split;
+    int set_size;       /* N */
+    float pos_scale;    /* positions are divided by it (ast_data_position_scale) */
+    int rotate;         /* random 3-D rotation per set */
+    float expr_dropout; /* zero each expression entry with this probability */
+} ast_set_sampler;
+
+/* The N of sets of data.set_size `set_size`: itself, or for 0 (whole-slice
+ * sets) the most cells any one slice has in the split. */
+int ast_data_max_set_size(const ast_dataset *d, const ast_split *s, int set_size);
+
+/* A dataset-wide length unit: the median RMS radius of centred
+ * neighbourhood sets of the split, so set coordinates are O(1) like the
+ * unit-variance diffusion noise. */
+float ast_data_position_scale(const ast_dataset *d, const ast_split *s, int set_size, uint64_t seed);
+
+/* The set of the `centre` cell: it and its N-1 nearest cells of the same
+ * slice and split; positions centred on the set and scaled. Sets of a
+ * split smaller than N are padded (mask 0). With N from
+ * ast_data_max_set_size(d, s, 0) this is the centre's whole slice. */
+void ast_make_set(const ast_set_sampler *s, int64_t centre, ast_rng *rng, float *expr, float *pos, float *mask);
+/* The dataset indices of the cells ast_make_set puts in the set of
+ * `centre`, in set order (room for N); returns their number. */
+int ast_set_cells(const ast_set_sampler *s, int64_t centre, int64_t *cells);
+/* B sets around random centres of the split. */
+void ast_sample_sets(const ast_set_sampler *s, ast_rng *rng, int B, float *expr, float *pos, float *mask);
+
+#endif

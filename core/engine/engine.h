@@ -1,0 +1,144 @@
+/* engine/engine.h: the tensor engine as the layers above it see it: the
+ * step context (arena, tape, RNG), tensors, the op set, parameters, the
+ * thread pool and the host table handed to plugins. Plugin authors use
+ * alphast/plugin_api.h instead. */
+#ifndef ALPHAST_ENGINE_H
+#define ALPHAST_ENGINE_H
+
+#include "base/base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- deterministic RNG (xoshiro256**; seeded by splitmix64) ------------- */
+
+typedef struct ast_rng {
+    uint64_t s[4];
+    int has_spare;
+    float spare;
+} ast_rng;
+
+void ast_rng_seed(ast_rng *r, uint64_t seed);
+uint64_t ast_rng_next(ast_rng *r);
+float ast_rng_uniform01(ast_rng *r); /* [0, 1) with 24 random bits */
+float ast_rng_gauss(ast_rng *r);     /* Box-Muller, N(0, 1) */
+
+/* ---- step context: arena + tape ---------------------------------------- */
+
+ast_ctx *ast_ctx_new(uint64_t seed);
+void ast_ctx_free(ast_ctx *c);
+/* Forget the previous step's activations and tape; parameters stay. */
+void ast_ctx_reset(ast_ctx *c);
+void ast_ctx_set_training(ast_ctx *c, int training);
+void ast_ctx_set_grad(ast_ctx *c, int enabled);
+ast_rng *ast_ctx_rng(ast_ctx *c);
+/* Bytes of arena in use now and at most since creation. */
+size_t ast_ctx_arena_used(const ast_ctx *c);
+size_t ast_ctx_arena_peak(const ast_ctx *c);
+
+/* Runs fn(arg, lo, hi) over [0, n) in contiguous ranges on the thread pool
+ * (OPENBLAS_NUM_THREADS threads), or serially when n < 2 * grain elements
+ * would not pay for the hand-off. fn must write disjoint outputs per range;
+ * each range is one thread's, so results do not depend on timing. Inside
+ * fn, ast_sgemm and ast_parallel_for run on the calling thread; nothing
+ * that allocates from the arena may be called there. */
+void ast_parallel_for(int64_t n, int64_t grain, ast_range_fn fn, void *arg);
+int ast_parallel_threads(void);
+/* Elements below which an elementwise kernel stays on one thread. */
+#define AST_PAR_GRAIN 16384
+/* The grain, in rows, for kernels whose items are rows of `cols` elements. */
+static inline int64_t ast_row_grain(int64_t cols) { return cols >= AST_PAR_GRAIN ? 1 : AST_PAR_GRAIN / (cols > 0 ? cols : 1); }
+
+/* Host-service implementations (also reachable through ast_host). */
+void *ast_alloc(ast_ctx *c, size_t bytes);
+/* Arena memory left as it is, for buffers the caller writes in full (op
+ * outputs): zeroing them would only be overwritten. Sanitizer builds fill it
+ * with NaN instead, so an op that misses an element fails its tests. */
+void *ast_alloc_uninit(ast_ctx *c, size_t bytes);
+int ast_training(const ast_ctx *c);
+int ast_grad_enabled(const ast_ctx *c);
+float *ast_grad(ast_ctx *c, ast_tensor *t);
+/* For a backward that writes every element of t's gradient: when no other
+ * backward has written it yet, the buffer comes unzeroed with *fresh = 1 and
+ * the caller assigns (=) instead of adding, which saves zeroing and reading
+ * it — the usual case, as most activations have a single consumer. */
+float *ast_grad_fresh(ast_ctx *c, ast_tensor *t, int *fresh);
+void ast_record(ast_ctx *c, const ast_node *n);
+void ast_add_loss(ast_ctx *c, const char *name, ast_tensor *scalar);
+void ast_publish_stat(ast_ctx *c, const char *name, int layer, const float *values, int n);
+
+/* Sum of the named losses published this step (NULL if none), and each. */
+ast_tensor *ast_ctx_extra_loss(ast_ctx *c);
+int ast_ctx_n_losses(const ast_ctx *c);
+const char *ast_ctx_loss_name(const ast_ctx *c, int i);
+ast_tensor *ast_ctx_loss(const ast_ctx *c, int i);
+/* Statistics published this step. */
+int ast_ctx_n_stats(const ast_ctx *c);
+const ast_stat *ast_ctx_stats(const ast_ctx *c);
+/* Values scheduled for the current optimiser step (host->scheduled); they
+ * survive ast_ctx_reset, so every micro-batch of the step sees them. */
+void ast_ctx_set_scheduled(ast_ctx *c, const char *name, float value);
+float ast_ctx_scheduled(const ast_ctx *c, const char *name, float fallback);
+
+/* Reverse-mode pass: seeds dloss = 1 and runs the tape backwards, adding
+ * into the grad of every tensor that requires one. loss must be [1]. */
+void ast_backward(ast_ctx *c, ast_tensor *loss);
+/* The same from any output, with dL/dout given (out->size floats). */
+void ast_backward_seed(ast_ctx *c, ast_tensor *out, const float *dout);
+
+/* Does this op's output need a tape node? (grad on and an input needs it) */
+int ast_needs_grad(const ast_ctx *c, ast_tensor *const *in, int n);
+
+/* ---- tensors ------------------------------------------------------------ */
+
+int64_t ast_shape_size(int ndim, const int64_t *shape);
+int ast_same_shape(const ast_tensor *a, const ast_tensor *b);
+/* Rows = product of all dims but the last; cols = the last dim. */
+int64_t ast_rows(const ast_tensor *t);
+int64_t ast_cols(const ast_tensor *t);
+/* "[2, 24, 128]" into buf, for messages. */
+const char *ast_shape_str(const ast_tensor *t, char *buf, size_t n);
+/* Arena tensor whose elements the caller writes, every one (see ast_alloc_uninit). */
+ast_tensor *ast_empty(ast_ctx *c, int ndim, const int64_t *shape);
+/* Arena tensor with the given shape and a copy of data (may be NULL = 0). */
+ast_tensor *ast_tensor_from(ast_ctx *c, int ndim, const int64_t *shape, const float *data);
+
+/* ---- the op set ---------------------------------------------------------- */
+
+#define AST_OP(ret, name, args) ret ast_##name args;
+#include "alphast/ops.def"
+#undef AST_OP
+
+/* ---- parameters ---------------------------------------------------------- */
+
+/* All persistent parameters of a model, in registration (state_dict) order. */
+typedef struct ast_params ast_params;
+
+ast_params *ast_params_new(uint64_t init_seed);
+void ast_params_free(ast_params *p);
+int ast_params_count(const ast_params *p);
+ast_tensor *ast_params_at(const ast_params *p, int i);
+ast_tensor *ast_params_find(const ast_params *p, const char *name);
+int64_t ast_params_numel(const ast_params *p);
+void ast_params_zero_grad(ast_params *p);
+/* A scope appends "prefix." to the names created through it. */
+ast_scope *ast_scope_new(ast_params *p, const char *prefix);
+ast_scope *ast_scope_child(ast_scope *parent, const char *name);
+ast_tensor *ast_param(ast_scope *s, const char *name, int ndim, const int64_t *shape,
+                      ast_init init, float a);
+
+/* The service table handed to plugins. */
+const ast_host *ast_host_table(void);
+
+/* Row-major sgemm through cblas (the host table's sgemm). */
+/* The same with C's rows first set to bias [n] (beta ignored), for linear. */
+void ast_sgemm_bias(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
+                    const float *b, int ldb, float beta, float *cmat, int ldc, const float *bias);
+void ast_sgemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
+               const float *b, int ldb, float beta, float *cmat, int ldc);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

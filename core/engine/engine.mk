@@ -1,0 +1,55 @@
+# engine: the tensor engine (context, arena, tape, tensors, parameters, RNG,
+# thread pool, GEMM, profile, the host table) and its op set in ops/. It
+# builds as its own library, with no libyaml, libhdf5, Lua or cJSON.
+noinst_LTLIBRARIES += libalphast_engine.la
+libalphast_engine_la_SOURCES += \
+	core/engine/engine.h core/engine/ctx.c core/engine/tensor.c core/engine/params.c core/engine/host.c \
+	core/engine/rng.c core/engine/parallel.c core/engine/profile.c core/engine/profile.h \
+	core/engine/sink.c core/engine/sink.h \
+	core/engine/ops/ops_axis.h core/engine/ops/ops_shape.c core/engine/ops/ops_elementwise.c \
+	core/engine/ops/ops_linalg.c core/engine/ops/ops_norm.c core/engine/ops/ops_reduce.c \
+	core/engine/ops/ops_routing.c core/engine/ops/ops_loss.c
+libalphast_engine_la_CFLAGS = $(AM_CFLAGS) $(BLAS_CFLAGS)
+libalphast_engine_la_LIBADD = $(BLAS_LIBS) -lm
+EXTRA_DIST += core/engine/README.md
+
+# Engine tests link the engine library alone: it needs nothing above it.
+ENGINE_TEST_LIBS = tests/libgradcheck.la libalphast_engine.la $(CRITERION_LIBS)
+ENGINE_TESTS = tests/test_ops_shape tests/test_ops_elementwise tests/test_ops_linalg tests/test_ops_norm \
+	tests/test_ops_reduce tests/test_ops_routing tests/test_ops_loss tests/test_ctx tests/test_rng \
+	tests/test_fastmath tests/test_parallel
+check_PROGRAMS += $(ENGINE_TESTS)
+tests_test_ops_shape_SOURCES = tests/test_ops_shape.c
+tests_test_ops_shape_CFLAGS = $(TEST_CC)
+tests_test_ops_shape_LDADD = $(ENGINE_TEST_LIBS)
+tests_test_ops_elementwise_SOURCES = tests/test_ops_elementwise.c
+tests_test_ops_elementwise_CFLAGS = $(TEST_CC)
+tests_test_ops_elementwise_LDADD = $(ENGINE_TEST_LIBS)
+tests_test_ops_linalg_SOURCES = tests/test_ops_linalg.c
+tests_test_ops_linalg_CFLAGS = $(TEST_CC)
+tests_test_ops_linalg_LDADD = $(ENGINE_TEST_LIBS)
+tests_test_ops_norm_SOURCES = tests/test_ops_norm.c
+tests_test_ops_norm_CFLAGS = $(TEST_CC)
+tests_test_ops_norm_LDADD = $(ENGINE_TEST_LIBS)
+tests_test_ops_reduce_SOURCES = tests/test_ops_reduce.c
+tests_test_ops_reduce_CFLAGS = $(TEST_CC)
+tests_test_ops_reduce_LDADD = $(ENGINE_TEST_LIBS)
+tests_test_ops_routing_SOURCES = tests/test_ops_routing.c
+tests_test_ops_routing_CFLAGS = $(TEST_CC)
+tests_test_ops_routing_LDADD = $(ENGINE_TEST_LIBS)
+tests_test_ops_loss_SOURCES = tests/test_ops_loss.c
+tests_test_ops_loss_CFLAGS = $(TEST_CC)
+tests_test_ops_loss_LDADD = $(ENGINE_TEST_LIBS)
+tests_test_ctx_SOURCES = tests/test_ctx.c
+tests_test_ctx_CFLAGS = $(TEST_CC)
+tests_test_ctx_LDADD = $(ENGINE_TEST_LIBS)
+tests_test_rng_SOURCES = tests/test_rng.c
+tests_test_rng_CFLAGS = $(TEST_CC)
+tests_test_rng_LDADD = $(ENGINE_TEST_LIBS)
+tests_test_fastmath_SOURCES = tests/test_fastmath.c
+tests_test_fastmath_CFLAGS = $(TEST_CC)
+tests_test_fastmath_LDADD = $(ENGINE_TEST_LIBS)
+tests_test_parallel_SOURCES = tests/test_parallel.c
+tests_test_parallel_CFLAGS = $(TEST_CC)
+# It also checks that optimiser steps do not depend on the thread count.
+tests_test_parallel_LDADD = $(TEST_LIBS)

@@ -1,0 +1,130 @@
+/* linear, matmul and batched matmul: forward and backward through
+ * cblas_sgemm (row-major). Each backward adds into the input grads. */
+
+#include "engine/engine.h"
+
+/* The bias gradient of a linear, on the thread pool: dy summed down the
+ * rows, split by column so each column sums in row order on one thread.
+ * (The forward's bias goes in with the GEMM: ast_sgemm_bias.) */
+typedef struct bias_args {
+    const float *src;
+    float *dst;
+    int64_t rows, out;
+} bias_args;
+
+static void bias_grad_range(void *arg, int64_t lo, int64_t hi)
+{
+    const bias_args *a = arg;
+    for (int64_t r = 0; r < a->rows; r++)
+        for (int64_t o = lo; o < hi; o++) a->dst[o] += a->src[r * a->out + o];
+}
+
+/* y[R, out] = x[R, in] W[out, in]^T + b */
+static void linear_backward(ast_ctx *c, const ast_node *n)
+{
+    ast_tensor *x = n->in[0], *w = n->in[1], *b = n->in[2], *y = n->out;
+    int rows = (int)ast_rows(x), in = (int)ast_cols(x), out = (int)ast_cols(y);
+    int fresh;
+    float *gx = ast_grad_fresh(c, x, &fresh), *gw = ast_grad(c, w), *gb = ast_grad(c, b);
+    if (gx) ast_sgemm(0, 0, rows, in, out, 1.0f, y->grad, out, w->data, in, fresh ? 0.0f : 1.0f, gx, in);
+    if (gw) ast_sgemm(1, 0, out, in, rows, 1.0f, y->grad, out, x->data, in, 1.0f, gw, in);
+    if (gb) ast_parallel_for(out, ast_row_grain(rows), bias_grad_range, &(bias_args){y->grad, gb, rows, out});
+}
+
+ast_tensor *ast_linear(ast_ctx *c, ast_tensor *x, ast_tensor *w, ast_tensor *b)
+{
+    char s1[64], s2[64];
+    int64_t in = ast_cols(x), out = w->shape[0];
+    AST_ASSERT(w->ndim == 2 && w->shape[1] == in, "linear: x %s does not fit weight %s",
+               ast_shape_str(x, s1, sizeof s1), ast_shape_str(w, s2, sizeof s2));
+    AST_ASSERT(!b || (b->ndim == 1 && b->shape[0] == out), "linear: bias %s for %lld outputs",
+               ast_shape_str(b, s1, sizeof s1), (long long)out);
+    int64_t shape[AST_MAX_DIMS];
+    for (int i = 0; i < x->ndim; i++) shape[i] = x->shape[i];
+    shape[x->ndim - 1] = out;
+    ast_tensor *y = ast_empty(c, x->ndim, shape);
+    int rows = (int)ast_rows(x);
+    ast_sgemm_bias(0, 1, rows, (int)out, (int)in, 1.0f, x->data, (int)in, w->data, (int)in, 0.0f, y->data, (int)out,
+                   b ? b->data : NULL);
+    ast_record(c, &(ast_node){.op = "linear", .backward = linear_backward, .out = y, .in = {x, w, b}, .n_in = 3});
+    return y;
+}
+
+/* Shared by matmul and bmm: C = op(A) op(B) per batch, op = optional transpose. */
+typedef struct mm_shape {
+    int64_t batch, m, n, k;
+    int ta, tb;
+} mm_shape;
+
+static void mm_forward(const mm_shape *s, const float *a, const float *b, float *cmat)
+{
+    int lda = s->ta ? (int)s->m : (int)s->k, ldb = s->tb ? (int)s->k : (int)s->n;
+    for (int64_t i = 0; i < s->batch; i++)
+        ast_sgemm(s->ta, s->tb, (int)s->m, (int)s->n, (int)s->k, 1.0f, a + i * s->m * s->k, lda,
+                  b + i * s->k * s->n, ldb, 0.0f, cmat + i * s->m * s->n, (int)s->n);
+}
+
+/* dA = dC op(B)^T (laid out as A is), dB = op(A)^T dC (laid out as B is). */
+static void mm_backward(ast_ctx *c, const ast_node *n)
+{
+    const mm_shape *s = n->saved;
+    ast_tensor *a = n->in[0], *b = n->in[1];
+    int fresh_a, fresh_b;
+    float *ga = ast_grad_fresh(c, a, &fresh_a), *gb = ast_grad_fresh(c, b, &fresh_b), *gc = n->out->grad;
+    float beta_a = fresh_a ? 0.0f : 1.0f, beta_b = fresh_b ? 0.0f : 1.0f; /* b == a: fresh_b is 0 */
+    int m = (int)s->m, nn = (int)s->n, k = (int)s->k;
+    for (int64_t i = 0; i < s->batch; i++) {
+        const float *dc = gc + i * s->m * s->n, *ad = a->data + i * s->m * s->k, *bd = b->data + i * s->k * s->n;
+        if (ga) {
+            float *g = ga + i * s->m * s->k;
+            if (!s->ta) /* dA[M,K] = dC[M,N] op(B)^T */
+                ast_sgemm(0, !s->tb, m, k, nn, 1.0f, dc, nn, bd, s->tb ? k : nn, beta_a, g, k);
+            else /* A stored [K,M]: dA = op(B) dC^T */
+                ast_sgemm(s->tb, 1, k, m, nn, 1.0f, bd, s->tb ? k : nn, dc, nn, beta_a, g, m);
+        }
+        if (gb) {
+            float *g = gb + i * s->k * s->n;
+            if (!s->tb) /* dB[K,N] = op(A)^T dC */
+                ast_sgemm(!s->ta, 0, k, nn, m, 1.0f, ad, s->ta ? m : k, dc, nn, beta_b, g, nn);
+            else /* B stored [N,K]: dB = dC^T op(A) */
+                ast_sgemm(1, s->ta, nn, k, m, 1.0f, dc, nn, ad, s->ta ? m : k, beta_b, g, k);
+        }
+    }
+}
+
+ast_tensor *ast_bmm(ast_ctx *c, ast_tensor *a, ast_tensor *b, int trans_a, int trans_b)
+{
+    char s1[64], s2[64];
+    AST_ASSERT(a->ndim >= 2 && a->ndim == b->ndim, "bmm: a %s and b %s need the same rank >= 2",
+               ast_shape_str(a, s1, sizeof s1), ast_shape_str(b, s2, sizeof s2));
+    int d = a->ndim;
+    mm_shape *s = ast_alloc(c, sizeof *s);
+    s->ta = trans_a != 0;
+    s->tb = trans_b != 0;
+    s->m = a->shape[d - 2 + s->ta];
+    s->k = a->shape[d - 1 - s->ta];
+    s->n = b->shape[d - 1 - s->tb];
+    int64_t kb = b->shape[d - 2 + s->tb];
+    s->batch = 1;
+    for (int i = 0; i < d - 2; i++) {
+        AST_ASSERT(a->shape[i] == b->shape[i], "bmm: batch dims of %s and %s differ",
+                   ast_shape_str(a, s1, sizeof s1), ast_shape_str(b, s2, sizeof s2));
+        s->batch *= a->shape[i];
+    }
+    AST_ASSERT(kb == s->k, "bmm: inner dims of %s and %s differ", ast_shape_str(a, s1, sizeof s1),
+               ast_shape_str(b, s2, sizeof s2));
+    int64_t shape[AST_MAX_DIMS];
+    for (int i = 0; i < d - 2; i++) shape[i] = a->shape[i];
+    shape[d - 2] = s->m;
+    shape[d - 1] = s->n;
+    ast_tensor *y = ast_empty(c, d, shape);
+    mm_forward(s, a->data, b->data, y->data);
+    ast_record(c, &(ast_node){.op = "bmm", .backward = mm_backward, .out = y, .in = {a, b}, .n_in = 2, .saved = s});
+    return y;
+}
+
+ast_tensor *ast_matmul(ast_ctx *c, ast_tensor *a, ast_tensor *b)
+{
+    AST_ASSERT(a->ndim == 2 && b->ndim == 2, "matmul takes 2-D tensors (use bmm for batches)");
+    return ast_bmm(c, a, b, 0, 0);
+}

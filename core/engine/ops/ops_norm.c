@@ -1,0 +1,375 @@
+/* Normalisations: softmax over any axis, layernorm, rmsnorm and the
+ * Euclidean norm of the last axis. The per-row statistics a backward needs
+ * (mean, 1/std) are saved in the arena rather than recomputed. */
+#include <math.h>
+#include <string.h>
+
+#include "engine/engine.h"
+#include "alphast/fastmath.h"
+#include "ops_axis.h"
+
+/* Outputs of the normalisations, which write every element. */
+static ast_tensor *empty_like(ast_ctx *c, const ast_tensor *x) { return ast_empty(c, x->ndim, x->shape); }
+
+static void check_affine(const ast_tensor *x, const ast_tensor *p, const char *op, const char *what)
+{
+    char s1[64], s2[64];
+    AST_ASSERT(!p || (p->ndim == 1 && p->shape[0] == ast_cols(x)), "%s: %s %s does not fit x %s", op, what,
+               p ? ast_shape_str(p, s1, sizeof s1) : "", ast_shape_str(x, s2, sizeof s2));
+}
+
+/* ---- softmax ------------------------------------------------------------ */
+
+/* One contiguous row; subtracting the max keeps exp from overflowing. */
+static void softmax_row(const float *restrict x, float *restrict y, int64_t len)
+{
+    float m = x[0], s = 0.0f;
+#pragma omp simd reduction(max : m)
+    for (int64_t k = 1; k < len; k++) m = x[k] > m ? x[k] : m;
+    for (int64_t k = 0; k < len; k++) y[k] = ast_expf(x[k] - m);
+#pragma omp simd reduction(+ : s)
+    for (int64_t k = 0; k < len; k++) s += y[k];
+    for (int64_t k = 0; k < len; k++) y[k] /= s;
+}
+
+/* Columns [j0, j1) of a [len, inner] slab normalised down each column (a
+ * middle axis). Walking it row by row keeps memory access contiguous; m and
+ * s carry the running max and sum of every column. */
+static void softmax_slab(const float *x, float *y, int64_t len, int64_t inner, int64_t j0, int64_t j1, float *m,
+                         float *s)
+{
+    for (int64_t j = j0; j < j1; j++) m[j] = x[j], s[j] = 0.0f;
+    for (int64_t k = 1; k < len; k++)
+        for (int64_t j = j0; j < j1; j++) m[j] = x[k * inner + j] > m[j] ? x[k * inner + j] : m[j];
+    for (int64_t k = 0; k < len; k++)
+        for (int64_t j = j0; j < j1; j++) s[j] += (y[k * inner + j] = ast_expf(x[k * inner + j] - m[j]));
+    for (int64_t k = 0; k < len; k++)
+        for (int64_t j = j0; j < j1; j++) y[k * inner + j] /= s[j];
+}
+
+/* dx = y * (dy - sum(dy * y)) along the axis; assign: dx is fresh. */
+static void softmax_row_backward(const float *restrict y, const float *restrict dy, float *restrict dx, int64_t len,
+                                 int assign)
+{
+    float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+    for (int64_t k = 0; k < len; k++) dot += dy[k] * y[k];
+    for (int64_t k = 0; k < len; k++) {
+        float v = y[k] * (dy[k] - dot);
+        dx[k] = assign ? v : dx[k] + v;
+    }
+}
+
+static void softmax_slab_backward(const float *y, const float *dy, float *dx, int64_t len, int64_t inner, int64_t j0,
+                                  int64_t j1, float *dot, int assign)
+{
+    for (int64_t j = j0; j < j1; j++) dot[j] = 0.0f;
+    for (int64_t k = 0; k < len; k++)
+        for (int64_t j = j0; j < j1; j++) dot[j] += dy[k * inner + j] * y[k * inner + j];
+    for (int64_t k = 0; k < len; k++)
+        for (int64_t j = j0; j < j1; j++) {
+            float v = y[k * inner + j] * (dy[k * inner + j] - dot[j]);
+            dx[k * inner + j] = assign ? v : dx[k * inner + j] + v;
+        }
+}
+
+/* A softmax's work for the thread pool: rows when the axis is the last one
+ * (inner == 1), else columns of every slab, each with its own scratch. */
+typedef struct softmax_args {
+    const float *x, *dy;
+    float *y, *dx, *scratch; /* scratch: 2 * inner floats */
+    int64_t outer, len, inner;
+    int assign; /* backward: dx is fresh */
+} softmax_args;
+
+static int64_t softmax_items(const softmax_args *a) { return a->inner == 1 ? a->outer : a->inner; }
+static int64_t softmax_grain(const softmax_args *a)
+{
+    int64_t per_item = a->len * (a->inner == 1 ? 1 : a->outer);
+    return ast_row_grain(per_item);
+}
+
+static void softmax_range(void *arg, int64_t lo, int64_t hi)
+{
+    const softmax_args *a = arg;
+    int64_t slab = a->len * a->inner;
+    if (a->inner == 1)
+        for (int64_t o = lo; o < hi; o++) softmax_row(a->x + o * slab, a->y + o * slab, a->len);
+    else
+        for (int64_t o = 0; o < a->outer; o++)
+            softmax_slab(a->x + o * slab, a->y + o * slab, a->len, a->inner, lo, hi, a->scratch,
+                         a->scratch + a->inner);
+}
+
+static void softmax_backward_range(void *arg, int64_t lo, int64_t hi)
+{
+    const softmax_args *a = arg;
+    int64_t slab = a->len * a->inner;
+    if (a->inner == 1)
+        for (int64_t o = lo; o < hi; o++) softmax_row_backward(a->y + o * slab, a->dy + o * slab, a->dx + o * slab, a->len, a->assign);
+    else
+        for (int64_t o = 0; o < a->outer; o++)
+            softmax_slab_backward(a->y + o * slab, a->dy + o * slab, a->dx + o * slab, a->len, a->inner, lo, hi,
+                                  a->scratch, a->assign);
+}
+
+/* iarg: outer, len, inner. */
+static void softmax_backward(ast_ctx *c, const ast_node *n)
+{
+    softmax_args a = {.y = n->out->data, .dy = n->out->grad, .outer = n->iarg[0], .len = n->iarg[1],
+                      .inner = n->iarg[2]};
+    a.dx = ast_grad_fresh(c, n->in[0], &a.assign);
+    if (!a.dx) return;
+    if (a.inner > 1) a.scratch = ast_alloc_uninit(c, (size_t)a.inner * sizeof *a.scratch);
+    ast_parallel_for(softmax_items(&a), softmax_grain(&a), softmax_backward_range, &a);
+}
+
+ast_tensor *ast_softmax(ast_ctx *c, ast_tensor *x, int axis)
+{
+    ast_axis_split sp = ast_split_axis(x, axis, "softmax");
+    AST_ASSERT(sp.len > 0, "softmax over an empty axis %d", axis);
+    ast_tensor *y = empty_like(c, x);
+    softmax_args a = {.x = x->data, .y = y->data, .outer = sp.outer, .len = sp.len, .inner = sp.inner};
+    if (a.inner > 1) a.scratch = ast_alloc_uninit(c, 2 * (size_t)a.inner * sizeof *a.scratch);
+    ast_parallel_for(softmax_items(&a), softmax_grain(&a), softmax_range, &a);
+    ast_record(c, &(ast_node){.op = "softmax", .backward = softmax_backward, .out = y, .in = {x}, .n_in = 1,
+                              .iarg = {sp.outer, sp.len, sp.inner}});
+    return y;
+}
+
+/* ---- layernorm ------------------------------------------------------------ */
+
+/* Biased variance, eps inside the square root (as torch.nn.LayerNorm);
+ * statistics in double so rows with a large mean keep their precision. */
+/* Row sums in double. `omp simd reduction` (-fopenmp-simd: no OpenMP
+ * runtime) lets GCC vectorise them, which it may not do to a plain running
+ * sum without reassociating it. */
+static double row_sum(const float *restrict x, int64_t d)
+{
+    double s = 0.0;
+#pragma omp simd reduction(+ : s)
+    for (int64_t k = 0; k < d; k++) s += x[k];
+    return s;
+}
+
+static double row_sq_dev(const float *restrict x, int64_t d, double mu)
+{
+    double s = 0.0;
+#pragma omp simd reduction(+ : s)
+    for (int64_t k = 0; k < d; k++) s += (x[k] - mu) * (x[k] - mu);
+    return s;
+}
+
+static void layernorm_row(const float *restrict x, float *restrict y, int64_t d, const float *w, const float *b,
+                          float eps, float *mean, float *rstd)
+{
+    double mu = row_sum(x, d) / (double)d;
+    double r = 1.0 / sqrt(row_sq_dev(x, d, mu) / (double)d + eps);
+    for (int64_t k = 0; k < d; k++)
+        y[k] = (float)((x[k] - mu) * r) * (w ? w[k] : 1.0f) + (b ? b[k] : 0.0f);
+    *mean = (float)mu;
+    *rstd = (float)r;
+}
+
+/* With g = dy * w and xh = (x - mean) * rstd:
+ * dx = rstd * (g - mean(g) - xh * mean(g * xh)). */
+static void layernorm_row_backward(const float *restrict x, const float *restrict dy, int64_t d, const float *w,
+                                   float mean, float rstd, float *restrict dx, int assign)
+{
+    double mg = 0.0, mgx = 0.0;
+#pragma omp simd reduction(+ : mg, mgx)
+    for (int64_t k = 0; k < d; k++) {
+        float g = dy[k] * (w ? w[k] : 1.0f), xh = (x[k] - mean) * rstd;
+        mg += g;
+        mgx += g * xh;
+    }
+    mg /= (double)d;
+    mgx /= (double)d;
+    for (int64_t k = 0; k < d; k++) {
+        float g = dy[k] * (w ? w[k] : 1.0f), xh = (x[k] - mean) * rstd;
+        float v = rstd * (float)(g - mg - xh * mgx);
+        dx[k] = assign ? v : dx[k] + v;
+    }
+}
+
+/* The arguments of the row-parallel (dx) and column-parallel (dw, db)
+ * passes of the norms: rows are independent, while the weight gradients
+ * sum over rows, so those are split by column and each column is summed in
+ * row order, the same bits for any thread count. */
+typedef struct norm_args {
+    const float *x, *dy, *w, *b, *mean, *rstd;
+    float *y, *dx, *dw, *db;
+    int64_t rows, d;
+    float eps;
+    int assign; /* dx is fresh: write it rather than add */
+} norm_args;
+
+static void layernorm_dx_range(void *arg, int64_t lo, int64_t hi)
+{
+    const norm_args *a = arg;
+    for (int64_t r = lo; r < hi; r++)
+        layernorm_row_backward(a->x + r * a->d, a->dy + r * a->d, a->d, a->w, a->mean[r], a->rstd[r],
+                               a->dx + r * a->d, a->assign);
+}
+
+/* One row's contribution to the weight and bias gradients, columns [lo, hi). */
+static void layernorm_dwdb_row(const float *restrict x, const float *restrict dy, float mean, float rstd,
+                               float *restrict dw, float *restrict db, int64_t lo, int64_t hi)
+{
+    if (dw)
+        for (int64_t k = lo; k < hi; k++) dw[k] += dy[k] * ((x[k] - mean) * rstd);
+    if (db)
+        for (int64_t k = lo; k < hi; k++) db[k] += dy[k];
+}
+
+static void layernorm_dwdb_range(void *arg, int64_t lo, int64_t hi)
+{
+    const norm_args *a = arg;
+    for (int64_t r = 0; r < a->rows; r++)
+        layernorm_dwdb_row(a->x + r * a->d, a->dy + r * a->d, a->mean[r], a->rstd[r], a->dw, a->db, lo, hi);
+}
+
+
+/* saved: mean[rows] then rstd[rows]. */
+static void layernorm_backward(ast_ctx *c, const ast_node *n)
+{
+    ast_tensor *x = n->in[0], *w = n->in[1], *b = n->in[2];
+    int64_t rows = ast_rows(x), d = ast_cols(x);
+    norm_args a = {.x = x->data, .dy = n->out->grad, .w = w ? w->data : NULL, .mean = n->saved,
+                   .rstd = (const float *)n->saved + rows, .dw = ast_grad(c, w), .db = ast_grad(c, b),
+                   .rows = rows, .d = d};
+    a.dx = ast_grad_fresh(c, x, &a.assign);
+    if (a.dx) ast_parallel_for(rows, ast_row_grain(d), layernorm_dx_range, &a);
+    if (a.dw || a.db) ast_parallel_for(d, ast_row_grain(rows), layernorm_dwdb_range, &a);
+}
+
+static void layernorm_range(void *arg, int64_t lo, int64_t hi)
+{
+    const norm_args *a = arg;
+    float *mean = (float *)a->mean, *rstd = (float *)a->rstd;
+    for (int64_t r = lo; r < hi; r++)
+        layernorm_row(a->x + r * a->d, a->y + r * a->d, a->d, a->w, a->b, a->eps, &mean[r], &rstd[r]);
+}
+
+ast_tensor *ast_layernorm(ast_ctx *c, ast_tensor *x, ast_tensor *w, ast_tensor *b, float eps)
+{
+    check_affine(x, w, "layernorm", "weight");
+    check_affine(x, b, "layernorm", "bias");
+    int64_t rows = ast_rows(x), d = ast_cols(x);
+    ast_tensor *y = empty_like(c, x);
+    float *mean = ast_alloc(c, 2 * (size_t)rows * sizeof *mean);
+    norm_args a = {.x = x->data, .w = w ? w->data : NULL, .b = b ? b->data : NULL, .mean = mean,
+                   .rstd = mean + rows, .y = y->data, .d = d, .eps = eps};
+    ast_parallel_for(rows, ast_row_grain(d), layernorm_range, &a);
+    ast_record(c, &(ast_node){.op = "layernorm", .backward = layernorm_backward, .out = y, .in = {x, w, b},
+                              .n_in = 3, .saved = mean});
+    return y;
+}
+
+/* ---- rmsnorm -------------------------------------------------------------- */
+
+/* y = x * r * w with r = rsqrt(mean(x^2) + eps); g = dy * w:
+ * dx = r * g - x * r^3 * mean(g * x),  dw = dy * x * r. Rows split over the
+ * thread pool for y and dx, columns for dw, as layernorm's (norm_args). */
+static void rmsnorm_dx_range(void *arg, int64_t lo, int64_t hi)
+{
+    const norm_args *a = arg;
+    int64_t d = a->d;
+    for (int64_t r = lo; r < hi; r++) {
+        const float *restrict x = a->x + r * d, *restrict dy = a->dy + r * d, *w = a->w;
+        float *restrict dx = a->dx + r * d;
+        float rs = a->rstd[r];
+        double mgx = 0.0;
+#pragma omp simd reduction(+ : mgx)
+        for (int64_t k = 0; k < d; k++) mgx += dy[k] * (w ? w[k] : 1.0f) * x[k];
+        float coef = (float)(mgx / (double)d) * rs * rs * rs;
+        for (int64_t k = 0; k < d; k++) {
+            float v = rs * dy[k] * (w ? w[k] : 1.0f) - x[k] * coef;
+            dx[k] = a->assign ? v : dx[k] + v;
+        }
+    }
+}
+
+static void rmsnorm_dw_range(void *arg, int64_t lo, int64_t hi)
+{
+    const norm_args *a = arg;
+    float *restrict dw = a->dw;
+    for (int64_t r = 0; r < a->rows; r++) {
+        const float *restrict x = a->x + r * a->d, *restrict dy = a->dy + r * a->d;
+        for (int64_t k = lo; k < hi; k++) dw[k] += dy[k] * x[k] * a->rstd[r];
+    }
+}
+
+/* saved: rstd[rows]. */
+static void rmsnorm_backward(ast_ctx *c, const ast_node *n)
+{
+    ast_tensor *x = n->in[0], *w = n->in[1];
+    int64_t rows = ast_rows(x), d = ast_cols(x);
+    norm_args a = {.x = x->data, .dy = n->out->grad, .w = w ? w->data : NULL, .rstd = n->saved,
+                   .dw = ast_grad(c, w), .rows = rows, .d = d};
+    a.dx = ast_grad_fresh(c, x, &a.assign);
+    if (a.dx) ast_parallel_for(rows, ast_row_grain(d), rmsnorm_dx_range, &a);
+    if (a.dw) ast_parallel_for(d, ast_row_grain(rows), rmsnorm_dw_range, &a);
+}
+
+static void rmsnorm_range(void *arg, int64_t lo, int64_t hi)
+{
+    const norm_args *a = arg;
+    int64_t d = a->d;
+    float *rstd = (float *)a->rstd;
+    for (int64_t r = lo; r < hi; r++) {
+        const float *restrict xr = a->x + r * d;
+        float *restrict y = a->y + r * d;
+        double ss = 0.0;
+#pragma omp simd reduction(+ : ss)
+        for (int64_t k = 0; k < d; k++) ss += (double)xr[k] * xr[k];
+        rstd[r] = (float)(1.0 / sqrt(ss / (double)d + a->eps));
+        for (int64_t k = 0; k < d; k++) y[k] = xr[k] * rstd[r] * (a->w ? a->w[k] : 1.0f);
+    }
+}
+
+ast_tensor *ast_rmsnorm(ast_ctx *c, ast_tensor *x, ast_tensor *w, float eps)
+{
+    check_affine(x, w, "rmsnorm", "weight");
+    int64_t rows = ast_rows(x), d = ast_cols(x);
+    ast_tensor *y = empty_like(c, x);
+    float *rstd = ast_alloc_uninit(c, (size_t)rows * sizeof *rstd);
+    norm_args a = {.x = x->data, .w = w ? w->data : NULL, .rstd = rstd, .y = y->data, .rows = rows, .d = d,
+                   .eps = eps};
+    ast_parallel_for(rows, ast_row_grain(d), rmsnorm_range, &a);
+    ast_record(c, &(ast_node){.op = "rmsnorm", .backward = rmsnorm_backward, .out = y, .in = {x, w}, .n_in = 2,
+                              .saved = rstd});
+    return y;
+}
+
+/* ---- vecnorm -------------------------------------------------------------- */
+
+/* d|x|/dx = x / |x|, taken as 0 at |x| = 0 (the subgradient torch uses). */
+static void vecnorm_backward(ast_ctx *c, const ast_node *n)
+{
+    ast_tensor *x = n->in[0];
+    float *gx = ast_grad(c, x);
+    int64_t d = ast_cols(x);
+    for (int64_t r = 0; r < ast_rows(x); r++) {
+        float norm = n->out->data[r];
+        if (norm == 0.0f) continue;
+        /* x / norm is at most 1, so a tiny norm cannot overflow. */
+        float g = n->out->grad[r];
+        for (int64_t k = 0; k < d; k++) gx[r * d + k] += g * (x->data[r * d + k] / norm);
+    }
+}
+
+ast_tensor *ast_vecnorm(ast_ctx *c, ast_tensor *x)
+{
+    int64_t shape[AST_MAX_DIMS], d = ast_cols(x);
+    for (int i = 0; i < x->ndim; i++) shape[i] = x->shape[i];
+    shape[x->ndim - 1] = 1;
+    ast_tensor *y = ast_empty(c, x->ndim, shape);
+    for (int64_t r = 0; r < ast_rows(x); r++) {
+        double ss = 0.0;
+        for (int64_t k = 0; k < d; k++) ss += (double)x->data[r * d + k] * x->data[r * d + k];
+        y->data[r] = (float)sqrt(ss);
+    }
+    ast_record(c, &(ast_node){.op = "vecnorm", .backward = vecnorm_backward, .out = y, .in = {x}, .n_in = 1});
+    return y;
+}

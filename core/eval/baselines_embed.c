@@ -1,0 +1,365 @@
+/* Training-free embeddings of expression (see alphast/baselines.h):
+ * classical MDS through LAPACK's dsyevr, Isomap on top of it, and the
+ * distance building blocks the baselines share. */
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eval/baselines.h"
+#include "engine/engine.h"
+
+/* Debian's libopenblas-dev installs no lapack.h; declared as LAPACK 3.9's
+ * lapack.h does, with the hidden character lengths gfortran passes. */
+extern void dsyevr_(const char *jobz, const char *range, const char *uplo, const int *n, double *a, const int *lda,
+                    const double *vl, const double *vu, const int *il, const int *iu, const double *abstol, int *m,
+                    double *w, double *z, const int *ldz, int *isuppz, double *work, const int *lwork, int *iwork,
+                    const int *liwork, int *info, size_t jobz_len, size_t range_len, size_t uplo_len);
+
+static double *to_double(const float *x, size_t len)
+{
+    double *out = ast_xmalloc(len * sizeof *out);
+    for (size_t i = 0; i < len; i++) out[i] = x[i];
+    return out;
+}
+
+static void row_sq_norms(const double *x, int n, int D, double *out)
+{
+    for (int i = 0; i < n; i++) {
+        double s = 0.0;
+        for (int d = 0; d < D; d++) s += x[(size_t)i * D + d] * x[(size_t)i * D + d];
+        out[i] = s;
+    }
+}
+
+/* A set against itself goes through dsyrk and is mirrored, so that the
+ * matrix is exactly symmetric with a zero diagonal, as a distance must be. */
+static void self_sq_distances(const double *a, int n, int D, const double *na, double *d2)
+{
+    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasNoTrans, n, D, -2.0, a, D, 0.0, d2, n);
+    for (int i = 0; i < n; i++) {
+        d2[(size_t)i * n + i] = 0.0;
+        for (int j = i + 1; j < n; j++) {
+            double v = fmax(d2[(size_t)i * n + j] + na[i] + na[j], 0.0);
+            d2[(size_t)i * n + j] = d2[(size_t)j * n + i] = v;
+        }
+    }
+}
+
+void ast_sq_distances(const float *a, int n, const float *b, int m, int D, double *d2)
+{
+    if (n == 0 || m == 0) return; /* BLAS rejects a leading dimension of 0 */
+    int self = b == a && m == n;
+    double *ad = to_double(a, (size_t)n * D), *bd = self ? ad : to_double(b, (size_t)m * D);
+    double *na = ast_xmalloc((size_t)(n + m) * sizeof *na), *nb = na + n;
+    row_sq_norms(ad, n, D, na);
+    if (self) {
+        self_sq_distances(ad, n, D, na, d2);
+    } else {
+        row_sq_norms(bd, m, D, nb);
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, m, D, -2.0, ad, D, bd, D, 0.0, d2, m);
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < m; j++) d2[(size_t)i * m + j] = fmax(d2[(size_t)i * m + j] + na[i] + nb[j], 0.0);
+        free(bd);
+    }
+    free(ad), free(na);
+}
+
+/* Insertion into a sorted list of k: O(m k), and k is small. The strict <
+ * keeps the earlier index on ties, as the scan is in index order. */
+void ast_k_nearest(const double *d, int m, int k, int skip, int *out)
+{
+    int have = 0;
+    if (k == 0) return; /* a single cell has no neighbours */
+    for (int j = 0; j < m; j++) {
+        if (j == skip || (have == k && !(d[j] < d[out[k - 1]]))) continue;
+        int at = have < k ? have++ : k - 1;
+        for (; at > 0 && d[j] < d[out[at - 1]]; at--) out[at] = out[at - 1];
+        out[at] = j;
+    }
+    AST_ASSERT(have == k, "asked for %d nearest of %d candidates", k, have);
+}
+
+/* B = -1/2 J D2 J in place, J the centring matrix: d2_ij minus its row and
+ * column means plus the grand mean (D2 is symmetric). */
+static void double_centre(double *d2, int n)
+{
+    double *mean = ast_xcalloc((size_t)n, sizeof *mean), grand = 0.0;
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < n; j++) mean[i] += d2[(size_t)i * n + j];
+        mean[i] /= n;
+        grand += mean[i] / n;
+    }
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) d2[(size_t)i * n + j] = -0.5 * (d2[(size_t)i * n + j] - mean[i] - mean[j] + grand);
+    free(mean);
+}
+
+/* The m largest eigenpairs of the symmetric a [n, n] (destroyed): w [n]
+ * holds them ascending in its first m entries, z [m, n] the eigenvectors
+ * (column-major, so vector c is z + c n). RANGE 'I' skips the rest. */
+static void top_eigenpairs(double *a, int n, int m, double *w, double *z)
+{
+    int il = n - m + 1, iu = n, found = 0, info = 0, lwork = -1, liwork = -1, iwork_size = 0;
+    double none = 0.0, abstol = 0.0, work_size = 0.0;
+    int *isuppz = ast_xmalloc((size_t)2 * m * sizeof *isuppz);
+    dsyevr_("V", "I", "L", &n, a, &n, &none, &none, &il, &iu, &abstol, &found, w, z, &n, isuppz, &work_size,
+            &lwork, &iwork_size, &liwork, &info, 1, 1, 1);
+    AST_ASSERT(info == 0, "dsyevr workspace query failed (info %d)", info);
+    lwork = (int)work_size, liwork = iwork_size;
+    double *work = ast_xmalloc((size_t)lwork * sizeof *work);
+    int *iwork = ast_xmalloc((size_t)liwork * sizeof *iwork);
+    dsyevr_("V", "I", "L", &n, a, &n, &none, &none, &il, &iu, &abstol, &found, w, z, &n, isuppz, work, &lwork, iwork,
+            &liwork, &info, 1, 1, 1);
+    AST_ASSERT(info == 0 && found == m, "dsyevr failed on a %d x %d matrix (info %d)", n, n, info);
+    free(isuppz), free(work), free(iwork);
+}
+
+/* +1 or -1: the sign that makes v's largest-magnitude entry positive. */
+static double orientation(const double *v, int n)
+{
+    int at = 0;
+    for (int i = 1; i < n; i++)
+        if (fabs(v[i]) > fabs(v[at])) at = i;
+    return v[at] < 0.0 ? -1.0 : 1.0;
+}
+
+/* Classical MDS of the squared distances d2 [n, n] (destroyed). */
+static void mds_from_sq(double *d2, int n, int dims, float *pos)
+{
+    AST_ASSERT(dims >= 1 && dims <= 3, "MDS into %d dimensions (1 to 3)", dims);
+    memset(pos, 0, (size_t)3 * n * sizeof *pos);
+    int m = dims < n ? dims : n;
+    if (m < 1) return;
+    double_centre(d2, n);
+    double *w = ast_xmalloc((size_t)n * (1 + m) * sizeof *w), *z = w + n;
+    top_eigenpairs(d2, n, m, w, z);
+    for (int c = 0; c < m; c++) {
+        const double *v = z + (size_t)(m - 1 - c) * n; /* largest eigenvalue first */
+        double scale = orientation(v, n) * sqrt(fmax(w[m - 1 - c], 0.0));
+        for (int i = 0; i < n; i++) pos[i * 3 + c] = (float)(scale * v[i]);
+    }
+    free(w);
+}
+
+void ast_baseline_mds(const float *x, int n, int G, int dims, float *pos)
+{
+    double *d2 = ast_xmalloc((size_t)n * n * sizeof *d2);
+    ast_sq_distances(x, n, x, n, G, d2);
+    mds_from_sq(d2, n, dims, pos);
+    free(d2);
+}
+
+double ast_mean_nn_distance(const float *pos, int n)
+{
+    if (n < 2) return 0.0;
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) {
+        double best = INFINITY;
+        for (int j = 0; j < n; j++) {
+            double dx = (double)pos[i * 3] - pos[j * 3], dy = (double)pos[i * 3 + 1] - pos[j * 3 + 1];
+            double dz = (double)pos[i * 3 + 2] - pos[j * 3 + 2], d = dx * dx + dy * dy + dz * dz;
+            if (j != i && d < best) best = d;
+        }
+        sum += sqrt(best);
+    }
+    return sum / n;
+}
+
+void ast_rescale_to_spacing(float *pos, int n, double spacing)
+{
+    double now = ast_mean_nn_distance(pos, n);
+    if (spacing == 0.0 || !(now > 0.0)) return;
+    for (int i = 0; i < 3 * n; i++) pos[i] = (float)(pos[i] * (spacing / now));
+}
+
+/* ---- Isomap ---------------------------------------------------------------- */
+
+/* The undirected graph as directed edges (each edge both ways), then in
+ * compressed rows: the edges out of u are adj[start[u] .. start[u + 1]). */
+typedef struct graph {
+    int n, edges, cap;
+    int *from, *to, *start, *adj;
+    double *len, *adj_len;
+} graph;
+
+static void graph_add(graph *g, int a, int b, double len)
+{
+    if (g->edges + 2 > g->cap) {
+        g->cap = 2 * g->cap + 16;
+        g->from = ast_xrealloc(g->from, (size_t)g->cap * sizeof *g->from);
+        g->to = ast_xrealloc(g->to, (size_t)g->cap * sizeof *g->to);
+        g->len = ast_xrealloc(g->len, (size_t)g->cap * sizeof *g->len);
+    }
+    g->from[g->edges] = a, g->to[g->edges] = b, g->len[g->edges++] = len;
+    g->from[g->edges] = b, g->to[g->edges] = a, g->len[g->edges++] = len;
+}
+
+static void graph_compress(graph *g)
+{
+    g->start = ast_xcalloc((size_t)g->n + 1, sizeof *g->start);
+    g->adj = ast_xmalloc((size_t)g->edges * sizeof *g->adj);
+    g->adj_len = ast_xmalloc((size_t)g->edges * sizeof *g->adj_len);
+    for (int e = 0; e < g->edges; e++) g->start[g->from[e] + 1]++;
+    for (int u = 0; u < g->n; u++) g->start[u + 1] += g->start[u];
+    int *fill = ast_xmalloc((size_t)g->n * sizeof *fill);
+    memcpy(fill, g->start, (size_t)g->n * sizeof *fill);
+    for (int e = 0; e < g->edges; e++) {
+        int at = fill[g->from[e]]++;
+        g->adj[at] = g->to[e], g->adj_len[at] = g->len[e];
+    }
+    free(fill);
+}
+
+static void graph_free(graph *g)
+{
+    free(g->from), free(g->to), free(g->len), free(g->start), free(g->adj), free(g->adj_len);
+}
+
+static int find_root(int *parent, int i)
+{
+    while (parent[i] != i) i = parent[i] = parent[parent[i]];
+    return i;
+}
+
+/* Component labels 0 .. count-1 in order of each component's first cell. */
+static int label_components(const graph *g, int *label)
+{
+    int n = g->n, count = 0, *parent = ast_xmalloc((size_t)n * sizeof *parent);
+    for (int i = 0; i < n; i++) parent[i] = i, label[i] = -1;
+    for (int e = 0; e < g->edges; e++) parent[find_root(parent, g->from[e])] = find_root(parent, g->to[e]);
+    for (int i = 0; i < n; i++) {
+        int r = find_root(parent, i);
+        if (label[r] < 0) label[r] = count++;
+        label[i] = label[r];
+    }
+    free(parent);
+    return count;
+}
+
+/* scikit-learn's _fix_connected_components: each pair of components gets
+ * an edge between its closest two cells (first pair in index order on
+ * ties). Every pair rather than a spanning tree, so that no two components
+ * are linked only through a third. */
+static void join_components(graph *g, const double *d2)
+{
+    int n = g->n, *label = ast_xmalloc((size_t)n * sizeof *label), count = label_components(g, label);
+    size_t pairs = (size_t)count * count;
+    int *best = ast_xmalloc(2 * pairs * sizeof *best);
+    double *best_d2 = ast_xmalloc(pairs * sizeof *best_d2);
+    for (size_t p = 0; p < pairs; p++) best_d2[p] = INFINITY;
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) {
+            int lo = label[i] < label[j] ? label[i] : label[j], hi = label[i] < label[j] ? label[j] : label[i];
+            size_t p = (size_t)lo * count + hi;
+            if (lo != hi && d2[(size_t)i * n + j] < best_d2[p])
+                best_d2[p] = d2[(size_t)i * n + j], best[2 * p] = i, best[2 * p + 1] = j;
+        }
+    for (int a = 0; a < count; a++)
+        for (int b = a + 1; b < count; b++) {
+            size_t p = (size_t)a * count + b;
+            graph_add(g, best[2 * p], best[2 * p + 1], sqrt(best_d2[p]));
+        }
+    free(label), free(best), free(best_d2);
+}
+
+/* A binary min-heap of (distance, cell) with stale entries left in and
+ * skipped when popped: each edge relaxation pushes once, so it never holds
+ * more than the graph's edges plus one. */
+typedef struct heap {
+    int size;
+    double *key;
+    int *cell;
+} heap;
+
+static void heap_swap(heap *h, int a, int b)
+{
+    double k = h->key[a];
+    int c = h->cell[a];
+    h->key[a] = h->key[b], h->cell[a] = h->cell[b], h->key[b] = k, h->cell[b] = c;
+}
+
+static void heap_push(heap *h, double key, int cell)
+{
+    int at = h->size++;
+    h->key[at] = key, h->cell[at] = cell;
+    for (; at > 0 && h->key[(at - 1) / 2] > h->key[at]; at = (at - 1) / 2) heap_swap(h, at, (at - 1) / 2);
+}
+
+static int heap_pop(heap *h, double *key)
+{
+    int cell = h->cell[0];
+    *key = h->key[0];
+    heap_swap(h, 0, --h->size);
+    for (int at = 0;;) {
+        int l = 2 * at + 1, r = l + 1, m = at;
+        if (l < h->size && h->key[l] < h->key[m]) m = l;
+        if (r < h->size && h->key[r] < h->key[m]) m = r;
+        if (m == at) break;
+        heap_swap(h, at, m), at = m;
+    }
+    return cell;
+}
+
+static void dijkstra(const graph *g, int source, heap *h, double *dist)
+{
+    for (int i = 0; i < g->n; i++) dist[i] = INFINITY;
+    dist[source] = 0.0;
+    h->size = 0;
+    heap_push(h, 0.0, source);
+    while (h->size > 0) {
+        double d;
+        int u = heap_pop(h, &d);
+        if (d > dist[u]) continue; /* stale: u was reached shorter since */
+        for (int e = g->start[u]; e < g->start[u + 1]; e++)
+            if (d + g->adj_len[e] < dist[g->adj[e]]) {
+                dist[g->adj[e]] = d + g->adj_len[e];
+                heap_push(h, dist[g->adj[e]], g->adj[e]);
+            }
+    }
+}
+
+/* The k-NN graph of the cells with squared distances d2, joined. */
+static void knn_graph(const double *d2, int n, int k, graph *g)
+{
+    int *near = ast_xmalloc((size_t)k * sizeof *near);
+    *g = (graph){.n = n};
+    for (int i = 0; i < n; i++) {
+        ast_k_nearest(d2 + (size_t)i * n, n, k, i, near);
+        for (int j = 0; j < k; j++) graph_add(g, i, near[j], sqrt(d2[(size_t)i * n + near[j]]));
+    }
+    free(near);
+    join_components(g, d2);
+    graph_compress(g);
+}
+
+/* Squared geodesic distances [n, n]. A path summed from either end rounds
+ * differently, so the two triangles are averaged for an exactly symmetric
+ * matrix. */
+static void sq_geodesics(const graph *g, double *out)
+{
+    int n = g->n;
+    size_t cap = (size_t)g->edges + 1;
+    heap h = {0, ast_xmalloc(cap * sizeof *h.key), ast_xmalloc(cap * sizeof *h.cell)};
+    for (int i = 0; i < n; i++) dijkstra(g, i, &h, out + (size_t)i * n);
+    for (int i = 0; i < n; i++)
+        for (int j = i; j < n; j++) {
+            double d = 0.5 * (out[(size_t)i * n + j] + out[(size_t)j * n + i]);
+            out[(size_t)i * n + j] = out[(size_t)j * n + i] = d * d;
+        }
+    free(h.key), free(h.cell);
+}
+
+void ast_baseline_isomap(const float *x, int n, int G, int dims, int k, float *pos)
+{
+    AST_ASSERT(k >= 1, "Isomap needs k >= 1 neighbours (k %d)", k);
+    if (k > n - 1) k = n > 1 ? n - 1 : 0;
+    double *d2 = ast_xmalloc((size_t)n * n * sizeof *d2);
+    ast_sq_distances(x, n, x, n, G, d2);
+    graph g;
+    knn_graph(d2, n, k, &g);
+    sq_geodesics(&g, d2);
+    graph_free(&g);
+    mds_from_sq(d2, n, dims, pos);
+    free(d2);
+}

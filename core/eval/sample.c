@@ -1,0 +1,91 @@
+/* The reverse process of spec §6 on the noise model of core/diffusion.c:
+ * start from the limit distribution at T, then alternately predict x0 with
+ * the network and step the state down the reference's time grid. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/kabsch.h"
+#include "eval/sample.h"
+
+static const char *return_names[] = {"x0", "z0"};
+
+const char *ast_sample_return_name(ast_sample_return r) { return return_names[r]; }
+
+int ast_sample_return_parse(const char *s, ast_sample_return *out)
+{
+    int i = ast_name_index(s, return_names, 2);
+    if (i >= 0) *out = (ast_sample_return)i;
+    return i < 0 ? -1 : 0;
+}
+
+int ast_sample_grid(int T, int num_steps, int *s_out)
+{
+    int delta = num_steps > 0 && T / num_steps > 1 ? T / num_steps : 1;
+    int n = 0;
+    for (int s = (T - 1) / delta * delta; s >= 0; s -= delta) {
+        if (s_out) s_out[n] = s;
+        n++;
+    }
+    return n;
+}
+
+/* Rotates (or reflects) each set's prediction onto the state z, about
+ * their centres (both are centred over the valid cells). */
+static void align_to_state(int B, int N, const float *z, const float *mask, float *pred)
+{
+    double *p = ast_xmalloc((size_t)6 * N * sizeof *p), *q = p + 3 * N, *w = ast_xmalloc((size_t)N * sizeof *w), r[9];
+    for (int b = 0; b < B; b++) {
+        int64_t o = (int64_t)b * N * 3;
+        for (int i = 0; i < 3 * N; i++) p[i] = pred[o + i], q[i] = z[o + i];
+        for (int i = 0; i < N; i++) w[i] = mask ? mask[(int64_t)b * N + i] : 1.0;
+        ast_kabsch(p, q, w, N, 1, r);
+        for (int i = 0; i < N; i++)
+            for (int k = 0; k < 3; k++)
+                pred[o + i * 3 + k] = (float)(r[k * 3] * p[i * 3] + r[k * 3 + 1] * p[i * 3 + 1] + r[k * 3 + 2] * p[i * 3 + 2]);
+    }
+    free(p), free(w);
+}
+
+/* One eval forward pass on the state; copies the x0 predictions out of the
+ * arena, which the next pass reuses. */
+static void predict_x0(ast_model *m, ast_ctx *c, const ast_schedule *s, const ast_sampler_config *sc, int B, int N, int G,
+                       const ast_noised *z, const float *mask, float *pred_expr, float *pred_pos)
+{
+    int64_t sx[3] = {B, N, G}, sp[3] = {B, N, 3}, st[2] = {B, 1}, sm[2] = {B, N};
+    ast_ctx_reset(c);
+    ast_tensor *x = ast_tensor_from(c, 3, sx, z->expr), *p = ast_tensor_from(c, 3, sp, z->pos);
+    ast_tensor *t = ast_tensor_from(c, 2, st, z->t), *mk = mask ? ast_tensor_from(c, 2, sm, mask) : NULL;
+    ast_model_out out = ast_model_forward(m, c, x, t, p, mk, NULL, NULL);
+    ast_tensor *pos = ast_pos_x0_hat(c, s, sc->pos_param, z->t_int, p, out.positions);
+    memcpy(pred_expr, out.expression->data, (size_t)B * N * G * sizeof(float));
+    memcpy(pred_pos, pos->data, (size_t)B * N * 3 * sizeof(float));
+    if (sc->align && ast_mode_noises(sc->mode, AST_MOD_POS)) align_to_state(B, N, z->pos, mask, pred_pos);
+}
+
+void ast_sample(ast_model *m, const ast_schedule *s, const ast_sampler_config *sc, int B, int N, const float *expr,
+                const float *pos, const float *mask, float *out_expr, float *out_pos)
+{
+    int G = ast_model_cfg(m)->num_genes;
+    size_t n_expr = (size_t)B * N * G, n_pos = (size_t)B * N * 3;
+    float *pred_expr = ast_xcalloc(n_expr, sizeof(float)), *pred_pos = ast_xcalloc(n_pos, sizeof(float));
+    float *t = ast_xcalloc((size_t)B, sizeof(float));
+    int *t_int = ast_xcalloc((size_t)B, sizeof(int)), *grid = ast_xmalloc((size_t)s->steps * sizeof(int));
+    ast_noised z = {out_expr, out_pos, t, t_int}; /* the state lives in the output buffers */
+    ast_rng rng;
+    ast_rng_seed(&rng, sc->seed);
+    ast_ctx *c = ast_ctx_new(sc->seed); /* eval mode draws nothing from it */
+    ast_ctx_set_training(c, 0);
+    ast_ctx_set_grad(c, 0);
+    ast_limit_sample(s, sc->mode, &rng, B, N, G, expr, pos, mask, &z);
+    int n_steps = ast_sample_grid(s->steps, sc->num_steps, grid);
+    for (int i = 0; i < n_steps; i++) {
+        predict_x0(m, c, s, sc, B, N, G, &z, mask, pred_expr, pred_pos);
+        ast_reverse_step(s, sc->mode, &rng, B, N, G, pred_expr, pred_pos, mask, grid[i], &z);
+    }
+    if (sc->ret == AST_RETURN_X0) {
+        if (ast_mode_noises(sc->mode, AST_MOD_EXPR)) memcpy(out_expr, pred_expr, n_expr * sizeof(float));
+        if (ast_mode_noises(sc->mode, AST_MOD_POS)) memcpy(out_pos, pred_pos, n_pos * sizeof(float));
+    }
+    ast_ctx_free(c);
+    free(pred_expr), free(pred_pos), free(t), free(t_int), free(grid);
+}

@@ -1,0 +1,92 @@
+/* Saving and loading a parameter store as safetensors, by state_dict name. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/safetensors.h"
+
+int ast_params_save(const ast_params *p, const char *path, const char *const *metadata, ast_error *e)
+{
+    ast_st_writer *w = ast_st_writer_new();
+    for (int i = 0; i < ast_params_count(p); i++) {
+        const ast_tensor *t = ast_params_at(p, i);
+        ast_st_writer_add(w, t->name, AST_ST_F32, t->ndim, t->shape, t->data);
+    }
+    for (const char *const *kv = metadata; kv && kv[0]; kv += 2) {
+        AST_ASSERT(kv[1], "metadata key %s has no value", kv[0]);
+        ast_st_writer_metadata(w, kv[0], kv[1]);
+    }
+    int rc = ast_st_writer_write(w, path, e);
+    ast_st_writer_free(w);
+    return rc;
+}
+
+/* The first few names of a list, for a one-line message. */
+#define LIST_SHOWN 3
+
+typedef struct name_list {
+    const char *first[LIST_SHOWN];
+    int n;
+} name_list;
+
+static void note(name_list *l, const char *name)
+{
+    if (l->n < LIST_SHOWN) l->first[l->n] = name;
+    l->n++;
+}
+
+static const char *list_str(const name_list *l, char *buf, size_t cap)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < l->n && i < LIST_SHOWN && used < cap; i++)
+        used += (size_t)snprintf(buf + used, cap - used, "%s'%s'", i ? ", " : "", l->first[i]);
+    if (l->n > LIST_SHOWN && used < cap) snprintf(buf + used, cap - used, " and %d more", l->n - LIST_SHOWN);
+    return buf;
+}
+
+static int check_names(const ast_params *p, const ast_st_file *f, int strict, ast_error *e)
+{
+    name_list missing = {{0}, 0}, extra = {{0}, 0};
+    for (int i = 0; i < ast_params_count(p); i++)
+        if (ast_st_find(f, ast_params_at(p, i)->name) < 0) note(&missing, ast_params_at(p, i)->name);
+    for (int i = 0; strict && i < ast_st_count(f); i++)
+        if (!ast_params_find(p, ast_st_name(f, i))) note(&extra, ast_st_name(f, i));
+    char a[400], b[400];
+    if (missing.n && extra.n)
+        ast_error_set(e, "%s: %d model parameters missing (%s) and %d tensors not in the model (%s); the file "
+                      "was saved from another model configuration", ast_st_path(f), missing.n,
+                      list_str(&missing, a, sizeof a), extra.n, list_str(&extra, b, sizeof b));
+    else if (missing.n)
+        ast_error_set(e, "%s: %d model parameters missing (%s); the file was saved from another model "
+                      "configuration", ast_st_path(f), missing.n, list_str(&missing, a, sizeof a));
+    else if (extra.n)
+        ast_error_set(e, "%s: %d tensors not in the model (%s); check the model configuration or load "
+                      "non-strictly", ast_st_path(f), extra.n, list_str(&extra, b, sizeof b));
+    return missing.n || extra.n ? -1 : 0;
+}
+
+/* Values are staged and copied only once every tensor has been read and
+ * checked, so a failed load leaves the model as it was. */
+int ast_params_load(ast_params *p, const char *path, int strict, ast_error *e)
+{
+    ast_st_file *f = ast_st_open(path, e);
+    if (!f) return -1;
+    float *staged = ast_xmalloc((size_t)ast_params_numel(p) * sizeof *staged);
+    int rc = check_names(p, f, strict, e);
+    int64_t at = 0;
+    for (int i = 0; !rc && i < ast_params_count(p); i++) {
+        const ast_tensor *t = ast_params_at(p, i);
+        rc = ast_st_read_f32(f, t->name, t->ndim, t->shape, staged + at, e);
+        at += t->size;
+    }
+    at = 0;
+    for (int i = 0; !rc && i < ast_params_count(p); i++) {
+        ast_tensor *t = ast_params_at(p, i);
+        memcpy(t->data, staged + at, (size_t)t->size * sizeof *staged);
+        at += t->size;
+    }
+    free(staged);
+    ast_st_close(f);
+    return rc;
+}

@@ -1,0 +1,79 @@
+/* The diffusion loss (spec §4.2 step 5): expression MSE over valid cells,
+ * and for positions the aligned MSE (loss_aligned.c), the distance-matrix
+ * MSE per set or the direct MSE; plus the plugins' extra losses (MoE load
+ * balance). */
+#include "model/loss.h"
+
+void ast_loss_config_default(ast_loss_config *lc)
+{
+    *lc = (ast_loss_config){.lambda_expression = 1.0f, .lambda_position = 1.0f,
+                            .position_loss = AST_POS_LOSS_ALIGNED, .expression_noised = 1, .positions_noised = 1};
+}
+
+/* w[b,i,j] = m_i m_j / (n_b^2 S) for the S sets with n_b >= 2 valid cells,
+ * 0 elsewhere: sum(w * (D^ - D)^2) is then the mean over those sets of each
+ * set's mean squared distance error over its valid pairs (0 if S = 0). */
+static ast_tensor *pair_weights(ast_ctx *c, const float *mask, int64_t b_n, int64_t n_n)
+{
+    ast_tensor *w = ast_zeros(c, 3, (int64_t[]){b_n, n_n, n_n});
+    int sets = 0;
+    for (int64_t b = 0; b < b_n; b++) {
+        double nb = 0.0;
+        for (int64_t i = 0; i < n_n; i++) nb += mask ? mask[b * n_n + i] : 1.0f;
+        if (nb < 2.0) continue;
+        sets++;
+        for (int64_t i = 0; i < n_n; i++)
+            for (int64_t j = 0; j < n_n; j++) {
+                float mi = mask ? mask[b * n_n + i] : 1.0f, mj = mask ? mask[b * n_n + j] : 1.0f;
+                w->data[(b * n_n + i) * n_n + j] = (float)(mi * mj / (nb * nb));
+            }
+    }
+    if (sets > 1)
+        for (int64_t k = 0; k < w->size; k++) w->data[k] /= (float)sets;
+    return w;
+}
+
+static ast_tensor *distance_matrix_loss(ast_ctx *c, ast_tensor *pred, ast_tensor *target, ast_tensor *mask)
+{
+    ast_tensor *diff = ast_sub(c, ast_pdist(c, pred), ast_pdist(c, target));
+    ast_tensor *w = pair_weights(c, mask ? mask->data : NULL, pred->shape[0], pred->shape[1]);
+    return ast_sum(c, ast_mul(c, ast_mul(c, diff, diff), w));
+}
+
+static ast_tensor *position_loss(ast_ctx *c, ast_pos_loss kind, ast_tensor *pred, ast_tensor *target,
+                                 ast_tensor *mask)
+{
+    switch (kind) {
+    case AST_POS_LOSS_ALIGNED: return ast_aligned_mse(c, pred, target, mask);
+    case AST_POS_LOSS_DISTANCE: return distance_matrix_loss(c, pred, target, mask);
+    case AST_POS_LOSS_MSE: return ast_mse(c, pred, target, mask);
+    }
+    AST_ASSERT(0, "loss: unknown position loss %d", (int)kind);
+    return NULL;
+}
+
+static ast_tensor *weighted_sum(ast_ctx *c, ast_tensor *acc, ast_tensor *term, float weight)
+{
+    ast_tensor *t = ast_affine(c, term, weight, 0.0f);
+    return acc ? ast_add(c, acc, t) : t;
+}
+
+ast_loss_parts ast_diffusion_loss(ast_ctx *c, const ast_loss_config *lc, const ast_model_out *pred,
+                                  ast_tensor *expression, ast_tensor *positions, ast_tensor *mask)
+{
+    char s1[64], s2[64];
+    AST_ASSERT(ast_same_shape(pred->expression, expression) && ast_same_shape(pred->positions, positions),
+               "loss: targets %s / %s do not match the predictions", ast_shape_str(expression, s1, sizeof s1),
+               ast_shape_str(positions, s2, sizeof s2));
+    ast_loss_parts p = {0};
+    p.expression = ast_mse(c, pred->expression, expression, mask);
+    p.position = position_loss(c, lc->position_loss, pred->positions, positions, mask);
+    p.moe_aux = ast_ctx_extra_loss(c);
+
+    ast_tensor *total = NULL;
+    if (lc->expression_noised) total = weighted_sum(c, total, p.expression, lc->lambda_expression);
+    if (lc->positions_noised) total = weighted_sum(c, total, p.position, lc->lambda_position);
+    if (!total) total = ast_zeros(c, 1, (int64_t[]){1});
+    p.total = p.moe_aux ? ast_add(c, total, p.moe_aux) : total;
+    return p;
+}

@@ -1,0 +1,145 @@
+/* The masking module of a training run: the learnable mask tokens, the
+ * per-batch decision and masks, the token replacement on the tape, the
+ * reconstruction loss and the step's masking metrics. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "model/masking.h"
+
+#define TOKEN_SCOPE "masking_module.mask_token"
+#define TOKEN_INIT_STD 0.02f /* spec §0: mask tokens ~ N(0, 0.02^2) */
+
+struct ast_masking {
+    ast_masking_config cfg;
+    int B, N, G;
+    int can_expr, can_pos; /* the switches and the training mode allow masking it */
+    ast_tensor *expr_token, *pos_token;
+    float *m_expr, *m_pos; /* this batch's masks, 1 = masked */
+    int has_expr, has_pos;
+    float scheduled; /* a sweep's mask_ratio schedule: share of the target ratios; NAN = none */
+    /* since the last metrics line */
+    double sum_expr, sum_pos;
+    int draws, applied;
+};
+
+static ast_tensor *token(ast_params *p, const char *name, int64_t width)
+{
+    char full[128];
+    snprintf(full, sizeof full, TOKEN_SCOPE ".%s", name);
+    ast_tensor *t = ast_params_find(p, full);
+    if (!t) t = ast_param(ast_scope_new(p, TOKEN_SCOPE), name, 3, (int64_t[]){1, 1, width}, AST_INIT_NORMAL, TOKEN_INIT_STD);
+    AST_ASSERT(t->size == width, "%s holds %lld values, not %lld", full, (long long)t->size, (long long)width);
+    return t;
+}
+
+ast_masking *ast_masking_new(const ast_masking_config *mc, ast_train_mode mode, ast_params *p, int B, int N, int G)
+{
+    ast_masking *mk = ast_xcalloc(1, sizeof *mk);
+    mk->cfg = *mc;
+    mk->B = B, mk->N = N, mk->G = G;
+    mk->can_expr = ast_masking_covers(mc, mode, AST_MOD_EXPR);
+    mk->can_pos = ast_masking_covers(mc, mode, AST_MOD_POS);
+    mk->expr_token = token(p, "expression_mask_token", G);
+    mk->pos_token = token(p, "position_mask_token", 3);
+    mk->m_expr = ast_xcalloc((size_t)B * N * G, sizeof *mk->m_expr);
+    mk->m_pos = ast_xcalloc((size_t)B * N * 3, sizeof *mk->m_pos);
+    mk->scheduled = NAN;
+    return mk;
+}
+
+void ast_masking_free(ast_masking *mk)
+{
+    if (!mk) return;
+    free(mk->m_expr);
+    free(mk->m_pos);
+    free(mk);
+}
+
+void ast_masking_schedule(ast_masking *mk, float share)
+{
+    if (mk) mk->scheduled = share;
+}
+
+ast_masking *ast_masking_draw(ast_masking *mk, ast_rng *rng, int64_t step, const float *z_expr,
+                              const float *node_mask)
+{
+    if (!mk) return NULL;
+    const ast_masking_config *mc = &mk->cfg;
+    mk->draws++;
+    mk->has_expr = mk->has_pos = 0;
+    if (!(ast_rng_uniform01(rng) < mc->masking_probability)) return NULL;
+    float rho_expr = isnan(mk->scheduled) ? ast_masking_ratio(mc, mc->expression_mask_ratio, step)
+                                          : mc->expression_mask_ratio * mk->scheduled;
+    float rho_pos = isnan(mk->scheduled) ? ast_masking_ratio(mc, mc->position_mask_ratio, step)
+                                         : mc->position_mask_ratio * mk->scheduled;
+    int m_cnt = mk->can_expr ? ast_mask_gene_count(mk->G, rho_expr) : 0;
+    rho_pos = mk->can_pos ? rho_pos : 0.0f;
+    if ((mk->has_expr = m_cnt > 0))
+        ast_mask_expression(mc->strategy, rng, mk->B, mk->N, mk->G, m_cnt, z_expr, node_mask, mk->m_expr);
+    if ((mk->has_pos = rho_pos > 0.0f)) ast_mask_positions(rng, mk->B, mk->N, rho_pos, node_mask, mk->m_pos);
+    if (!mk->has_expr && !mk->has_pos) return NULL; /* ratios still 0 early in a progressive schedule */
+    mk->applied++;
+    return mk;
+}
+
+static ast_tensor *mask_tensor(ast_ctx *c, const ast_tensor *like, const float *m)
+{
+    return ast_tensor_from(c, like->ndim, like->shape, m);
+}
+
+static ast_tensor *replace(ast_ctx *c, ast_tensor *x, const float *m, ast_tensor *token)
+{
+    ast_tensor *masked = mask_tensor(c, x, m), *kept = ast_affine(c, masked, -1.0f, 1.0f);
+    return ast_add(c, ast_mul(c, x, kept), ast_mul(c, masked, token));
+}
+
+static void check_shape(const ast_masking *mk, const ast_tensor *x, int64_t width)
+{
+    char s[64];
+    AST_ASSERT(x->ndim == 3 && x->shape[0] == mk->B && x->shape[1] == mk->N && x->shape[2] == width,
+               "masking: input %s for batches [%d, %d, %lld]", ast_shape_str(x, s, sizeof s), mk->B, mk->N,
+               (long long)width);
+}
+
+void ast_masking_inputs(ast_masking *mk, ast_ctx *c, ast_tensor **expr, ast_tensor **pos)
+{
+    check_shape(mk, *expr, mk->G);
+    check_shape(mk, *pos, 3);
+    if (mk->has_expr) *expr = replace(c, *expr, mk->m_expr, mk->expr_token);
+    if (mk->has_pos) *pos = replace(c, *pos, mk->m_pos, mk->pos_token);
+}
+
+/* Mean of (pred - target)^2 over the masked entries, as sum(w (pred -
+ * target)^2) with w = m / count; 0 when nothing is masked. */
+static ast_tensor *masked_mse(ast_ctx *c, ast_tensor *pred, ast_tensor *target, const float *m)
+{
+    if (!m) return ast_zeros(c, 1, (int64_t[]){1});
+    ast_tensor *w = mask_tensor(c, pred, m);
+    double count = 0.0;
+    for (int64_t i = 0; i < w->size; i++) count += w->data[i];
+    if (count < 1.0) return ast_zeros(c, 1, (int64_t[]){1});
+    for (int64_t i = 0; i < w->size; i++) w->data[i] = (float)(w->data[i] / count);
+    ast_tensor *d = ast_sub(c, pred, target);
+    return ast_sum(c, ast_mul(c, ast_mul(c, d, d), w));
+}
+
+ast_tensor *ast_masking_loss(ast_masking *mk, ast_ctx *c, const ast_model_out *pred, ast_tensor *clean_expr,
+                             ast_tensor *clean_pos, ast_tensor *input_expr, ast_tensor *input_pos)
+{
+    int clean = mk->cfg.target == AST_RECON_CLEAN;
+    ast_tensor *r_expr = masked_mse(c, pred->expression, clean ? clean_expr : input_expr, mk->has_expr ? mk->m_expr : NULL);
+    ast_tensor *r_pos = masked_mse(c, pred->positions, clean ? clean_pos : input_pos, mk->has_pos ? mk->m_pos : NULL);
+    mk->sum_expr += r_expr->data[0];
+    mk->sum_pos += r_pos->data[0];
+    return ast_affine(c, ast_add(c, r_expr, r_pos), mk->cfg.reconstruction_weight, 0.0f);
+}
+
+void ast_masking_write_metrics(ast_masking *mk, FILE *f)
+{
+    if (!mk) return;
+    double n = mk->draws > 0 ? mk->draws : 1;
+    fprintf(f, ",\"masked_expr_reconstruction\":%.9g,\"masked_pos_reconstruction\":%.9g,\"masking_applied\":%.6g",
+            mk->sum_expr / n, mk->sum_pos / n, mk->applied / n);
+    mk->sum_expr = mk->sum_pos = 0.0;
+    mk->draws = mk->applied = 0;
+}

@@ -1,0 +1,89 @@
+/* alphast/model.h: the AlphaSTomics network (spec §1) around its attention
+ * and FFN plugins. */
+#ifndef ALPHAST_MODEL_H
+#define ALPHAST_MODEL_H
+
+#include "config/config.h"
+#include "engine/engine.h"
+#include "plugin/loader.h"
+
+/* Sizes and choices, as the config's model blocks give them (spec §0). */
+typedef struct ast_model_config {
+    int num_genes;      /* G */
+    int expr_hidden;    /* Ei  mlp_in_expression_setting.mlp_in_expression_dims */
+    int d_model;        /* E   mlp_in_expression_setting.mlp_out_expression_dims */
+    int time_hidden;    /* Ti  mlp_in_diffusion_time_setting.mlp_in_diffusion_time_dims */
+    int d_time;         /* T   mlp_in_diffusion_time_setting.mlp_out_diffusion_time_dims */
+    int pos_hidden;     /* P   PositionMLP_setting.hidden_dims */
+    int num_layers;     /* L */
+    int num_heads;      /* H */
+    int d_ff;           /* F   dim_ff_expression */
+    int d_ff_time;      /* Ft  dim_ff_diffusion_time */
+    int out_expr_hidden;/* Ho  mlp_out_expression_setting.hidden_dims */
+    int out_pos_hidden; /* Hp  mlp_out_position_norm_setting.hidden_dims */
+    float dropout;      /* p */
+    float ln_eps;       /* layer_norm_eps */
+    /* 1 (default): the node mask is honoured everywhere inside the network;
+     * 0: as the reference, padded cells influence valid ones (spec §1.9). */
+    int honour_mask;
+
+    const char *attention; /* plugin name: "linear", "gated", ... */
+    ast_optsrc attention_opts[AST_MAX_PLUGIN_OPTS];
+    int n_attention_opts;
+    const char *ffn;       /* "dense", "moe", ... */
+    ast_optsrc ffn_opts[AST_MAX_PLUGIN_OPTS];
+    int n_ffn_opts;
+} ast_model_config;
+
+/* The model's sizes and plugins (spec §0) for G = num_genes. The reference
+ * switches still work: TransformerLayer_setting.use_gated_attention selects
+ * attention gated (options gate_type, use_qk_norm) or linear; use_moe
+ * selects ffn moe (num_experts, top_k <- moe_top_k, load_balance_weight <-
+ * moe_load_balance_loss_weight) or dense. `attention:` / `ffn:` name the
+ * plugin directly and must agree with a switch that is also written; an
+ * option given both ways is an error. Checks E % H == 0. Strings in `out`
+ * point into cfg: keep it alive. 0 on success, -1 with e set. */
+int ast_cfg_model(const ast_cfg *cfg, int num_genes, ast_model_config *out, ast_error *e);
+
+/* BASE_CONFIG of compare_configs.py (spec §10) with G genes, linear + dense. */
+void ast_model_config_base(ast_model_config *cfg, int num_genes);
+
+typedef struct ast_model ast_model;
+
+/* Loads the plugins, validates their options and registers every
+ * parameter under its PyTorch state_dict name (spec §1.10), initialised
+ * as PyTorch does from `seed`. NULL with e set on failure. */
+ast_model *ast_model_new(const ast_model_config *cfg, uint64_t seed, ast_error *e);
+void ast_model_free(ast_model *m);
+ast_params *ast_model_params(ast_model *m);
+const ast_model_config *ast_model_cfg(const ast_model *m);
+
+/* Total parameters, and those active per token (MoE: router + top-k experts). */
+int64_t ast_model_param_count(const ast_model *m);
+int64_t ast_model_active_param_count(const ast_model *m);
+
+typedef struct ast_model_out {
+    ast_tensor *expression; /* [B, N, G] x0 prediction, masked */
+    ast_tensor *positions;  /* [B, N, 3] x0 prediction, masked and centred */
+} ast_model_out;
+
+/* One forward pass (spec §1.1): expression [B,N,G], t [B,1], positions
+ * [B,N,3], mask [B,N] (NULL = all valid). Plugins' extra losses (MoE aux)
+ * are published on the context (ast_ctx_extra_loss). `taps`, when not NULL,
+ * receives per-layer activations named as the golden dumps name them
+ * ("layer0.attn_core_in", ...). */
+typedef void (*ast_tap_fn)(void *ud, const char *name, ast_tensor *t);
+ast_model_out ast_model_forward(ast_model *m, ast_ctx *c, ast_tensor *expression, ast_tensor *t,
+                                ast_tensor *positions, ast_tensor *mask, ast_tap_fn tap, void *tap_ud);
+
+/* Parameters per module group, summed over layers (for reports). Active
+ * counts differ from totals only inside plugins that report active_params. */
+enum { AST_N_PARAM_GROUPS = 6 };
+typedef struct ast_param_group {
+    const char *name; /* "input encoders", "attention wrappers", "attention plugin", "ffn plugin",
+                       * "layer norms and time branch", "output heads" */
+    int64_t total, active;
+} ast_param_group;
+void ast_model_param_groups(const ast_model *m, ast_param_group out[AST_N_PARAM_GROUPS]);
+
+#endif

@@ -1,0 +1,162 @@
+/* The model's sizes and plugins from a config (spec §0), and the small
+ * BASE_CONFIG of compare_configs.py (spec §10). */
+#include <string.h>
+
+#include "model/model.h"
+
+#define TL "TransformerLayer_setting."
+
+void ast_model_config_base(ast_model_config *cfg, int num_genes)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->num_genes = num_genes;
+    cfg->expr_hidden = 64;
+    cfg->d_model = 128;
+    cfg->time_hidden = 32;
+    cfg->d_time = 32;
+    cfg->pos_hidden = 32;
+    cfg->num_layers = 2;
+    cfg->num_heads = 4;
+    cfg->d_ff = 256;
+    cfg->d_ff_time = 64;
+    cfg->out_expr_hidden = 128;
+    cfg->out_pos_hidden = 64;
+    cfg->dropout = 0.1f;
+    cfg->ln_eps = 1e-6f;
+    cfg->honour_mask = 1;
+    cfg->attention = "linear";
+    cfg->ffn = "dense";
+}
+
+/* A reference switch key and the plugin option it becomes. */
+typedef struct switch_opt {
+    const char *key;
+    const char *option;
+} switch_opt;
+
+/* How a reference switch chooses a plugin and which keys feed its options. */
+typedef struct plugin_rule {
+    const char *key;     /* "attention" */
+    const char *sw;      /* TL "use_gated_attention" */
+    const char *on, *off;
+    const switch_opt *opts;
+    int n_opts;
+} plugin_rule;
+
+static const switch_opt gated_opts[] = {{TL "gate_type", "gate_type"}, {TL "use_qk_norm", "use_qk_norm"}};
+static const switch_opt moe_opts[] = {{TL "num_experts", "num_experts"},
+                                      {TL "moe_top_k", "top_k"},
+                                      {TL "moe_load_balance_loss_weight", "load_balance_weight"}};
+static const plugin_rule attention_rule = {"attention", TL "use_gated_attention", "gated", "linear", gated_opts, 2};
+static const plugin_rule ffn_rule = {"ffn", TL "use_moe", "moe", "dense", moe_opts, 3};
+
+static const ast_optsrc *find_opt(const ast_cfg_plugin *p, const char *key)
+{
+    for (int i = 0; i < p->n_opts; i++)
+        if (!strcmp(p->opts[i].key, key)) return &p->opts[i];
+    return NULL;
+}
+
+/* Adds the options the switch keys give. They apply when the switch chose
+ * the plugin (with the reference's defaults) or when written explicitly. */
+static int add_switch_opts(const ast_cfg *cfg, const plugin_rule *r, int named, ast_cfg_plugin *p, ast_error *e)
+{
+    const ast_cfg_node *sw = ast_cfg_get(cfg, r->sw);
+    for (int i = 0; i < r->n_opts; i++) {
+        const ast_cfg_node *src = ast_cfg_get(cfg, r->opts[i].key);
+        if (!src && named) continue;
+        const ast_optsrc *twice = find_opt(p, r->opts[i].option);
+        if (twice) {
+            ast_cfg_fail(e, src->file, src->line, src->col, src->path,
+                     "also given as %s.%s at %s; keep one of the two", r->key, twice->key, twice->where);
+            return -1;
+        }
+        if (p->n_opts == AST_MAX_PLUGIN_OPTS) {
+            ast_error_set(e, "%s: %s: more than %d options; remove some", p->where, r->key, AST_MAX_PLUGIN_OPTS);
+            return -1;
+        }
+        p->opts[p->n_opts++] = (ast_optsrc){r->opts[i].option,
+                                            src ? src->value : ast_cfg_default(r->opts[i].key),
+                                            src ? src->where : sw ? sw->where : r->sw};
+    }
+    return 0;
+}
+
+static int choose_plugin(const ast_cfg *cfg, const plugin_rule *r, ast_cfg_plugin *p, ast_error *e)
+{
+    const ast_cfg_node *given = ast_cfg_get(cfg, r->key), *sw = ast_cfg_get(cfg, r->sw);
+    const char *by_switch = ast_cfg_bool(cfg, r->sw) ? r->on : r->off;
+    if (given) {
+        ast_cfg_plugin_of(given, p);
+        if (sw && strcmp(p->name, by_switch)) {
+            ast_cfg_fail(e, given->file, given->line, given->col, given->path,
+                     "'%s' disagrees with %s: %s at %s; remove one of the two", p->name, r->sw, sw->value,
+                     sw->where);
+            return -1;
+        }
+    } else {
+        memset(p, 0, sizeof *p);
+        p->name = by_switch;
+        p->where = sw ? sw->where : r->sw;
+    }
+    if (strcmp(p->name, r->on)) return 0;
+    return add_switch_opts(cfg, r, given != NULL, p, e);
+}
+
+static void put_plugin(const ast_cfg_plugin *p, const char **name, ast_optsrc *opts, int *n_opts)
+{
+    *name = p->name;
+    memcpy(opts, p->opts, (size_t)p->n_opts * sizeof *opts);
+    *n_opts = p->n_opts;
+}
+
+static void read_sizes(const ast_cfg *cfg, int num_genes, ast_model_config *out)
+{
+    out->num_genes = num_genes;
+    out->expr_hidden = (int)ast_cfg_int(cfg, "mlp_in_expression_setting.mlp_in_expression_dims");
+    out->d_model = (int)ast_cfg_int(cfg, "mlp_in_expression_setting.mlp_out_expression_dims");
+    out->time_hidden = (int)ast_cfg_int(cfg, "mlp_in_diffusion_time_setting.mlp_in_diffusion_time_dims");
+    out->d_time = (int)ast_cfg_int(cfg, "mlp_in_diffusion_time_setting.mlp_out_diffusion_time_dims");
+    out->pos_hidden = (int)ast_cfg_int(cfg, "PositionMLP_setting.hidden_dims");
+    out->num_layers = (int)ast_cfg_int(cfg, TL "num_layers");
+    out->num_heads = (int)ast_cfg_int(cfg, TL "num_heads");
+    out->d_ff = (int)ast_cfg_int(cfg, TL "dim_ff_expression");
+    out->d_ff_time = (int)ast_cfg_int(cfg, TL "dim_ff_diffusion_time");
+    out->out_expr_hidden = (int)ast_cfg_int(cfg, "mlp_out_expression_setting.hidden_dims");
+    out->out_pos_hidden = (int)ast_cfg_int(cfg, "mlp_out_position_norm_setting.hidden_dims");
+    out->dropout = (float)ast_cfg_float(cfg, TL "dropout");
+    out->ln_eps = (float)ast_cfg_float(cfg, TL "layer_norm_eps");
+    out->honour_mask = ast_cfg_bool(cfg, TL "honour_mask");
+}
+
+static int check_heads(const ast_cfg *cfg, const ast_model_config *m, ast_error *e)
+{
+    if (m->d_model % m->num_heads == 0) return 0;
+    const ast_cfg_node *at = ast_cfg_get(cfg, TL "num_heads");
+    if (!at) at = ast_cfg_get(cfg, "mlp_in_expression_setting.mlp_out_expression_dims");
+    ast_cfg_fail(e, at->file, at->line, at->col, TL "num_heads",
+             "%d heads do not divide d_model %d (mlp_in_expression_setting.mlp_out_expression_dims); "
+             "choose a divisor of d_model", m->num_heads, m->d_model);
+    return -1;
+}
+
+int ast_cfg_model(const ast_cfg *cfg, int num_genes, ast_model_config *out, ast_error *e)
+{
+    ast_cfg_plugin attention, ffn;
+    if (num_genes <= 0) {
+        ast_error_set(e, "%s: the data has %d genes; it needs at least one", ast_cfg_name(cfg), num_genes);
+        return -1;
+    }
+    memset(out, 0, sizeof *out);
+    read_sizes(cfg, num_genes, out);
+    if (check_heads(cfg, out, e) < 0) return -1;
+    if (choose_plugin(cfg, &attention_rule, &attention, e) < 0 || choose_plugin(cfg, &ffn_rule, &ffn, e) < 0)
+        return -1;
+    put_plugin(&attention, &out->attention, out->attention_opts, &out->n_attention_opts);
+    put_plugin(&ffn, &out->ffn, out->ffn_opts, &out->n_ffn_opts);
+    const ast_cfg_node *capacity = ast_cfg_get(cfg, TL "expert_capacity_factor");
+    if (capacity)
+        ast_log(AST_LOG_INFO, "%s: %s is ignored as in the reference, which never used it; "
+                "set ffn: {name: moe, capacity_factor: ...} for a capacity limit", capacity->where, capacity->path);
+    return 0;
+}

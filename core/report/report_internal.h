@@ -1,0 +1,326 @@
+/* The ablation report's internals: the sweep as read from disk, the
+ * statistics per config, plots, tables and the document writers. */
+#ifndef ALPHAST_REPORT_INTERNAL_H
+#define ALPHAST_REPORT_INTERNAL_H
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+
+#include "report/report.h"
+#include "base/strlist.h"
+
+/* ---- the sweep on disk (report_load.c, report_run.c) ---------------------- */
+
+typedef struct rp_series {
+    int n, cap;
+    double *x, *y;
+} rp_series;
+
+void rp_series_push(rp_series *s, double x, double y);
+void rp_series_free(rp_series *s);
+
+/* One monitored metric of one run. */
+typedef struct rp_monitor {
+    char *name;        /* "monitor/metric", or "train/grad_norm" */
+    rp_series curve;   /* per step: the monitor's value over layers (layer -1), else the mean of the layers */
+    rp_series overall; /* while reading: the layer -1 values */
+} rp_monitor;
+
+typedef struct rp_run {
+    char *id, *config, *state, *dir, *error; /* error: why the ledger says it did not finish, if it says */
+    long long seed;                         /* -1 when the ledger has none */
+    int usable;                             /* done and summary.json readable */
+    char note[256];                         /* why it is excluded, or what is missing */
+    cJSON *summary;                         /* NULL when absent */
+    cJSON *eval;                            /* eval.json's tasks in the report's form (rp_eval_tasks); NULL when absent */
+    rp_series train_loss, val_loss;         /* x = optimiser step */
+    rp_monitor *mon;
+    int n_mon;
+} rp_run;
+
+typedef struct rp_config {
+    char *name;
+    int *runs; /* indices of usable runs */
+    int n_runs, n_ledger;
+} rp_config;
+
+/* One task of the evaluation (expr_to_pos, pos_to_expr, joint) over the
+ * sweep's runs: the union of what the runs report, in order of appearance. */
+typedef struct rp_task {
+    char *name;
+    ast_strlist keys;      /* the model's metrics */
+    ast_strlist baselines; /* names under "baselines" */
+    ast_strlist steps;     /* by_steps' step counts, ascending */
+    int diversity;         /* some run reports "diversity" */
+    const char *primary;   /* the metric the verdict ranks by (in keys), NULL if none */
+    const char *second;    /* a second one the verdict also gives, NULL if none */
+} rp_task;
+
+typedef struct rp_cmp rp_cmp;
+
+/* Every test the report makes: each config but the reference against the
+ * reference on each training loss and each task's metrics (report_family.c). */
+typedef struct rp_family {
+    rp_cmp *v;
+    int n;
+    int tests; /* comparisons with a p-value: the m of Holm's correction */
+} rp_family;
+
+typedef struct rp_sweep {
+    char *dir, *name;
+    rp_run *runs;
+    int n_runs;
+    rp_config *configs;
+    int n_configs, reference; /* the config the others are compared with */
+    int bad_ledger_lines;
+    rp_task *tasks;
+    int n_tasks;
+    ast_strlist monitors; /* monitored metric names, in order of appearance */
+    rp_family family;
+} rp_sweep;
+
+int rp_sweep_load(rp_sweep *s, const char *dir, const char *reference, ast_error *e);
+void rp_sweep_free(rp_sweep *s);
+
+/* Reads one run's directory into r (never fails: what is missing goes into r->note). */
+void rp_run_read(rp_run *r, const char *sweep_dir);
+void rp_run_free(rp_run *r);
+
+/* A number at a dotted path ("model.knn_k10") in a JSON object, booleans
+ * as 0 and 1; NaN if absent. */
+double rp_json_number(const cJSON *obj, const char *path);
+cJSON *rp_json_read_file(const char *path);
+
+/* eval.json (consumed) in the report's form: {task: {"model": {metric: x},
+ * "baselines": {name: {metric: x}}, "diversity": {..}, "by_steps": {..}}},
+ * modality groups flattened and the per-gene Moran's I summarised as
+ * morans_i_abs_error. The older layout's "random" becomes the one
+ * baseline. NULL for NULL or a file with no tasks. */
+cJSON *rp_eval_tasks(cJSON *eval);
+
+/* ---- statistics per config (report_stats.c) ------------------------------- */
+
+/* Where a per-run number comes from. */
+typedef enum rp_source {
+    RP_SUMMARY,      /* summary.json, and step_ms, peak_arena_mib, peak_rss_mib from it */
+    RP_EVAL,         /* a path into the run's eval tasks ("expr_to_pos.model.knn_k10") */
+    RP_MONITOR_LAST, /* a monitor metric's last value, averaged over layers */
+} rp_source;
+
+/* Where `key` of `side` ("model" or a baseline's name) of task t is: its
+ * path into the eval tasks; t NULL: the key itself, in summary.json. */
+rp_source rp_metric_at(const rp_task *t, const char *side, const char *key, char *path, size_t n);
+
+typedef struct rp_stat {
+    int n;
+    double mean, sd, min, max;
+} rp_stat;
+
+/* Values of one quantity over a config's usable runs (NaNs skipped); out
+ * holds at least n_runs. Returns how many. */
+int rp_values(const rp_sweep *s, int config, rp_source src, const char *key, double *out);
+/* The same over every usable run of the sweep; out holds s->n_runs. */
+int rp_values_all(const rp_sweep *s, rp_source src, const char *key, double *out);
+rp_stat rp_stat_of(const rp_sweep *s, int config, rp_source src, const char *key);
+rp_stat rp_stat_all(const rp_sweep *s, rp_source src, const char *key);
+rp_stat rp_stat_values(const double *v, int n);
+
+/* Decimals to print a mean at (and differences of such means): three
+ * significant digits of the mean, two of the sd. */
+int rp_decimals(rp_stat st);
+/* "0.412 ± 0.010", "n/a"; "p = 0.003", "p < 0.001", "p n/a"; the same
+ * without "p" for a table ("0.003"); "+0.031"; "[-0.010, +0.052]". */
+const char *rp_fmt_stat(rp_stat st, char *buf, size_t n);
+const char *rp_fmt_p(double p, char *buf, size_t n);
+const char *rp_fmt_pnum(double p, char *buf, size_t n);
+const char *rp_fmt_diff(double d, int dec, char *buf, size_t n);
+const char *rp_fmt_ci(double lo, double hi, int dec, char *buf, size_t n);
+
+/* Human name of a metric key ("best_val_loss" -> "validation loss (best)"). */
+const char *rp_metric_label(const char *key);
+
+/* +1 when higher is better, -1 when lower is, 0 when the report does not
+ * know; a dotted key is judged by its last part. */
+int rp_metric_direction(const char *key);
+
+/* ---- comparisons with the reference config (report_family.c) -------------- */
+
+enum { RP_RESAMPLES = 10000 }; /* bootstrap resamples per interval */
+#define RP_ALPHA 0.05           /* test level, family-wise after Holm */
+#define RP_POWER 0.8            /* the power the MDD is quoted at */
+
+/* The training losses every config is compared on (summary.json). */
+enum { RP_N_LOSS_KEYS = 3 };
+extern const char *const rp_loss_keys[RP_N_LOSS_KEYS];
+
+struct rp_cmp {
+    int config;           /* compared with s->reference */
+    rp_source src;
+    char *key;            /* the quantity (RP_EVAL: its path) */
+    const char *metric;   /* its metric name */
+    const rp_task *task;  /* NULL for the training losses */
+    rp_stat a, ref;
+    double diff, lo, hi;  /* mean a - mean ref and its 95% bootstrap interval; NaN with < 2 seeds a side */
+    double p, p_holm;     /* Welch's two-sided p and Holm's over the family; NaN with < 2 seeds a side */
+    double mdd;           /* minimum detectable difference at RP_ALPHA and RP_POWER */
+};
+
+/* 95% percentile bootstrap interval of mean(a) - mean(b) (RP_RESAMPLES,
+ * a fixed seed); NaN unless na >= 2 and nb >= 1. */
+void rp_diff_ci(const double *a, int na, const double *b, int nb, double *lo, double *hi);
+
+void rp_family_make(rp_sweep *s);
+void rp_family_free(rp_family *f);
+/* The comparison of config c on a quantity; NULL for the reference. */
+const rp_cmp *rp_family_find(const rp_sweep *s, int config, rp_source src, const char *key);
+/* Whether the comparison's difference survives Holm's correction. */
+int rp_survives(const rp_cmp *c);
+/* Decimals for its difference, interval and MDD: the finer of its two means'. */
+int rp_cmp_decimals(const rp_cmp *c);
+
+/* ---- monitor warnings (report_warn.c) ------------------------------------- */
+
+/* Monitors log each warning as a 0/1 metric named *_warning, judged with
+ * the thresholds the run configured; the report reads those flags. */
+int rp_is_warning_flag(const char *metric);
+
+typedef struct rp_warning {
+    const char *text; /* "expert collapse (...)" */
+    int seeds, of;    /* fired in `seeds` of the `of` runs that log the flag */
+    double first;     /* the earliest step it was set */
+} rp_warning;
+
+/* Whether warning flag `metric` fired in config c's runs (1) or not (0). */
+int rp_warning_of(const rp_sweep *s, int config, const char *metric, rp_warning *w);
+
+/* ---- curves over seeds (report_curves.c) ---------------------------------- */
+
+/* Mean and min-max band over seeds, binned to at most max_points along x. */
+typedef struct rp_band {
+    int n;
+    double *x, *mean, *lo, *hi;
+} rp_band;
+
+void rp_band_of(const rp_series *const *seeds, int n_seeds, int max_points, rp_band *b);
+void rp_band_free(rp_band *b);
+
+/* ---- SVG plots (report_svg.c, report_dots.c) ------------------------------ */
+
+enum { RP_SVG_W = 720, RP_SVG_H = 380, RP_SVG_LEFT = 72, RP_SVG_RIGHT = RP_SVG_W - 180, RP_SVG_TOP = 36,
+       RP_SVG_BOTTOM = RP_SVG_H - 50 };
+
+typedef struct rp_axes {
+    double x0, x1, y0, y1;
+} rp_axes;
+
+double rp_px(const rp_axes *a, double x);
+double rp_py(const rp_axes *a, double y);
+/* The config palette, colour-vision-safe; index by config so colours agree across plots. */
+const char *rp_colour(int index);
+/* <svg> with style and background, the frame with a y grid (and an x grid
+ * with numbers when x_ticks), title and axis labels, into f from
+ * open_memstream(out, ..); rp_svg_end closes both and returns *out. */
+void rp_svg_begin(FILE *f, const rp_axes *a, int x_ticks, const char *title, const char *xlabel, const char *ylabel,
+                  int standalone);
+char *rp_svg_end(FILE *f, char **out);
+void rp_svg_text(FILE *f, const char *attrs, const char *text);
+/* [lo, hi] widened when flat and padded by 5%, for a y axis. */
+void rp_axis_pad(double *lo, double *hi);
+
+typedef struct rp_line {
+    const char *label;
+    int color; /* index into the palette: the config's, so colours agree across plots */
+    const rp_band *band;
+} rp_line;
+
+/* A line plot with shaded bands; standalone adds the xmlns a separate .svg
+ * file needs (inline HTML SVG must not name a URL). Returns a malloc'd string. */
+char *rp_svg_plot(const char *title, const char *xlabel, const char *ylabel, const rp_line *lines, int n_lines,
+                  int standalone);
+
+/* &, <, >, " escaped for HTML and SVG text. */
+void rp_put_escaped(FILE *f, const char *s);
+
+/* One column of a dot plot: a config's values over seeds. */
+typedef struct rp_dots {
+    const char *label;
+    int color;
+    const double *v;
+    int n;
+} rp_dots;
+
+/* A horizontal reference line across a dot plot: a baseline's value. */
+typedef struct rp_hline {
+    const char *label;
+    double y;
+} rp_hline;
+
+/* Seeds as dots per column, a bar at each column's mean, dashed lines for
+ * the baselines. Returns a malloc'd string. */
+char *rp_svg_dots(const char *title, const char *ylabel, const rp_dots *cols, int n_cols, const rp_hline *lines,
+                  int n_lines, int standalone);
+
+/* ---- tables and documents (report_doc.c) ---------------------------------- */
+
+typedef struct rp_table {
+    int n_cols, n_cells;
+    char **cells; /* row-major; the first n_cols are the header */
+} rp_table;
+
+void rp_table_init(rp_table *t, int n_cols);
+void rp_table_cell(rp_table *t, const char *fmt, ...) AST_PRINTF(2, 3);
+void rp_table_free(rp_table *t);
+
+typedef struct rp_figure {
+    char *file;      /* report_<name>.svg, next to report.md */
+    char *caption;
+    char *svg;       /* inline, for the HTML */
+    char *svg_file;  /* standalone, for the file */
+} rp_figure;
+
+/* One writer, two formats: the report's body is written once against this. */
+typedef struct rp_doc {
+    FILE *f;
+    int html;
+} rp_doc;
+
+void rp_doc_begin(rp_doc *d, const char *title);
+void rp_doc_end(rp_doc *d);
+void rp_doc_heading(rp_doc *d, int level, const char *text);
+void rp_doc_para(rp_doc *d, const char *fmt, ...) AST_PRINTF(2, 3);
+void rp_doc_list(rp_doc *d, const ast_strlist *items);
+void rp_doc_table(rp_doc *d, const rp_table *t);
+void rp_doc_figure(rp_doc *d, const rp_figure *fig);
+
+/* ---- the report (report_verdict.c, report_body.c, report.c) --------------- */
+
+/* The verdict's sentences, derived from the numbers (report_verdict.c),
+ * and those on where the configs stand against the baselines
+ * (report_standing.c). */
+void rp_verdict(const rp_sweep *s, ast_strlist *out);
+void rp_standing(const rp_sweep *s, ast_strlist *out);
+
+/* The best config on a metric by its mean over seeds (direction-aware), or
+ * -1; the best baseline of task t likewise, its mean over runs in *value. */
+int rp_best_config(const rp_sweep *s, rp_source src, const char *key);
+int rp_best_baseline(const rp_sweep *s, const rp_task *t, const char *metric, double *value);
+
+/* The tables of one group of metrics: the training losses (t NULL) or a
+ * task's (report_tables.c), and a task's sampler tables. */
+void rp_metric_tables(rp_doc *d, const rp_sweep *s, const rp_task *t);
+void rp_sampler_tables(rp_doc *d, const rp_sweep *s, const rp_task *t);
+
+typedef struct rp_figures {
+    rp_figure *v;
+    int n;
+} rp_figures;
+
+void rp_figures_make(const rp_sweep *s, rp_figures *f);
+void rp_figures_free(rp_figures *f);
+const rp_figure *rp_figure_find(const rp_figures *f, const char *file);
+/* The dot plot of task t's primary metric, NULL if none. */
+const rp_figure *rp_task_figure(const rp_figures *f, const rp_task *t);
+
+void rp_body(rp_doc *d, const rp_sweep *s, const rp_figures *figs);
+
+#endif

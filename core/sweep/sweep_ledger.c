@@ -1,0 +1,149 @@
+/* The sweep ledger: JSON lines appended with one write each (O_APPEND
+ * makes concurrent appends land whole), read back as each run's history. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "sweep/ledger.h"
+
+#define LEDGER_FILE "ledger.jsonl"
+
+static const char *const state_names[] = {"pending", "running", "done", "failed"};
+
+const char *ast_run_state_name(ast_run_state s) { return state_names[s]; }
+
+static int parse_state(const char *s, ast_run_state *out)
+{
+    for (int i = 0; s && i < 4; i++)
+        if (!strcmp(s, state_names[i])) {
+            *out = (ast_run_state)i;
+            return 0;
+        }
+    return -1;
+}
+
+double ast_wall_time(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (double)tv.tv_sec + tv.tv_usec * 1e-6;
+}
+
+static char *entry_line(const ast_ledger_entry *en)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "time", en->time > 0 ? en->time : ast_wall_time());
+    cJSON_AddStringToObject(o, "run", en->run);
+    cJSON_AddStringToObject(o, "config_name", en->config_name);
+    cJSON_AddNumberToObject(o, "seed", (double)en->seed);
+    cJSON_AddStringToObject(o, "hash", en->hash);
+    cJSON_AddStringToObject(o, "state", ast_run_state_name(en->state));
+    cJSON_AddStringToObject(o, "dir", en->dir);
+    if (en->pid) cJSON_AddNumberToObject(o, "pid", en->pid);
+    if (en->start > 0) cJSON_AddNumberToObject(o, "start", en->start);
+    if (en->end > 0) cJSON_AddNumberToObject(o, "end", en->end);
+    if (en->exit_code >= 0) cJSON_AddNumberToObject(o, "exit", en->exit_code);
+    if (en->signal) cJSON_AddNumberToObject(o, "signal", en->signal);
+    if (en->reason) cJSON_AddStringToObject(o, "reason", en->reason);
+    char *json = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    size_t n = strlen(json);
+    char *line = ast_xmalloc(n + 2);
+    memcpy(line, json, n);
+    memcpy(line + n, "\n", 2);
+    cJSON_free(json);
+    return line;
+}
+
+int ast_ledger_append(const char *sweep_dir, const ast_ledger_entry *en, ast_error *e)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", sweep_dir, LEDGER_FILE);
+    char *line = entry_line(en);
+    size_t n = strlen(line);
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+    ssize_t written = fd < 0 ? -1 : write(fd, line, n);
+    int err = errno;
+    if (fd >= 0) close(fd);
+    free(line);
+    if (written != (ssize_t)n) {
+        ast_error_set(e, "%s: cannot append: %s", path, written < 0 ? strerror(err) : "short write (disk full?)");
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct ledger_line {
+    char *run;
+    ast_run_state state;
+    double time;
+} ledger_line;
+
+struct ast_ledger {
+    ledger_line *lines;
+    int n, cap;
+};
+
+static void add_line(ast_ledger *l, const char *text)
+{
+    cJSON *o = cJSON_Parse(text);
+    const cJSON *run = cJSON_GetObjectItemCaseSensitive(o, "run");
+    const cJSON *state = cJSON_GetObjectItemCaseSensitive(o, "state");
+    const cJSON *time = cJSON_GetObjectItemCaseSensitive(o, "time");
+    ast_run_state st;
+    if (cJSON_IsString(run) && cJSON_IsString(state) && !parse_state(state->valuestring, &st)) {
+        if (l->n == l->cap) l->lines = ast_xrealloc(l->lines, (size_t)(l->cap = l->cap ? 2 * l->cap : 64) * sizeof *l->lines);
+        l->lines[l->n++] = (ledger_line){ast_xstrdup(run->valuestring), st, cJSON_IsNumber(time) ? time->valuedouble : 0};
+    }
+    cJSON_Delete(o);
+}
+
+ast_ledger *ast_ledger_read(const char *sweep_dir, ast_error *e)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", sweep_dir, LEDGER_FILE);
+    ast_ledger *l = ast_xcalloc(1, sizeof *l);
+    FILE *f = fopen(path, "r");
+    if (!f && errno == ENOENT) return l;
+    if (!f) {
+        ast_error_set(e, "%s: cannot read: %s", path, strerror(errno));
+        ast_ledger_free(l);
+        return NULL;
+    }
+    char *text = NULL;
+    size_t cap = 0;
+    while (getline(&text, &cap, f) > 0) add_line(l, text);
+    free(text);
+    fclose(f);
+    return l;
+}
+
+void ast_ledger_free(ast_ledger *l)
+{
+    if (!l) return;
+    for (int i = 0; i < l->n; i++) free(l->lines[i].run);
+    free(l->lines);
+    free(l);
+}
+
+int ast_ledger_last(const ast_ledger *l, const char *run, ast_run_state *state, double *time)
+{
+    for (int i = l->n - 1; i >= 0; i--)
+        if (!strcmp(l->lines[i].run, run)) {
+            *state = l->lines[i].state;
+            if (time) *time = l->lines[i].time;
+            return 1;
+        }
+    return 0;
+}
+
+int ast_ledger_count(const ast_ledger *l, const char *run, ast_run_state state)
+{
+    int n = 0;
+    for (int i = 0; i < l->n; i++) n += l->lines[i].state == state && !strcmp(l->lines[i].run, run);
+    return n;
+}

@@ -1,0 +1,294 @@
+/* The Lua state of a sweep script: the `alphast` module, config objects
+ * (a YAML file plus override strings, resolved on demand so they never
+ * share state), protected calls with tracebacks, and loading a script
+ * into an ast_sweep. */
+#include <errno.h>
+#include <libgen.h>
+#include <lualib.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sweep_internal.h"
+
+#define SWEEP_SELF_KEY "alphast.self"
+
+ast_sweep *sweep_of(lua_State *L)
+{
+    lua_getfield(L, LUA_REGISTRYINDEX, SWEEP_SELF_KEY);
+    ast_sweep *s = lua_touserdata(L, -1);
+    lua_pop(L, 1);
+    return s;
+}
+
+static int traceback(lua_State *L)
+{
+    const char *msg = lua_tostring(L, 1);
+    luaL_traceback(L, L, msg ? msg : luaL_tolstring(L, 1, NULL), 1);
+    return 1;
+}
+
+int sweep_pcall(lua_State *L, int nargs, int nresults, ast_error *e)
+{
+    int base = lua_gettop(L) - nargs;
+    lua_pushcfunction(L, traceback);
+    lua_insert(L, base);
+    int rc = lua_pcall(L, nargs, nresults, base);
+    lua_remove(L, base);
+    if (rc == LUA_OK) return 0;
+    ast_error_set(e, "%s", lua_tostring(L, -1));
+    lua_pop(L, 1);
+    return -1;
+}
+
+int sweep_raise(lua_State *L, const ast_error *e) { return luaL_error(L, "%s", e->msg); }
+
+/* ---- config objects ---------------------------------------------------- */
+
+int sweep_is(lua_State *L, int idx, const char *mt)
+{
+    if (!lua_getmetatable(L, idx)) return 0;
+    luaL_getmetatable(L, mt);
+    int yes = lua_rawequal(L, -1, -2);
+    lua_pop(L, 2);
+    return yes;
+}
+
+void sweep_push_config(lua_State *L, const char *file, int ovr_idx)
+{
+    ovr_idx = lua_absindex(L, ovr_idx);
+    lua_createtable(L, 0, 2);
+    lua_pushstring(L, file);
+    lua_setfield(L, -2, "file");
+    lua_pushvalue(L, ovr_idx);
+    lua_setfield(L, -2, "overrides");
+    luaL_setmetatable(L, SWEEP_CONFIG_MT);
+}
+
+void sweep_push_config_path(lua_State *L, const char *name)
+{
+    const ast_sweep *s = sweep_of(L);
+    if (name[0] == '/')
+        lua_pushstring(L, name);
+    else
+        lua_pushfstring(L, "%s/%s", s->lua->dir, name);
+    if (!access(lua_tostring(L, -1), R_OK) || strchr(name, '/')) return;
+    char shipped[4096], rel[1024];
+    snprintf(rel, sizeof rel, "configs/%s%s", name, strstr(name, ".yaml") ? "" : ".yaml");
+    ast_shipped_file(rel, shipped, sizeof shipped);
+    if (access(shipped, R_OK))
+        luaL_error(L, "config '%s': no such file next to the script (%s) nor a shipped %s", name, lua_tostring(L, -1), rel);
+    lua_pop(L, 1);
+    lua_pushstring(L, shipped);
+}
+
+ast_cfg *sweep_resolve(lua_State *L, const char *file, int ovr_idx, ast_error *e)
+{
+    ast_cfg *cfg = ast_cfg_load_file(file, e);
+    lua_Integer n = cfg ? (lua_Integer)lua_rawlen(L, ovr_idx) : 0;
+    for (lua_Integer i = 1; cfg && i <= n; i++) {
+        lua_rawgeti(L, ovr_idx, i);
+        const char *assignment = lua_tostring(L, -1);
+        lua_pop(L, 1); /* the string stays alive in the table */
+        if (ast_cfg_override(cfg, assignment, e) < 0) {
+            ast_cfg_free(cfg);
+            cfg = NULL;
+        }
+    }
+    return cfg;
+}
+
+/* Resolves the config object at idx and raises if it does not load. */
+static void check_config(lua_State *L, int idx)
+{
+    lua_getfield(L, idx, "file");
+    lua_getfield(L, idx, "overrides");
+    ast_error e = {""};
+    ast_cfg *cfg = sweep_resolve(L, lua_tostring(L, -2), lua_absindex(L, -1), &e);
+    lua_pop(L, 2);
+    if (!cfg) sweep_raise(L, &e);
+    ast_cfg_free(cfg);
+}
+
+/* alphast.config(path) */
+static int l_config(lua_State *L)
+{
+    sweep_push_config_path(L, luaL_checkstring(L, 1));
+    lua_newtable(L);
+    sweep_push_config(L, lua_tostring(L, -2), -1);
+    check_config(L, lua_gettop(L));
+    return 1;
+}
+
+/* alphast.override(config_or_path, {overrides}) */
+static int l_override(lua_State *L)
+{
+    luaL_checktype(L, 2, LUA_TTABLE);
+    lua_newtable(L); /* the combined overrides */
+    int all = lua_gettop(L);
+    if (sweep_is(L, 1, SWEEP_CONFIG_MT)) {
+        lua_getfield(L, 1, "file");
+        lua_getfield(L, 1, "overrides");
+        sweep_append(L, all, -1);
+        lua_pop(L, 1);
+    } else if (lua_type(L, 1) == LUA_TSTRING) {
+        sweep_push_config_path(L, lua_tostring(L, 1));
+    } else {
+        return luaL_argerror(L, 1, "expected a config (alphast.config) or a config file name");
+    }
+    sweep_push_overrides(L, 2);
+    sweep_append(L, all, -1);
+    lua_pop(L, 1);
+    sweep_push_config(L, lua_tostring(L, -1), all);
+    check_config(L, lua_gettop(L));
+    return 1;
+}
+
+static int l_config_tostring(lua_State *L)
+{
+    lua_getfield(L, 1, "file");
+    lua_getfield(L, 1, "overrides");
+    lua_pushfstring(L, "config(%s, %d overrides)", lua_tostring(L, -2), (int)lua_rawlen(L, -1));
+    return 1;
+}
+
+static const luaL_Reg module_fns[] = {
+    {"config", l_config},         {"override", l_override},       {"grid", sweep_grid},
+    {"list", sweep_list},         {"random", sweep_random},       {"uniform", sweep_uniform},
+    {"log_uniform", sweep_log_uniform}, {"int", sweep_int},       {"sweep", sweep_declare},
+    {NULL, NULL},
+};
+
+static int open_module(lua_State *L)
+{
+    luaL_newmetatable(L, SWEEP_CONFIG_MT);
+    lua_pushcfunction(L, l_config_tostring);
+    lua_setfield(L, -2, "__tostring");
+    lua_createtable(L, 0, 1); /* methods: cfg:override{...} */
+    lua_pushcfunction(L, l_override);
+    lua_setfield(L, -2, "override");
+    lua_setfield(L, -2, "__index");
+    luaL_newmetatable(L, SWEEP_DIST_MT);
+    lua_pop(L, 2);
+    luaL_newlib(L, module_fns);
+    return 1;
+}
+
+/* ---- loading a script -------------------------------------------------- */
+
+static char *string_field(lua_State *L, int idx, const char *key)
+{
+    lua_getfield(L, idx, key);
+    char *s = ast_xstrdup(lua_tostring(L, -1));
+    lua_pop(L, 1);
+    return s;
+}
+
+static void read_run(lua_State *L, int idx, ast_sweep_run *r)
+{
+    r->config_name = string_field(L, idx, "config_name");
+    r->id = string_field(L, idx, "id");
+    r->base = string_field(L, idx, "base");
+    r->yaml = string_field(L, idx, "yaml");
+    lua_getfield(L, idx, "seed");
+    r->seed = lua_tointeger(L, -1);
+    lua_getfield(L, idx, "hash");
+    r->hash = (uint64_t)lua_tointeger(L, -1);
+    lua_getfield(L, idx, "schedule");
+    r->scheduled = !lua_isnil(L, -1);
+    lua_getfield(L, idx, "overrides");
+    r->n_overrides = (int)lua_rawlen(L, -1);
+    r->overrides = ast_xcalloc((size_t)r->n_overrides + 1, sizeof *r->overrides);
+    for (int i = 0; i < r->n_overrides; i++) {
+        lua_rawgeti(L, -1, i + 1);
+        r->overrides[i] = ast_xstrdup(lua_tostring(L, -1));
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 4);
+}
+
+static int read_runs(ast_sweep *s, ast_error *e)
+{
+    lua_State *L = s->lua->L;
+    if (lua_getfield(L, LUA_REGISTRYINDEX, SWEEP_RUNS_KEY) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        ast_error_set(e, "%s: declares no sweep; call alphast.sweep{base = ..., configs = {...}} (docs/sweeps.md)",
+                      s->script);
+        return -1;
+    }
+    s->n_runs = (int)lua_rawlen(L, -1);
+    s->runs = ast_xcalloc((size_t)s->n_runs, sizeof *s->runs);
+    for (int i = 0; i < s->n_runs; i++) {
+        lua_rawgeti(L, -1, i + 1);
+        read_run(L, lua_gettop(L), &s->runs[i]);
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    return 0;
+}
+
+static ast_sweep *sweep_new(const char *abs)
+{
+    ast_sweep *s = ast_xcalloc(1, sizeof *s);
+    s->script = ast_xstrdup(abs);
+    char *copy = ast_xstrdup(abs), *base = basename(copy), *dot = strrchr(base, '.');
+    if (dot && dot != base) *dot = 0;
+    s->name = ast_xstrdup(base);
+    free(copy);
+    s->lua = ast_xcalloc(1, sizeof *s->lua);
+    copy = ast_xstrdup(abs);
+    s->lua->dir = ast_xstrdup(dirname(copy));
+    free(copy);
+    s->lua->schedule_ref = LUA_NOREF;
+    lua_State *L = s->lua->L = luaL_newstate();
+    luaL_openlibs(L);
+    luaL_requiref(L, "alphast", open_module, 1);
+    lua_pop(L, 1);
+    lua_pushlightuserdata(L, s);
+    lua_setfield(L, LUA_REGISTRYINDEX, SWEEP_SELF_KEY);
+    return s;
+}
+
+ast_sweep *ast_sweep_load(const char *script, ast_error *e)
+{
+    char *abs = realpath(script, NULL);
+    if (!abs) {
+        ast_error_set(e, "%s: cannot open the sweep script: %s", script, strerror(errno));
+        return NULL;
+    }
+    ast_sweep *s = sweep_new(abs);
+    free(abs);
+    lua_State *L = s->lua->L;
+    if (luaL_loadfile(L, script) != LUA_OK) {
+        ast_error_set(e, "%s", lua_tostring(L, -1));
+        ast_sweep_free(s);
+        return NULL;
+    }
+    if (sweep_pcall(L, 0, 0, e) < 0 || read_runs(s, e) < 0) {
+        ast_sweep_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void ast_sweep_free(ast_sweep *s)
+{
+    if (!s) return;
+    for (int i = 0; i < s->n_runs; i++) {
+        ast_sweep_run *r = &s->runs[i];
+        for (int j = 0; j < r->n_overrides; j++) free(r->overrides[j]);
+        free(r->overrides), free(r->config_name), free(r->id), free(r->base), free(r->yaml);
+    }
+    free(s->runs);
+    lua_close(s->lua->L);
+    free(s->lua->dir), free(s->lua);
+    free(s->script), free(s->name);
+    free(s);
+}
+
+const ast_sweep_run *ast_sweep_find(const ast_sweep *s, const char *id)
+{
+    for (int i = 0; i < s->n_runs; i++)
+        if (!strcmp(s->runs[i].id, id)) return &s->runs[i];
+    return NULL;
+}

@@ -1,0 +1,50 @@
+/* alphast/optim.h: AdamW (optionally AMSGrad), global-norm clipping and
+ * the learning-rate schedules of the training loop (spec §4.3). */
+#ifndef ALPHAST_OPTIM_H
+#define ALPHAST_OPTIM_H
+
+#include "engine/engine.h"
+
+typedef struct ast_adamw_config {
+    float lr;
+    float beta1, beta2, eps;
+    float weight_decay; /* decoupled: theta *= 1 - lr * wd */
+    int amsgrad;
+} ast_adamw_config;
+
+typedef struct ast_adamw {
+    ast_adamw_config cfg;
+    ast_params *params;
+    int64_t step;
+    float **m, **v, **vmax; /* per parameter; vmax only with amsgrad */
+} ast_adamw;
+
+ast_adamw *ast_adamw_new(ast_params *p, const ast_adamw_config *cfg);
+void ast_adamw_free(ast_adamw *o);
+/* One update with learning rate lr. A parameter whose gradient is all zero
+ * received none this step and is skipped, as PyTorch skips grad=None
+ * (e.g. the last layer's unused time branch, spec §1.3). */
+void ast_adamw_step(ast_adamw *o, float lr);
+
+/* L2 norm over all parameter gradients (float64 accumulation). */
+double ast_grad_norm(const ast_params *p);
+/* Scales all gradients so their global norm is at most max_norm (> 0);
+ * returns the norm before clipping. */
+double ast_clip_grad_norm(ast_params *p, double max_norm);
+
+typedef enum ast_lr_kind { AST_LR_CONSTANT, AST_LR_COSINE } ast_lr_kind;
+
+typedef struct ast_lr_schedule {
+    ast_lr_kind kind;
+    float lr, eta_min;
+    int64_t t_max;        /* period in the unit below */
+    int per_step;         /* 0: the unit is the epoch (reference); 1: the step */
+    int64_t warmup_steps; /* linear warm-up from 0, in steps */
+} ast_lr_schedule;
+
+/* Learning rate at (step, epoch): warm-up, then constant or
+ * eta_min + (lr - eta_min)(1 + cos(pi e / T_max)) / 2 (periodic, as
+ * CosineAnnealingLR's closed form). */
+float ast_lr_at(const ast_lr_schedule *s, int64_t step, int epoch);
+
+#endif

@@ -1,0 +1,304 @@
+/* The training loop: sample neighbourhood sets, noise them, predict x0,
+ * take an AdamW step; validate, checkpoint and early-stop per epoch. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/progress.h"
+#include "io/safetensors.h"
+#include "train_internal.h"
+
+void ast_train_config_default(ast_train_config *tc)
+{
+    memset(tc, 0, sizeof *tc);
+    tc->mode = AST_MODE_JOINT;
+    tc->diffusion_steps = 1000;
+    tc->nu_expression = tc->nu_position = 1.0;
+    ast_loss_config_default(&tc->loss);
+    tc->sets_per_step = 4;
+    tc->set_size = 64;
+    tc->epochs = 10;
+    tc->steps_per_epoch = 50;
+    tc->accumulate = 1;
+    tc->adamw = (ast_adamw_config){.lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 1e-5f, .amsgrad = 1};
+    tc->lr = (ast_lr_schedule){.kind = AST_LR_CONSTANT, .lr = 1e-4f};
+    tc->clip_norm = 1.0;
+    tc->early_stopping = 1;
+    tc->patience = 10;
+    tc->val_sets = 16;
+    tc->val_t_points = 4;
+    tc->seed = 42;
+    tc->progress = 1;
+    ast_masking_config_default(&tc->masking);
+}
+
+void ast_batch_init(ast_batch *b, int B, int N, int G)
+{
+    size_t cells = (size_t)B * N;
+    *b = (ast_batch){.B = B, .N = N, .G = G};
+    b->expr = ast_xcalloc(cells * G, sizeof(float));
+    b->z_expr = ast_xcalloc(cells * G, sizeof(float));
+    b->pos = ast_xcalloc(cells * 3, sizeof(float));
+    b->z_pos = ast_xcalloc(cells * 3, sizeof(float));
+    b->mask = ast_xcalloc(cells, sizeof(float));
+    b->t = ast_xcalloc((size_t)B, sizeof(float));
+    b->t_int = ast_xcalloc((size_t)B, sizeof(int));
+}
+
+void ast_batch_free(ast_batch *b)
+{
+    free(b->expr), free(b->z_expr), free(b->pos), free(b->z_pos), free(b->mask), free(b->t), free(b->t_int);
+}
+
+const char *ast_trainer_file(const ast_trainer *t, const char *name, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s/%s", t->dir, name);
+    return buf;
+}
+
+static int write_text_file(const char *path, const char *text, ast_error *e)
+{
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(text, f) < 0 || fclose(f)) {
+        ast_error_set(e, "%s: cannot write: %s", path, strerror(errno));
+        if (f) fclose(f);
+        return -1;
+    }
+    return 0;
+}
+
+ast_trainer *ast_trainer_new(ast_model *m, const ast_dataset *d, const ast_split splits[3], const ast_train_config *tc,
+                             const char *run_dir, const char *config_yaml, ast_error *e)
+{
+    char path[4096];
+    if (splits[AST_SPLIT_VAL].n < 1) {
+        ast_error_set(e, "%s: the validation split is empty; set data.val_ratio above 0", d->source);
+        return NULL;
+    }
+    if (ast_make_dirs(run_dir, e) < 0) return NULL;
+    ast_trainer *t = ast_xcalloc(1, sizeof *t);
+    t->model = m, t->data = d, t->tc = *tc;
+    /* From here on tc->set_size is the N that batches are sized by. */
+    int n_train = ast_data_max_set_size(d, &splits[AST_SPLIT_TRAIN], tc->set_size);
+    int n_val = ast_data_max_set_size(d, &splits[AST_SPLIT_VAL], tc->set_size);
+    t->tc.set_size = n_train > n_val ? n_train : n_val;
+    tc = &t->tc;
+    t->dir = ast_xstrdup(run_dir);
+    if (ast_schedule_init(&t->sched, tc->diffusion_steps, tc->nu_expression, tc->nu_position, e) < 0 ||
+        (config_yaml && write_text_file(ast_trainer_file(t, "config.yaml", path, sizeof path), config_yaml, e) < 0)) {
+        ast_trainer_free(t);
+        return NULL;
+    }
+    /* The mask tokens join the parameters before the optimiser sizes its state. */
+    if (tc->masking.enable)
+        t->masking = ast_masking_new(&tc->masking, tc->mode, ast_model_params(m), tc->sets_per_step, tc->set_size,
+                                     d->n_genes);
+    t->opt = ast_adamw_new(ast_model_params(m), &tc->adamw);
+    t->ctx = ast_ctx_new(tc->seed ^ 0x5eed0c7full);
+    ast_rng_seed(&t->data_rng, tc->seed);
+    float scale = ast_data_position_scale(d, &splits[AST_SPLIT_TRAIN], tc->set_size, tc->seed);
+    t->train_sets = (ast_set_sampler){d, &splits[AST_SPLIT_TRAIN], tc->set_size, scale, tc->rotate, tc->expr_dropout};
+    t->val_sets = (ast_set_sampler){d, &splits[AST_SPLIT_VAL], tc->set_size, scale, 0, 0.0f};
+    /* Fixed validation centres: the same sets every epoch and on resume. */
+    ast_rng vr;
+    ast_rng_seed(&vr, tc->seed ^ 0x7a11da7eull);
+    t->val_centres = ast_xmalloc((size_t)tc->val_sets * sizeof *t->val_centres);
+    for (int i = 0; i < tc->val_sets; i++)
+        t->val_centres[i] = splits[AST_SPLIT_VAL].cells[ast_rng_next(&vr) % (uint64_t)splits[AST_SPLIT_VAL].n];
+    ast_batch_init(&t->batch, tc->sets_per_step, tc->set_size, d->n_genes);
+    t->best_val = INFINITY;
+    t->best_epoch = -1;
+    return t;
+}
+
+void ast_trainer_free(ast_trainer *t)
+{
+    if (!t) return;
+    ast_schedule_free(&t->sched);
+    ast_adamw_free(t->opt);
+    ast_masking_free(t->masking);
+    ast_ctx_free(t->ctx);
+    ast_batch_free(&t->batch);
+    train_monitors_free(t->monitors);
+    if (t->metrics) fclose(t->metrics);
+    free(t->val_centres), free(t->losses), free(t->dir);
+    free(t);
+}
+
+float ast_trainer_pos_scale(const ast_trainer *t) { return t->train_sets.pos_scale; }
+int64_t ast_trainer_n_losses(const ast_trainer *t) { return t->n_losses; }
+const double *ast_trainer_losses(const ast_trainer *t) { return t->losses; }
+
+ast_loss_parts ast_trainer_forward(ast_trainer *t, ast_batch *b)
+{
+    ast_ctx *c = t->ctx;
+    int64_t sx[3] = {b->B, b->N, b->G}, sp[3] = {b->B, b->N, 3}, st[2] = {b->B, 1}, sm[2] = {b->B, b->N};
+    ast_tensor *x = ast_tensor_from(c, 3, sx, b->z_expr), *p = ast_tensor_from(c, 3, sp, b->z_pos);
+    ast_tensor *tt = ast_tensor_from(c, 2, st, b->t), *m = ast_tensor_from(c, 2, sm, b->mask);
+    ast_tensor *x_in = x, *p_in = p;
+    if (b->masks) ast_masking_inputs(b->masks, c, &x_in, &p_in);
+    ast_model_out out = ast_model_forward(t->model, c, x_in, tt, p_in, m, NULL, NULL);
+    out.positions = ast_pos_x0_hat(c, &t->sched, t->tc.pos_param, b->t_int, p_in, out.positions);
+    ast_tensor *x0 = ast_tensor_from(c, 3, sx, b->expr), *p0 = ast_tensor_from(c, 3, sp, b->pos);
+    ast_loss_parts lp = ast_diffusion_loss(c, &t->tc.loss, &out, x0, p0, m);
+    if (b->masks) lp.total = ast_add(c, lp.total, ast_masking_loss(b->masks, c, &out, x0, p0, x, p));
+    return lp;
+}
+
+/* One micro-batch: sample, noise, forward, backward (gradients add up). */
+static double micro_step(ast_trainer *t)
+{
+    ast_batch *b = &t->batch;
+    ast_sample_sets(&t->train_sets, &t->data_rng, b->B, b->expr, b->pos, b->mask);
+    for (int i = 0; i < b->B; i++) b->t_int[i] = 1 + (int)(ast_rng_next(&t->data_rng) % (uint64_t)t->tc.diffusion_steps);
+    ast_noised z = {b->z_expr, b->z_pos, b->t, b->t_int};
+    ast_apply_noise(&t->sched, t->tc.mode, &t->data_rng, b->B, b->N, b->G, b->expr, b->pos, b->mask, &z);
+    /* t->step counts optimiser updates and is checkpointed: the progressive schedule survives a resume. */
+    ast_masking_schedule(t->masking, ast_ctx_scheduled(t->ctx, "masking.ratio", NAN));
+    b->masks = ast_masking_draw(t->masking, &t->data_rng, t->step, b->z_expr, b->mask);
+    ast_ctx_reset(t->ctx);
+    ast_ctx_set_training(t->ctx, 1);
+    ast_ctx_set_grad(t->ctx, 1);
+    ast_loss_parts lp = ast_trainer_forward(t, b);
+    ast_tensor *scaled = ast_affine(t->ctx, lp.total, 1.0f / (float)t->tc.accumulate, 0.0f);
+    ast_backward(t->ctx, scaled);
+    return lp.total->data[0];
+}
+
+static void log_step(ast_trainer *t, double loss, double gnorm)
+{
+    const ast_schedule_values *v = &t->scheduled;
+    fprintf(t->metrics, "{\"kind\":\"train\",\"step\":%lld,\"epoch\":%d,\"loss\":%.9g,\"grad_norm\":%.6g,\"lr\":%.6g",
+            (long long)t->step, t->epoch, loss, gnorm, v->lr);
+    for (int i = 0; i < v->n; i++) fprintf(t->metrics, ",\"%s\":%.6g", v->named[i].name, v->named[i].value);
+    ast_masking_write_metrics(t->masking, t->metrics);
+    fputs("}\n", t->metrics);
+}
+
+/* The step's learning rate and scheduled values, set before its forward
+ * passes so plugins see them in every micro-batch. */
+static int schedule_step(ast_trainer *t, ast_error *e)
+{
+    ast_schedule_values *v = &t->scheduled;
+    *v = (ast_schedule_values){.lr = ast_lr_at(&t->tc.lr, t->step, t->epoch)};
+    if (t->tc.schedule && t->tc.schedule(t->tc.schedule_ud, t->step, t->epoch, v, e) < 0) return -1;
+    for (int i = 0; i < v->n; i++) ast_ctx_set_scheduled(t->ctx, v->named[i].name, v->named[i].value);
+    return 0;
+}
+
+/* One optimiser update; -1 with e set if the loss or gradient is not finite. */
+static int train_step(ast_trainer *t, double *loss_out, ast_error *e)
+{
+    ast_params *p = ast_model_params(t->model);
+    double loss = 0.0;
+    if (schedule_step(t, e) < 0) return -1;
+    ast_params_zero_grad(p);
+    for (int i = 0; i < t->tc.accumulate; i++) loss += micro_step(t) / t->tc.accumulate;
+    train_monitors_observe(t, AST_PHASE_TRAIN_STEP);
+    double gnorm = t->tc.clip_norm > 0 ? ast_clip_grad_norm(p, t->tc.clip_norm) : ast_grad_norm(p);
+    if (!isfinite(loss) || !isfinite(gnorm)) {
+        ast_error_set(e, "step %lld: the %s is not finite (loss %g, gradient norm %g); stopped without updating. "
+                      "The last good checkpoint is %s/checkpoint.safetensors; lower training.learning_rate or "
+                      "check the data for extreme values",
+                      (long long)t->step + 1, isfinite(loss) ? "gradient" : "loss", loss, gnorm, t->dir);
+        return -1;
+    }
+    ast_adamw_step(t->opt, t->scheduled.lr);
+    t->step++;
+    log_step(t, loss, gnorm);
+    if (t->n_losses == t->cap_losses)
+        t->losses = ast_xrealloc(t->losses, (size_t)(t->cap_losses = t->cap_losses ? 2 * t->cap_losses : 256) * sizeof(double));
+    t->losses[t->n_losses++] = loss;
+    *loss_out = loss;
+    return 0;
+}
+
+static int end_epoch(ast_trainer *t, double train_loss, ast_error *e)
+{
+    train_monitors_observe(t, AST_PHASE_EPOCH_END);
+    double val = ast_trainer_val_loss(t);
+    t->last_val = val, t->last_train = train_loss;
+    fprintf(t->metrics, "{\"kind\":\"epoch\",\"step\":%lld,\"epoch\":%d,\"train_loss\":%.9g,\"val_loss\":%.9g}\n",
+            (long long)t->step, t->epoch, train_loss, val);
+    char path[4096];
+    if (val < t->best_val) {
+        t->best_val = val, t->best_epoch = t->epoch, t->bad_epochs = 0;
+        if (ast_params_save(ast_model_params(t->model), ast_trainer_file(t, "best.safetensors", path, sizeof path),
+                            NULL, e) < 0)
+            return -1;
+    } else {
+        t->bad_epochs++;
+    }
+    t->epoch++;
+    fflush(t->metrics);
+    return ast_trainer_save(t, e);
+}
+
+static int open_metrics(ast_trainer *t, ast_error *e)
+{
+    char path[4096];
+    if (t->metrics) return 0;
+    /* A fresh start owns the log: lines there are from an attempt killed
+     * before its first checkpoint. */
+    t->metrics = fopen(ast_trainer_file(t, "metrics.jsonl", path, sizeof path), t->step ? "a" : "w");
+    if (!t->metrics) ast_error_set(e, "%s: cannot open for writing: %s", path, strerror(errno));
+    return t->metrics ? 0 : -1;
+}
+
+static void write_summary(ast_trainer *t, const ast_train_result *r)
+{
+    char path[4096];
+    FILE *f = fopen(ast_trainer_file(t, "summary.json", path, sizeof path), "w");
+    if (!f) return;
+    fprintf(f,
+            "{\n  \"steps\": %lld,\n  \"epochs\": %d,\n  \"best_val_loss\": %.9g,\n  \"best_epoch\": %d,\n"
+            "  \"last_val_loss\": %.9g,\n  \"last_train_loss\": %.9g,\n  \"seconds\": %.3f,\n"
+            "  \"steps_per_second\": %.4f,\n  \"stop_reason\": \"%s\",\n  \"parameters\": %lld,\n"
+            "  \"active_parameters\": %lld,\n  \"peak_arena_bytes\": %zu,\n  \"position_scale\": %.9g\n}\n",
+            (long long)r->steps, r->epochs, r->best_val, r->best_epoch, r->last_val, r->last_train, r->seconds,
+            r->steps_per_second, r->stop_reason, (long long)ast_model_param_count(t->model),
+            (long long)ast_model_active_param_count(t->model), ast_ctx_arena_peak(t->ctx), t->train_sets.pos_scale);
+    fclose(f);
+}
+
+int ast_trainer_run(ast_trainer *t, ast_train_result *r, ast_error *e)
+{
+    memset(r, 0, sizeof *r);
+    if (open_metrics(t, e) < 0) return -1;
+    double start = ast_now();
+    int64_t first_step = t->step;
+    r->stop_reason = "epochs";
+    ast_progress bar;
+    char label[32], status[96];
+    while (t->epoch < t->tc.epochs) {
+        if (t->tc.early_stopping && t->bad_epochs >= t->tc.patience) {
+            r->stop_reason = "early_stopping";
+            break;
+        }
+        snprintf(label, sizeof label, "epoch %d/%d", t->epoch + 1, t->tc.epochs);
+        ast_progress_start(&bar, label, t->tc.steps_per_epoch, t->tc.progress);
+        double sum = 0.0, loss = 0.0;
+        for (int s = 0; s < t->tc.steps_per_epoch; s++) {
+            if (train_step(t, &loss, e) < 0) return -1;
+            sum += loss;
+            snprintf(status, sizeof status, "loss %.4f", loss);
+            ast_progress_update(&bar, s + 1, status);
+        }
+        if (end_epoch(t, sum / t->tc.steps_per_epoch, e) < 0) return -1;
+        snprintf(status, sizeof status, "train %.4f  val %.4f%s", t->last_train, t->last_val,
+                 t->best_epoch == t->epoch - 1 ? " (best)" : "");
+        ast_progress_finish(&bar, status);
+        if (t->tc.max_minutes > 0 && ast_now() - start > 60.0 * t->tc.max_minutes) {
+            r->stop_reason = "time_limit";
+            break;
+        }
+    }
+    r->steps = t->step, r->epochs = t->epoch;
+    r->best_val = t->best_val, r->best_epoch = t->best_epoch;
+    r->last_val = t->last_val, r->last_train = t->last_train;
+    r->seconds = ast_now() - start;
+    r->steps_per_second = (double)(t->step - first_step) / (r->seconds + 1e-9);
+    write_summary(t, r);
+    return 0;
+}

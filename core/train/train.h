@@ -1,0 +1,106 @@
+/* alphast/train.h: the training loop (spec §4, fixed as issue 4 asks):
+ * diffusion training on neighbourhood sets, AdamW with schedules and
+ * clipping, a deterministic validation loss, early stopping, atomic
+ * checkpoints with exact resume, and a run directory. */
+#ifndef ALPHAST_TRAIN_H
+#define ALPHAST_TRAIN_H
+
+#include "config/config.h"
+#include "data/data.h"
+#include "model/diffusion.h"
+#include "model/loss.h"
+#include "model/masking.h"
+#include "model/model.h"
+#include "train/optim.h"
+
+/* What a schedule sets before each optimiser step. */
+#define AST_MAX_SCHEDULED 8
+typedef struct ast_schedule_values {
+    float lr; /* in: the config's learning-rate schedule; out: the rate AdamW uses */
+    int n;
+    struct {
+        const char *name; /* "masking.ratio", "moe.load_balance_weight", "moe.router_noise" */
+        float value;
+    } named[AST_MAX_SCHEDULED]; /* published to plugins through host->scheduled */
+} ast_schedule_values;
+
+/* step: optimiser updates done so far (0 before the first), epoch: 0-based.
+ * 0 on success, -1 with e set to stop the run. */
+typedef int (*ast_schedule_fn)(void *ud, int64_t step, int epoch, ast_schedule_values *v, ast_error *e);
+
+typedef struct ast_train_config {
+    ast_train_mode mode;
+    int diffusion_steps;
+    double nu_expression, nu_position;
+    ast_loss_config loss;
+    ast_pos_param pos_param; /* diffusion.position_parameterisation */
+
+    int sets_per_step;   /* B */
+    int set_size;        /* N; 0: whole slices, N the largest slice of the train or val split */
+    int rotate;          /* random 3-D rotation of each training set */
+    float expr_dropout;  /* expression dropout augmentation */
+    int epochs;
+    int steps_per_epoch;
+    int accumulate;      /* gradient accumulation: micro-batches per update */
+    ast_adamw_config adamw;
+    ast_lr_schedule lr;
+    double clip_norm;    /* 0 = off */
+    int early_stopping, patience;
+    int val_sets;        /* fixed validation sets */
+    int val_t_points;    /* fixed grid of diffusion times */
+    double max_minutes;  /* stop (with a checkpoint) after this long; 0 = no limit */
+    uint64_t seed;
+    int progress;        /* 1: progress bar on a terminal */
+    ast_masking_config masking;
+    ast_schedule_fn schedule; /* optional, called before every optimiser step */
+    void *schedule_ud;
+} ast_train_config;
+
+void ast_train_config_default(ast_train_config *tc);
+/* From a loaded config (0, or -1 with e set); strings point into cfg. */
+int ast_train_config_from_cfg(const ast_cfg *cfg, ast_train_config *tc, ast_error *e);
+int ast_data_opts_from_cfg(const ast_cfg *cfg, ast_data_opts *o);
+
+/* Outcome of a run, also written to summary.json. */
+typedef struct ast_train_result {
+    int64_t steps;
+    int epochs;
+    double best_val, last_val, last_train;
+    int best_epoch;
+    double seconds, steps_per_second;
+    const char *stop_reason; /* "epochs", "early_stopping", "time_limit" */
+} ast_train_result;
+
+typedef struct ast_trainer ast_trainer;
+
+/* Prepares a run in `run_dir` (created; config_yaml, if not NULL, is
+ * written there as config.yaml) over the training and validation splits. */
+ast_trainer *ast_trainer_new(ast_model *m, const ast_dataset *d, const ast_split splits[3],
+                             const ast_train_config *tc, const char *run_dir, const char *config_yaml, ast_error *e);
+void ast_trainer_free(ast_trainer *t);
+
+/* Loads the config's `monitors:` list (names, or {name: x, option: value})
+ * as monitor plugins that observe every training step and epoch end and
+ * write their metrics, tagged with their names, into the run's
+ * metrics.jsonl (docs/monitors.md). 0 also when there are none; -1 with e
+ * set on an unknown monitor or a bad option. */
+int ast_trainer_add_monitors(ast_trainer *t, const ast_cfg *cfg, ast_error *e);
+
+/* Continue from run_dir/checkpoint.safetensors if it exists (1), start
+ * fresh if it does not (0), or fail (-1, e set) on an unusable one. */
+int ast_trainer_resume(ast_trainer *t, ast_error *e);
+
+/* Trains until the epochs, early stopping or the time limit end it. A
+ * non-finite loss or gradient stops it with an error; the last good
+ * checkpoint stays. 0 on success, -1 with e set. */
+int ast_trainer_run(ast_trainer *t, ast_train_result *r, ast_error *e);
+
+/* The deterministic validation loss of the current weights. */
+double ast_trainer_val_loss(ast_trainer *t);
+float ast_trainer_pos_scale(const ast_trainer *t);
+
+/* Losses of every optimiser step so far (for tests of exact resume). */
+int64_t ast_trainer_n_losses(const ast_trainer *t);
+const double *ast_trainer_losses(const ast_trainer *t);
+
+#endif

@@ -1,0 +1,64 @@
+/* State shared by the training loop's files (train.c, train_val.c,
+ * train_ckpt.c); not a public interface. */
+#ifndef ALPHAST_TRAIN_INTERNAL_H
+#define ALPHAST_TRAIN_INTERNAL_H
+
+#include <stdio.h>
+
+#include "train/train.h"
+
+/* One batch of B sets: clean data and the noised model inputs. */
+typedef struct ast_batch {
+    int B, N, G;
+    float *expr, *pos, *mask;
+    float *z_expr, *z_pos, *t;
+    int *t_int;
+    ast_masking *masks; /* set when this batch is masked; NULL otherwise and always in validation */
+} ast_batch;
+
+struct ast_trainer {
+    ast_model *model;
+    const ast_dataset *data;
+    ast_train_config tc;
+    char *dir;
+    ast_schedule sched;
+    ast_adamw *opt;
+    ast_masking *masking; /* NULL unless masking.enable */
+    ast_ctx *ctx;
+    ast_rng data_rng;
+    ast_set_sampler train_sets, val_sets;
+    int64_t *val_centres;
+    ast_batch batch;
+    FILE *metrics;
+    ast_schedule_values scheduled; /* of the current step */
+
+    /* progress, saved in checkpoints */
+    int64_t step;
+    int epoch;
+    double best_val;
+    int best_epoch, bad_epochs;
+    double last_val, last_train;
+
+    double *losses; /* of this process's steps */
+    int64_t n_losses, cap_losses;
+
+    struct train_monitors *monitors; /* NULL: none configured */
+};
+
+void ast_batch_init(ast_batch *b, int B, int N, int G);
+void ast_batch_free(ast_batch *b);
+/* Forward pass and loss of the batch's noised inputs on t->ctx. */
+ast_loss_parts ast_trainer_forward(ast_trainer *t, ast_batch *b);
+
+int ast_trainer_save(ast_trainer *t, ast_error *e);
+int ast_trainer_load(ast_trainer *t, const char *path, ast_error *e);
+/* run_dir/NAME into buf. */
+const char *ast_trainer_file(const ast_trainer *t, const char *name, char *buf, size_t n);
+
+/* train_monitors.c: the config's monitors observe a training step (call
+ * after backward, before clipping) or an epoch's end (before validation). */
+typedef struct train_monitors train_monitors;
+void train_monitors_observe(ast_trainer *t, ast_phase phase);
+void train_monitors_free(train_monitors *tm);
+
+#endif

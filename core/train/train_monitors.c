@@ -1,0 +1,157 @@
+/* The config's monitor plugins in the training loop. Each observes, with
+ * its own sink tagged with its name writing into the run's metrics.jsonl:
+ * - after every optimiser step's backward pass, before clipping: the
+ *   statistics the step's last micro-batch published (ast_ctx_stats) plus
+ *   the gradient norms below, with the number the step is logged under;
+ * - at the end of every epoch, before validation: no statistics.
+ * Gradient norms (L2 over every element of the groups' gradients):
+ *   grad.total   all parameters;
+ *   grad.router  names containing "router." (the MoE gates, their noise and
+ *                time projections);
+ *   grad.time    the diffusion-time branch: the time encoder
+ *                mlp_in_diffusion_time.*, each layer's attn_model.y_y.*,
+ *                lin_diffusion_time_*, norm_diffusion_time_* and the MoE
+ *                router's time_proj.* (so time_proj counts in both).
+ * A group with no parameters is not published. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin/loader.h"
+#include "engine/sink.h"
+#include "train_internal.h"
+
+typedef struct train_monitor {
+    const ast_plugin_desc *desc;
+    void *self;
+    ast_sink *sink; /* made on the first observation, once metrics.jsonl is open */
+} train_monitor;
+
+struct train_monitors {
+    train_monitor *items;
+    int n;
+    float grad[3];
+    ast_stat *stats; /* the step's statistics followed by the gradient norms */
+    int cap;
+};
+
+enum { GRAD_TOTAL, GRAD_ROUTER, GRAD_TIME, N_GRAD };
+static const char *const grad_stat_names[N_GRAD] = {"grad.total", "grad.router", "grad.time"};
+
+static int in_time_branch(const char *name)
+{
+    static const char *const parts[] = {".attn_model.y_y.", "lin_diffusion_time", "norm_diffusion_time",
+                                        "router.time_proj."};
+    if (!strncmp(name, "mlp_in_diffusion_time.", strlen("mlp_in_diffusion_time."))) return 1;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        if (strstr(name, parts[i])) return 1;
+    return 0;
+}
+
+/* Appends the published gradient-norm statistics after `n` others. */
+static int grad_stats(train_monitors *tm, ast_params *p, int n)
+{
+    double sq[N_GRAD] = {0};
+    int members[N_GRAD] = {0};
+    for (int i = 0; i < ast_params_count(p); i++) {
+        const ast_tensor *w = ast_params_at(p, i);
+        double s = 0.0;
+        for (int64_t j = 0; w->grad && j < w->size; j++) s += (double)w->grad[j] * w->grad[j];
+        int in[N_GRAD] = {1, w->name && strstr(w->name, "router.") != NULL, w->name && in_time_branch(w->name)};
+        for (int g = 0; g < N_GRAD; g++) sq[g] += in[g] ? s : 0.0, members[g] += in[g];
+    }
+    for (int g = 0; g < N_GRAD; g++) {
+        if (!members[g]) continue;
+        tm->grad[g] = (float)sqrt(sq[g]);
+        tm->stats[n++] = (ast_stat){grad_stat_names[g], -1, 1, &tm->grad[g]};
+    }
+    return n;
+}
+
+void train_monitors_observe(ast_trainer *t, ast_phase phase)
+{
+    train_monitors *tm = t->monitors;
+    if (!tm) return;
+    ast_observation o = {.phase = phase, .step = t->step, .epoch = t->epoch};
+    if (phase == AST_PHASE_TRAIN_STEP) {
+        int n = ast_ctx_n_stats(t->ctx);
+        if (n + N_GRAD > tm->cap)
+            tm->stats = ast_xrealloc(tm->stats, (size_t)(tm->cap = n + N_GRAD) * sizeof *tm->stats);
+        if (n) memcpy(tm->stats, ast_ctx_stats(t->ctx), (size_t)n * sizeof *tm->stats);
+        o.n_stats = grad_stats(tm, ast_model_params(t->model), n);
+        o.stats = tm->stats;
+        o.step = t->step + 1; /* observed before the update that makes it step t->step + 1 */
+    }
+    for (int i = 0; i < tm->n; i++) {
+        train_monitor *m = &tm->items[i];
+        if (!m->sink) m->sink = ast_sink_new(t->metrics, m->desc->name);
+        ast_sink_set_step(m->sink, o.step, o.epoch);
+        o.sink = m->sink;
+        m->desc->observe(m->self, &o);
+    }
+}
+
+void train_monitors_free(train_monitors *tm)
+{
+    if (!tm) return;
+    for (int i = 0; i < tm->n; i++) {
+        tm->items[i].desc->destroy(tm->items[i].self);
+        ast_sink_free(tm->items[i].sink);
+    }
+    free(tm->items);
+    free(tm->stats);
+    free(tm);
+    ast_plugins_shutdown();
+}
+
+/* An instance of the plugin with the config's options, or NULL with e set. */
+static void *build_monitor(const ast_plugin *p, const ast_cfg_plugin *cp, ast_error *e)
+{
+    const ast_plugin_desc *d = ast_plugin_desc_of(p);
+    ast_optval *opts = ast_xcalloc((size_t)d->n_options + 1, sizeof *opts);
+    void *self = NULL;
+    if (ast_plugin_options(p, cp->opts, cp->n_opts, opts, e)) {
+        char err[512] = "";
+        self = d->create(&(ast_create_args){.host = ast_host_table(), .opts = opts}, err, sizeof err);
+        if (!self)
+            ast_error_set(e, "%s: monitor '%s' could not be built: %s", cp->where, cp->name,
+                          err[0] ? err : "no reason given");
+    }
+    free(opts);
+    return self;
+}
+
+static int add_monitor(train_monitors *tm, const ast_cfg_node *node, ast_error *e)
+{
+    ast_cfg_plugin cp;
+    ast_cfg_plugin_of(node, &cp);
+    const ast_plugin *p = ast_plugin_load(AST_KIND_MONITOR, cp.name, e);
+    if (!p) {
+        ast_error why = *e;
+        ast_error_set(e, "%s: monitors: %s", cp.where, why.msg);
+        return -1;
+    }
+    void *self = build_monitor(p, &cp, e);
+    if (!self) return -1;
+    tm->items[tm->n++] = (train_monitor){ast_plugin_desc_of(p), self, NULL};
+    return 0;
+}
+
+int ast_trainer_add_monitors(ast_trainer *t, const ast_cfg *cfg, ast_error *e)
+{
+    const ast_cfg_node *list = ast_cfg_get(cfg, "monitors");
+    if (!list || list->kind != AST_CFG_SEQ || list->n_items == 0) return 0;
+    /* Our own reference on the plugin registry keeps the monitors' code
+     * loaded until train_monitors_free. */
+    if (!ast_plugins_init(e)) return -1;
+    train_monitors *tm = ast_xcalloc(1, sizeof *tm);
+    tm->items = ast_xcalloc((size_t)list->n_items, sizeof *tm->items);
+    for (int i = 0; i < list->n_items; i++)
+        if (add_monitor(tm, list->items[i], e) < 0) {
+            train_monitors_free(tm);
+            return -1;
+        }
+    train_monitors_free(t->monitors);
+    t->monitors = tm;
+    return 0;
+}

@@ -1,0 +1,3 @@
+# What `make install` puts under $(includedir)/alphast: the plugin ABI and
+# the kit plugin authors build against (docs/plugin-guide.md).
+pkginclude_HEADERS += include/alphast/plugin.h include/alphast/ops.def include/alphast/fastmath.h
