@@ -12,7 +12,7 @@
 
 /* ---- what is measured ----------------------------------------------- */
 
-/* One model to time: the four ablation configs at two sizes (spec §10). */
+/* One model to time: the four ablation configs at two sizes (docs/model.md §10). */
 typedef struct bench_model_case {
     char name[64];       /* "demo/baseline" */
     char config[32];     /* "baseline", "gated", "moe", "gated_moe" */

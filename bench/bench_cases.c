@@ -1,6 +1,6 @@
-/* The four ablation configs of compare_configs.py (spec §10.1) at the demo
+/* The four ablation configs of compare_configs.py (docs/model.md §10.1) at the demo
  * size (BASE_CONFIG, B = 4 sets of 50 cells, G = 100) and at the size of
- * the reference config.yaml (spec §0; B = 4 sets of 512 cells, G = 2000). */
+ * the reference config.yaml (docs/model.md §1; B = 4 sets of 512 cells, G = 2000). */
 #include <string.h>
 
 #include "bench.h"

@@ -1,5 +1,5 @@
 /* FLOPs of the model's matrix products, counted from the architecture
- * (spec §1-2), not from the code that runs them: 2 M N K per GEMM, plus
+ * (docs/model.md §2), not from the code that runs them: 2 M N K per GEMM, plus
  * the attention cores (linear: K^T V and Q C; softmax: Q K^T and A V).
  * Elementwise work, norms and softmaxes are not counted, so GFLOP/s is a
  * lower bound on the arithmetic actually done. */

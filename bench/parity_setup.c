@@ -23,7 +23,7 @@ typedef struct parity_inputs {
     float mask[SETS * CELLS];
 } parity_inputs;
 
-/* As the demo data (spec §10.1): log1p(10 U) expression, 10 N(0,1)
+/* As the demo data (docs/model.md §10.1): log1p(10 U) expression, 10 N(0,1)
  * positions; padded cells are all zero. */
 static void fill_inputs(parity_inputs *in, int genes, uint64_t seed)
 {

@@ -28,7 +28,7 @@ MOE_E, MOE_WIDTH, MOE_TOKENS = 256, 256, (4, 512)
 
 
 def model_cfg(config, size):
-    """The ablation config (spec §10.1) at the demo or reference size, as bench_cases.c."""
+    """The ablation config (docs/model.md §10.1) at the demo or reference size, as bench_cases.c."""
     demo = size == "demo"
     tl = {"num_layers": 2 if demo else 6, "num_heads": 4 if demo else 8, "dim_ff_expression": 256 if demo else 1024,
           "dim_ff_diffusion_time": 64 if demo else 256, "dropout": 0.1, "layer_norm_eps": 1e-6,

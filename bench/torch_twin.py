@@ -1,14 +1,14 @@
 """PyTorch twin of the alphast model, for benchmarks and parity only.
 
-The AlphaSTomics network as docs REFERENCE.md §1-2 describe it: input
+The AlphaSTomics network as docs/model.md §2 describes it: input
 encoders, L post-norm transformer layers around an attention wrapper
 (lucidrains linear attention block, or gated softmax attention with QK
 RMSNorm), a dense GELU FFN or a mixture of ReLU experts (split width, noisy
 top-k router, load-balance loss), output heads with masking and centring,
-and the diffusion loss. state_dict names are the reference's (§1.10), which
+and the diffusion loss. state_dict names are the reference's (docs/model.md §2.10), which
 alphast uses too, so either side's safetensors weights load into the other.
 
-Padded cells behave as in the reference (§1.9): no mask inside the network;
+Padded cells behave as in the reference (docs/model.md §2.9): no mask inside the network;
 only the outputs and the loss are masked. alphast matches this with
 TransformerLayer_setting.honour_mask: false.
 
@@ -29,7 +29,7 @@ POS_DIM = 3
 
 
 class Dims:
-    """The sizes and switches of a reference config dict (spec §0)."""
+    """The sizes and switches of a reference config dict (docs/model.md §1)."""
 
     def __init__(self, cfg, num_genes):
         tl = cfg.get("TransformerLayer_setting", {})
@@ -78,7 +78,7 @@ def merge_heads(x):
     return x.transpose(1, 2).reshape(b, n, h * d)
 
 
-# ---- lucidrains LinearAttentionTransformer, depth 1 (spec §2) ------------
+# ---- lucidrains LinearAttentionTransformer, depth 1 (docs/model.md §2.5) ------------
 
 
 class LinearSelfAttention(nn.Module):
@@ -150,7 +150,7 @@ class LinearAttentionTransformer(nn.Module):
         return self.layers(x)
 
 
-# ---- gated multi-head softmax attention (spec §1.6) ----------------------
+# ---- gated multi-head softmax attention (docs/model.md §2.6) ----------------------
 
 
 class RMSNorm(nn.Module):
@@ -195,7 +195,7 @@ class GatedMultiHeadAttention(nn.Module):
         return self.o_proj(merge_heads(o))
 
 
-# ---- mixture of experts (spec §1.7) ---------------------------------------
+# ---- mixture of experts (docs/model.md §2.7) ---------------------------------------
 
 
 class Expert(nn.Module):
@@ -255,7 +255,7 @@ class MoEFFN(nn.Module):
         return self.ffn(x)
 
 
-# ---- the model (spec §1) --------------------------------------------------
+# ---- the model (docs/model.md §2) --------------------------------------------------
 
 
 def vecnorm(p):
@@ -380,7 +380,7 @@ class Model(nn.Module):
 
 
 def diffusion_loss(pred_expr, pred_pos, expr, pos, mask, aux):
-    """Expression MSE + distance-matrix MSE over valid cells (+ MoE aux), spec §4.2."""
+    """Expression MSE + distance-matrix MSE over valid cells (+ MoE aux), docs/model.md §4.2."""
     m = mask.unsqueeze(-1)
     l_expr = (m * (pred_expr - expr) ** 2).sum() / (m.sum() * expr.shape[-1]).clamp(min=1)
     pair = mask.unsqueeze(2) * mask.unsqueeze(1)

@@ -66,7 +66,7 @@ static double *to_double(const float *x, int n)
     return y;
 }
 
-/* The linear-attention half of §2 on one set: h = x + to_out(o). */
+/* The linear-attention half of docs/model.md §2.5 on one set: h = x + to_out(o). */
 static void linear_attention_set(const ast_params *p, const char *pre, ref_dims d, const double *x,
                                  const int *keep, double *h)
 {

@@ -1,5 +1,5 @@
 /* Straightforward double-precision versions of the two attention blocks,
- * written from the spec (§2 and §1.6) independently of the plugins, for
+ * written from the spec (docs/model.md §2.5 and §2.6) independently of the plugins, for
  * value checks. Parameters are looked up in p by "<prefix>.<name>". */
 #ifndef ALPHAST_TEST_ATTN_REFERENCE_H
 #define ALPHAST_TEST_ATTN_REFERENCE_H

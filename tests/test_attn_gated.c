@@ -76,7 +76,7 @@ static ast_tensor *padding_mask(int b, int n, int pad)
 
 Test(attn_gated, parameters_per_gate_type)
 {
-    /* spec §1.11: q_proj widths and totals 4E^2 + EH + 4E + H (+ 2E/H), 5E^2 + 5E, 4E^2 + 4E */
+    /* docs/model.md §2.11: q_proj widths and totals 4E^2 + EH + 4E + H (+ 2E/H), 5E^2 + 5E, 4E^2 + 4E */
     const int64_t q_rows[] = {E + H, 2 * E, E};
     const int64_t totals[] = {4 * E * E + E * H + 4 * E + H, 5 * E * E + 5 * E, 4 * E * E + 4 * E};
     static const char *const names[] = {"q_proj.weight", "q_proj.bias", "k_proj.weight", "k_proj.bias",
@@ -268,7 +268,7 @@ Test(attn_gated, padded_cells_do_not_reach_valid_ones)
         ast_tensor *after = pf_forward(&pi, c, x, mask), *none = pf_forward(&pi, c, x, NULL);
         for (int i = 0; i < (2 * N - 2) * E; i++) cr_assert_eq(after->data[i], before[i], "valid output %d changed", i);
         cr_assert_neq(memcmp(none->data + N * E, unmasked + N * E, (N - 2) * E * sizeof(float)), 0,
-                      "without a mask padded cells reach valid ones (spec §1.9)");
+                      "without a mask padded cells reach valid ones (docs/model.md §2.9)");
         for (int i = (2 * N - 2) * E; i < B * N * E; i++) x->data[i] -= 3.0f;
         /* no padding: exactly the unmasked computation */
         ast_tensor *ones = pf_const(2, (int64_t[]){B, N}, NULL);

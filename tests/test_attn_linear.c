@@ -69,7 +69,7 @@ Test(attn_linear, parameters_follow_the_state_dict)
         cr_assert_eq(t->shape[0], want[i].rows, "%s", t->name);
         if (want[i].cols) cr_assert_eq(t->shape[1], want[i].cols, "%s", t->name);
     }
-    /* spec §1.11: 12E^2 + 10E */
+    /* docs/model.md §2.11: 12E^2 + 10E */
     cr_assert_eq(ast_params_numel(pi.params), 12 * E * E + 10 * E);
     /* LayerNorm w = 1, b = 0; Linear U(+-1/sqrt(fan_in)) */
     ast_tensor *lnw = ast_params_find(pi.params, PREFIX ".layers.layers.0.1.norm.weight");
@@ -154,7 +154,7 @@ Test(attn_linear, padded_cells_do_not_reach_valid_ones)
         if (valid) cr_assert_eq(after->data[i], before[i], "valid output %d changed", i);
         else cr_assert_neq(after->data[i], before[i], "padded output %d should follow its input", i);
     }
-    /* without a mask the padded cells do reach set 1's valid cells (spec §1.9) */
+    /* without a mask the padded cells do reach set 1's valid cells (docs/model.md §2.9) */
     ast_tensor *none = pf_forward(&pi, c, x, NULL);
     cr_assert_neq(memcmp(none->data + N * E, unmasked + N * E, 3 * E * sizeof(float)), 0);
     /* no padding: the mask path is exactly the unmasked computation */

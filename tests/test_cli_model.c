@@ -63,7 +63,7 @@ Test(cli_model, params_gated_moe_counts_active_experts)
     cli_run *r = run("params %s/model/gated_moe.yaml -g 100", env("ALPHAST_TEST_DATA"));
     cr_assert_eq(r->status, 0, "%s", r->text);
     assert_has(r->text, "attention gated, ffn moe");
-    assert_has(r->text, "447,804        381,500"); /* spec §1.11, HEAD expert width */
+    assert_has(r->text, "447,804        381,500"); /* docs/model.md §2.11, HEAD expert width */
 }
 
 Test(cli_model, params_errors_are_one_line)

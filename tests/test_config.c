@@ -62,7 +62,7 @@ Test(config, reference_config_gives_the_spec_model)
     cr_assert_eq(ast_cfg_model(cfg, 100, &m, &e), 0, "%s", e.msg);
     int got[] = {m.num_genes, m.expr_hidden, m.d_model, m.time_hidden, m.d_time, m.pos_hidden, m.num_layers,
                  m.num_heads, m.d_ff, m.d_ff_time, m.out_expr_hidden, m.out_pos_hidden, m.honour_mask};
-    int want[] = {100, 128, 256, 64, 64, 64, 6, 8, 1024, 256, 512, 128, 1}; /* spec §0, config.yaml column */
+    int want[] = {100, 128, 256, 64, 64, 64, 6, 8, 1024, 256, 512, 128, 1}; /* docs/model.md §1, config.yaml column */
     for (size_t i = 0; i < sizeof got / sizeof got[0]; i++) cr_assert_eq(got[i], want[i], "size %zu", i);
     cr_assert_eq(m.dropout, 0.1f);
     cr_assert_eq(m.ln_eps, 1e-6f);
@@ -132,7 +132,7 @@ Test(config, base_config_is_compare_configs_base)
     ast_model_config_base(&m, 100);
     int got[] = {m.num_genes, m.expr_hidden, m.d_model, m.time_hidden, m.d_time, m.pos_hidden, m.num_layers,
                  m.num_heads, m.d_ff, m.d_ff_time, m.out_expr_hidden, m.out_pos_hidden, m.honour_mask};
-    int want[] = {100, 64, 128, 32, 32, 32, 2, 4, 256, 64, 128, 64, 1}; /* spec §0 BASE_CONFIG column */
+    int want[] = {100, 64, 128, 32, 32, 32, 2, 4, 256, 64, 128, 64, 1}; /* docs/model.md §1 BASE_CONFIG column */
     for (size_t i = 0; i < sizeof got / sizeof got[0]; i++) cr_assert_eq(got[i], want[i], "size %zu", i);
     cr_assert_eq(m.dropout, 0.1f);
     cr_assert_eq(m.ln_eps, 1e-6f);

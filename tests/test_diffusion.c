@@ -1,4 +1,4 @@
-/* The noise model against the reference values of spec §3.1 and the
+/* The noise model against the reference values of docs/model.md §3.1 and the
  * formulas of §3.3-3.5. */
 #include <criterion/criterion.h>
 #include <math.h>

@@ -37,7 +37,7 @@ Test(ffn_dense, parameters_are_named_shaped_and_initialised_as_pytorch)
         cr_assert_leq(mx, bound[i], "%s exceeds U(+-1/sqrt(fan_in))", t->name);
         cr_assert_gt(mx, 0.5f * bound[i], "%s looks zero-initialised", t->name);
     }
-    cr_assert_eq(ast_params_numel(l.params), 2 * E * F + F + E, "spec §1.11 P_ffn");
+    cr_assert_eq(ast_params_numel(l.params), 2 * E * F + F + E, "docs/model.md §2.11 P_ffn");
     cr_assert_null(l.desc->active_params, "dense uses every parameter");
     ffn_layer_close(&l);
 }

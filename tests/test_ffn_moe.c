@@ -183,7 +183,7 @@ static margins naive_topk(const ffn_layer *l, const float *x, const double *extr
     return m;
 }
 
-/* LB = n * sum_e f_e P_e over T tokens (spec §1.7), times w. */
+/* LB = n * sum_e f_e P_e over T tokens (docs/model.md §2.7), times w. */
 static double naive_aux(const ffn_layer *l, const float *x, int T, double w)
 {
     double P[NE] = {0}, f[NE] = {0};
@@ -248,12 +248,12 @@ static void check_counts(const char *opts, int64_t p_exp, int64_t p_moe)
     cr_assert_eq(expert, p_exp, "%s: P_exp", opts);
     cr_assert_eq(ast_params_numel(l.params), p_moe, "%s: P_moe", opts);
     cr_assert_eq(router, 1024, "router 2 E n");
-    /* §1.11: Activated = Total - (n - k) P_exp */
+    /* docs/model.md §2.11: Activated = Total - (n - k) P_exp */
     cr_assert_eq(l.desc->active_params(l.self), p_moe - 2 * p_exp, "%s: active", opts);
     ffn_layer_close(&l);
 }
 
-/* The worked numbers of spec §1.11 (E=128, F=256, 4 experts, top-2). */
+/* The worked numbers of docs/model.md §2.11 (E=128, F=256, 4 experts, top-2). */
 Test(ffn_moe, parameter_counts_match_the_spec)
 {
     check_counts("num_experts=4,top_k=2,expert_hidden=split", 16576, 67328);

@@ -1,4 +1,4 @@
-/* The diffusion loss against loops written out from spec §4.2 step 5, and
+/* The diffusion loss against loops written out from docs/model.md §4.2 step 5, and
  * its gradients against finite differences; the aligned position loss
  * against hand-computed cases; the loss.position_loss key. */
 #include <criterion/criterion.h>

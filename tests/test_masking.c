@@ -1,4 +1,4 @@
-/* Masked diffusion (spec §5 with the fixes of issue 4): mask statistics
+/* Masked diffusion (docs/model.md §5 with the fixes of issue 4): mask statistics
  * per strategy, padded cells, the progressive ratio, the token
  * replacement and its gradient, the reconstruction loss for both targets,
  * the config, and training runs with masking on the bundled data.

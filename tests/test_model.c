@@ -1,4 +1,4 @@
-/* The model: parameter counts of spec §1.11, finite-difference gradients of
+/* The model: parameter counts of docs/model.md §2.11, finite-difference gradients of
  * the whole network, masking of padded cells, and seeded determinism. */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -8,7 +8,7 @@
 #include "gradcheck.h" /* gc_input */
 #include "model_fixture.h"
 
-/* ---- parameter counts (spec §1.11, BASE_CONFIG with G = 100) ---------- */
+/* ---- parameter counts (docs/model.md §2.11, BASE_CONFIG with G = 100) ---------- */
 
 typedef struct count_case {
     const char *what;
@@ -49,7 +49,7 @@ Test(model, parameter_counts_match_the_spec)
             if (j != 3) cr_expect_eq(g[j].active, g[j].total, "%s: group %s", k->what, g[j].name);
         }
         cr_expect_eq(sum, k->total, "%s: groups sum to %lld", k->what, (long long)sum);
-        /* spec §1.11 worked numbers for G = 100: P_glob split into encoders and heads */
+        /* docs/model.md §2.11 worked numbers for G = 100: P_glob split into encoders and heads */
         cr_expect_eq(g[0].total + g[5].total, 58150, "%s: global parameters", k->what);
         cr_expect_eq(g[1].total, 2 * 56038, "%s: wrappers", k->what);
         cr_expect_eq(g[4].total, 2 * 4833, "%s: norms and time branch", k->what);

@@ -1,9 +1,9 @@
-/* alphast/config.h: the run configuration (spec §9.4): a YAML file read with
+/* alphast/config.h: the run configuration (docs/model.md §9.4): a YAML file read with
  * libyaml into a tree of nodes that remember where they were written,
  * checked against the schema of every known key, with typed getters,
  * Hydra-style overrides, a YAML dump and the model's sizes and plugins.
  *
- * Layout: the reference config.yaml (every key of spec §9.4, model blocks
+ * Layout: the reference config.yaml (every key of docs/model.md §9.4, model blocks
  * at the top level) plus alphast's own keys:
  *   attention: gated                       # a plugin name, or
  *   attention: {name: gated, gate_type: headwise}   # name + plugin options

@@ -1,8 +1,8 @@
-/* The schema: every key of the reference config.yaml (spec §9.4, §0) and
+/* The schema: every key of the reference config.yaml (docs/model.md §9.4, §1) and
  * alphast's additions, with type and default. Defaults are the reference
- * code's defaults where it has one (spec §0, §4, §5), else the config.yaml
+ * code's defaults where it has one (docs/model.md §1, §4, §5), else the config.yaml
  * value; keys without a default mean something by their absence. Keys the
- * reference never reads (spec §11 item 23) are kept so its config loads. */
+ * reference never reads (docs/model.md §11 item 23) are kept so its config loads. */
 #include <string.h>
 
 #include "config_impl.h"

@@ -1,5 +1,5 @@
 /* alphast/data.h: spatial transcriptomics datasets — reading AnnData
- * .h5ad and CSV/TSV, preprocessing (spec §8.2, fixed as issue 4 asks), and
+ * .h5ad and CSV/TSV, preprocessing (docs/model.md §8.2, fixed as issue 4 asks), and
  * splitting by space. */
 #ifndef ALPHAST_DATA_H
 #define ALPHAST_DATA_H
@@ -48,7 +48,7 @@ int ast_data_read(const char *path, const ast_data_opts *o, ast_dataset *out, as
 void ast_dataset_free(ast_dataset *d);
 
 /* Gene alignment, library-size normalisation, log1p and per-gene scaling
- * per slice (spec §8.2); 2-D slices lifted to 3-D (z = slice * z_spacing);
+ * per slice (docs/model.md §8.2); 2-D slices lifted to 3-D (z = slice * z_spacing);
  * positions centred per slice. */
 int ast_data_preprocess(ast_dataset *d, const ast_data_opts *o, ast_error *e);
 

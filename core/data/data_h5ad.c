@@ -341,7 +341,7 @@ static int read_all(h5ad *h, const ast_data_opts *o, ast_dataset *d)
         d->n_slices = n;
         free_strings(names, n);
     }
-    /* Cell types are optional (spec §8.1): a missing column means none. */
+    /* Cell types are optional (docs/model.md §8.1): a missing column means none. */
     char ct_path[512];
     snprintf(ct_path, sizeof ct_path, "obs/%s", o->cell_type_key ? o->cell_type_key : "");
     if (o->cell_type_key && exists(h->file, "obs") && exists(h->file, ct_path)) {

@@ -1,4 +1,4 @@
-/* Preprocessing of spec §8.2: gene alignment, library-size normalisation to
+/* Preprocessing of docs/model.md §8.2: gene alignment, library-size normalisation to
  * 1e4, log1p, per-gene z-score (ddof 1, std 0 -> 1) clipped at +-clip, all
  * per slice; 2-D slices lifted to 3-D; positions centred per slice. */
 #include <math.h>

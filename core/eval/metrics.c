@@ -1,4 +1,4 @@
-/* Expression metrics of spec §7 and the correlation helpers every metric
+/* Expression metrics of docs/model.md §7 and the correlation helpers every metric
  * uses. Sums run in double: pooled over thousands of cells x genes. */
 #include <math.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* alphast/metrics.h: how close generated cells are to the truth (spec §7),
+/* alphast/metrics.h: how close generated cells are to the truth (docs/model.md §7),
  * plus the spatial statistics issue 4 asks for (distance-matrix
  * correlations, Moran's I). Batches are B sets of N cells with a node mask
  * [B,N] (NULL = all valid); only valid cells count. */
@@ -7,7 +7,7 @@
 
 #include "engine/engine.h"
 
-/* Expression, pooled over the valid cells of all sets (spec §7). */
+/* Expression, pooled over the valid cells of all sets (docs/model.md §7). */
 typedef struct ast_expr_metrics {
     double mse, mae;
     double pcc_gene; /* per gene over cells; a gene constant in truth or prediction counts 0 */

@@ -1,4 +1,4 @@
-/* Position metrics of spec §7 (distance-matrix MSE, Procrustes disparity),
+/* Position metrics of docs/model.md §7 (distance-matrix MSE, Procrustes disparity),
  * correlations of the pairwise distances, the aligned RMSD, their
  * per-set averaging (the k-NN ones are in metrics_graph.c), and the
  * reference's Gaussian-kernel Moran's I. All per set, on valid cells. */

@@ -1,4 +1,4 @@
-/* The reverse process of spec §6 on the noise model of core/diffusion.c:
+/* The reverse process of docs/model.md §6 on the noise model of core/diffusion.c:
  * start from the limit distribution at T, then alternately predict x0 with
  * the network and step the state down the reference's time grid. */
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* alphast/sample.h: the reverse diffusion process (spec §6) — generating
+/* alphast/sample.h: the reverse diffusion process (docs/model.md §6) — generating
  * positions from expression, expression from positions, or both. */
 #ifndef ALPHAST_SAMPLE_H
 #define ALPHAST_SAMPLE_H
@@ -7,7 +7,7 @@
 #include "model/model.h"
 
 /* What the sampler returns for a generated modality: the model's last x0
- * prediction (default; fixes spec §11 item 14), or the reference's final
+ * prediction (default; fixes docs/model.md §11 item 14), or the reference's final
  * state z0, which still carries posterior noise of std ~ sigma_bar[0]. */
 typedef enum ast_sample_return { AST_RETURN_X0, AST_RETURN_Z0 } ast_sample_return;
 

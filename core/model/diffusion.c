@@ -1,4 +1,4 @@
-/* The noise model of spec §3. Tables are computed as the reference does
+/* The noise model of docs/model.md §3. Tables are computed as the reference does
  * (float64 cosine, float32 betas and cumulative log), so that the
  * reference values of §3.1 hold to float32 rounding. */
 #include <math.h>
@@ -174,7 +174,7 @@ void ast_limit_sample(const ast_schedule *s, ast_train_mode mode, ast_rng *rng, 
         memcpy(out->pos, pos, (size_t)B * N * 3 * sizeof(float));
 }
 
-/* Posterior q(z_s | z_t, x0 = pred) for one modality (spec §3.4). */
+/* Posterior q(z_s | z_t, x0 = pred) for one modality (docs/model.md §3.4). */
 static void reverse_modality(const ast_schedule *s, int m, ast_rng *rng, int B, int N, int D, const float *pred,
                              const float *mask, int s_int, const int *t_int, float *z, int deterministic)
 {

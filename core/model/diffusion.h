@@ -1,4 +1,4 @@
-/* alphast/diffusion.h: the noise model of spec §3 — per-modality cosine
+/* alphast/diffusion.h: the noise model of docs/model.md §3 — per-modality cosine
  * schedules, forward noising, the reverse step and the limit distribution.
  *
  * Convention (as the reference): alpha_bar[t] is the SIGNAL AMPLITUDE and
@@ -27,7 +27,7 @@ typedef struct ast_schedule {
     float *sigma_bar[2];
 } ast_schedule;
 
-/* Cosine schedule with exponents nu (spec §3.1). */
+/* Cosine schedule with exponents nu (docs/model.md §3.1). */
 int ast_schedule_init(ast_schedule *s, int steps, double nu_expr, double nu_pos, ast_error *e);
 void ast_schedule_free(ast_schedule *s);
 
@@ -39,18 +39,18 @@ typedef struct ast_noised {
     int *t_int;   /* [B] */
 } ast_noised;
 
-/* Forward noising (spec §3.3) of the modalities `mode` generates, with
+/* Forward noising (docs/model.md §3.3) of the modalities `mode` generates, with
  * t_int given per set; the other modality is copied clean. Position noise
  * is centred over each set's valid cells. mask [B, N] (NULL = all valid). */
 void ast_apply_noise(const ast_schedule *s, ast_train_mode mode, ast_rng *rng, int B, int N, int G,
                      const float *expr, const float *pos, const float *mask, ast_noised *out);
 
-/* The limit distribution (spec §3.5): generated modalities ~ N(0, I) * mask
+/* The limit distribution (docs/model.md §3.5): generated modalities ~ N(0, I) * mask
  * (positions centred), the conditioning ones clean; t_int = T_d. */
 void ast_limit_sample(const ast_schedule *s, ast_train_mode mode, ast_rng *rng, int B, int N, int G,
                       const float *expr, const float *pos, const float *mask, ast_noised *out);
 
-/* One reverse step z_t -> z_s (spec §3.4) for the generated modalities,
+/* One reverse step z_t -> z_s (docs/model.md §3.4) for the generated modalities,
  * given the model's x0 predictions; s < t_int for every set. With rng
  * NULL the posterior noise is skipped (the step returns the mean). */
 void ast_reverse_step(const ast_schedule *s, ast_train_mode mode, ast_rng *rng, int B, int N, int G,

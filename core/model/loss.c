@@ -1,4 +1,4 @@
-/* The diffusion loss (spec §4.2 step 5): expression MSE over valid cells,
+/* The diffusion loss (docs/model.md §4.2 step 5): expression MSE over valid cells,
  * and for positions the aligned MSE (loss_aligned.c), the distance-matrix
  * MSE per set or the direct MSE; plus the plugins' extra losses (MoE load
  * balance). */

@@ -1,4 +1,4 @@
-/* alphast/loss.h: the diffusion training loss (spec §4.2 step 5). */
+/* alphast/loss.h: the diffusion training loss (docs/model.md §4.2 step 5). */
 #ifndef ALPHAST_LOSS_H
 #define ALPHAST_LOSS_H
 

@@ -1,4 +1,4 @@
-/* Drawing the masks of masked diffusion (spec §5): how many genes, which
+/* Drawing the masks of masked diffusion (docs/model.md §5): how many genes, which
  * ones per strategy, which position axes, and the progressive ratio. */
 #include <math.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* alphast/masking.h: masked diffusion (spec §5), fixed as issue 4 asks.
+/* alphast/masking.h: masked diffusion (docs/model.md §5), fixed as issue 4 asks.
  *
  * During training, with probability masking_probability per batch, some
  * model inputs are hidden after noising: genes of the expression input
@@ -10,16 +10,16 @@
  *
  * Differences from the reference, each deliberate:
  * - random masking hides exactly m_cnt genes per cell (the reference's
- *   k-th-value threshold hid m_cnt + 1, spec §11 item 8);
+ *   k-th-value threshold hid m_cnt + 1, docs/model.md §11 item 8);
  * - m_cnt = min(max(1, floor(G rho)), G - v) keeps v = 10 genes visible
  *   as the reference does, but v = G - 1 when G <= 10 (the reference's
  *   G - 10 went negative and failed): small panels still mask one gene;
- * - padded cells are never masked (they are not cells, spec §11 item 9);
+ * - padded cells are never masked (they are not cells, docs/model.md §11 item 9);
  * - the progressive schedule counts optimiser steps, which the checkpoint
- *   saves, so a resumed run continues its schedule (spec §11 item 15);
+ *   saves, so a resumed run continues its schedule (docs/model.md §11 item 15);
  * - the reconstruction target is the clean x0 by default, which is what
  *   the model predicts; the reference's pre-mask noised input asks the same
- *   output for z_t and x0 at once (spec §11 item 7). `input` restores it;
+ *   output for z_t and x0 at once (docs/model.md §11 item 7). `input` restores it;
  * - the clean conditioning modality (expression in expr_to_pos, positions
  *   in pos_to_expr) is not masked unless mask_conditioning is set: it is
  *   the information the model is asked to condition on, so hiding it (as
@@ -32,7 +32,7 @@
  *   masking_module.mask_token.expression_mask_token  [1, 1, G]
  *   masking_module.mask_token.position_mask_token    [1, 1, 3]
  * initialised N(0, 0.02^2); they exist only when masking is enabled
- * (+G+3 parameters, spec §1.11) and are trained and checkpointed with the
+ * (+G+3 parameters, docs/model.md §2.11) and are trained and checkpointed with the
  * rest. */
 #ifndef ALPHAST_MASKING_H
 #define ALPHAST_MASKING_H
@@ -49,7 +49,7 @@ typedef enum ast_mask_strategy { AST_MASK_RANDOM, AST_MASK_BLOCK, AST_MASK_STRUC
  * model input before masking (z_t for a noised modality; the reference). */
 typedef enum ast_recon_target { AST_RECON_CLEAN, AST_RECON_INPUT } ast_recon_target;
 
-/* The masking.* keys (code defaults of the reference, spec §5). */
+/* The masking.* keys (code defaults of the reference, docs/model.md §5). */
 typedef struct ast_masking_config {
     int enable;                  /* false */
     float expression_mask_ratio; /* 0.4 */

@@ -1,4 +1,4 @@
-/* The masking.* keys (spec §5, §9.4, plus mask_conditioning and
+/* The masking.* keys (docs/model.md §5, §9.4, plus mask_conditioning and
  * reconstruction_target) into an ast_masking_config. */
 #include <string.h>
 

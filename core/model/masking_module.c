@@ -7,7 +7,7 @@
 #include "model/masking.h"
 
 #define TOKEN_SCOPE "masking_module.mask_token"
-#define TOKEN_INIT_STD 0.02f /* spec §0: mask tokens ~ N(0, 0.02^2) */
+#define TOKEN_INIT_STD 0.02f /* docs/model.md §1: mask tokens ~ N(0, 0.02^2) */
 
 struct ast_masking {
     ast_masking_config cfg;

@@ -1,6 +1,6 @@
 /* The model's lifecycle: configuration checks, plugin loading, parameter
- * registration in state_dict order (spec §1.10), counts and the forward
- * pass over encoders, layers and heads (spec §1.1). */
+ * registration in state_dict order (docs/model.md §2.10), counts and the forward
+ * pass over encoders, layers and heads (docs/model.md §2.1). */
 #include <stdlib.h>
 #include <string.h>
 

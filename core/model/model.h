@@ -1,4 +1,4 @@
-/* alphast/model.h: the AlphaSTomics network (spec §1) around its attention
+/* alphast/model.h: the AlphaSTomics network (docs/model.md §2) around its attention
  * and FFN plugins. */
 #ifndef ALPHAST_MODEL_H
 #define ALPHAST_MODEL_H
@@ -7,7 +7,7 @@
 #include "engine/engine.h"
 #include "plugin/loader.h"
 
-/* Sizes and choices, as the config's model blocks give them (spec §0). */
+/* Sizes and choices, as the config's model blocks give them (docs/model.md §1). */
 typedef struct ast_model_config {
     int num_genes;      /* G */
     int expr_hidden;    /* Ei  mlp_in_expression_setting.mlp_in_expression_dims */
@@ -24,7 +24,7 @@ typedef struct ast_model_config {
     float dropout;      /* p */
     float ln_eps;       /* layer_norm_eps */
     /* 1 (default): the node mask is honoured everywhere inside the network;
-     * 0: as the reference, padded cells influence valid ones (spec §1.9). */
+     * 0: as the reference, padded cells influence valid ones (docs/model.md §2.9). */
     int honour_mask;
 
     const char *attention; /* plugin name: "linear", "gated", ... */
@@ -35,7 +35,7 @@ typedef struct ast_model_config {
     int n_ffn_opts;
 } ast_model_config;
 
-/* The model's sizes and plugins (spec §0) for G = num_genes. The reference
+/* The model's sizes and plugins (docs/model.md §1) for G = num_genes. The reference
  * switches still work: TransformerLayer_setting.use_gated_attention selects
  * attention gated (options gate_type, use_qk_norm) or linear; use_moe
  * selects ffn moe (num_experts, top_k <- moe_top_k, load_balance_weight <-
@@ -45,13 +45,13 @@ typedef struct ast_model_config {
  * point into cfg: keep it alive. 0 on success, -1 with e set. */
 int ast_cfg_model(const ast_cfg *cfg, int num_genes, ast_model_config *out, ast_error *e);
 
-/* BASE_CONFIG of compare_configs.py (spec §10) with G genes, linear + dense. */
+/* BASE_CONFIG of compare_configs.py (docs/model.md §10) with G genes, linear + dense. */
 void ast_model_config_base(ast_model_config *cfg, int num_genes);
 
 typedef struct ast_model ast_model;
 
 /* Loads the plugins, validates their options and registers every
- * parameter under its PyTorch state_dict name (spec §1.10), initialised
+ * parameter under its PyTorch state_dict name (docs/model.md §2.10), initialised
  * as PyTorch does from `seed`. NULL with e set on failure. */
 ast_model *ast_model_new(const ast_model_config *cfg, uint64_t seed, ast_error *e);
 void ast_model_free(ast_model *m);
@@ -67,7 +67,7 @@ typedef struct ast_model_out {
     ast_tensor *positions;  /* [B, N, 3] x0 prediction, masked and centred */
 } ast_model_out;
 
-/* One forward pass (spec §1.1): expression [B,N,G], t [B,1], positions
+/* One forward pass (docs/model.md §2.1): expression [B,N,G], t [B,1], positions
  * [B,N,3], mask [B,N] (NULL = all valid). Plugins' extra losses (MoE aux)
  * are published on the context (ast_ctx_extra_loss). `taps`, when not NULL,
  * receives per-layer activations named as the golden dumps name them

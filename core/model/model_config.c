@@ -1,5 +1,5 @@
-/* The model's sizes and plugins from a config (spec §0), and the small
- * BASE_CONFIG of compare_configs.py (spec §10). */
+/* The model's sizes and plugins from a config (docs/model.md §1), and the small
+ * BASE_CONFIG of compare_configs.py (docs/model.md §10). */
 #include <string.h>
 
 #include "model/model.h"

@@ -1,4 +1,4 @@
-/* Input encoders (spec §1.2): expression and diffusion-time MLPs, each
+/* Input encoders (docs/model.md §2.2): expression and diffusion-time MLPs, each
  * ending in a ReLU, and the PositionMLP that relearns each cell's length. */
 #include "model_internal.h"
 

@@ -1,4 +1,4 @@
-/* Output heads (spec §1.8): the expression MLP, the position head that
+/* Output heads (docs/model.md §2.8): the expression MLP, the position head that
  * rescales each cell's length, then masking and per-set centring. */
 #include "model_internal.h"
 

@@ -6,7 +6,7 @@
 #include "model/model.h"
 
 /* Width of the hidden layer of both attention-wrapper MLPs (hard-coded in
- * the reference, spec §1.4) and of the position feature. */
+ * the reference, docs/model.md §2.4) and of the position feature. */
 #define MODEL_WRAP_HIDDEN 64
 #define MODEL_POS_DIM 3
 /* Length guards of the reference: PositionMLP and the output head (1e-6),
@@ -33,11 +33,11 @@ typedef struct model_embed {
 typedef struct model_layer {
     int index;
     ast_layer_dims dims; /* plugins may keep the pointer */
-    /* attention wrapper (spec §1.4) */
+    /* attention wrapper (docs/model.md §2.4) */
     model_lin pos0, pos2, concat, expr0, expr2;
     model_plugin attn;
     model_lin head_pos, head_expr, y_y;
-    /* the rest of the layer (spec §1.3) */
+    /* the rest of the layer (docs/model.md §2.3) */
     model_plugin ffn;
     model_lin norm1, norm2, lin_t1, lin_t2, norm_t1, norm_t2;
     ast_tensor *pos_norm_w;
@@ -68,7 +68,7 @@ typedef struct model_run {
     void *tap_ud;
 } model_run;
 
-/* Registration (spec §1.10 order) and forward of each part. */
+/* Registration (docs/model.md §2.10 order) and forward of each part. */
 model_lin model_linear_new(ast_scope *s, const char *name, int in, int out, int bias);
 model_lin model_norm_new(ast_scope *s, const char *name, int d);
 void model_embed_register(model_embed *e, ast_params *p, const ast_model_config *cfg);

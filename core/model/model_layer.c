@@ -1,5 +1,5 @@
-/* One transformer layer (spec §1.3): the attention wrapper around the
- * attention plugin (§1.4), PositionNorm, the FFN plugin with post-norm
+/* One transformer layer (docs/model.md §2.3): the attention wrapper around the
+ * attention plugin (docs/model.md §2.4), PositionNorm, the FFN plugin with post-norm
  * residuals, and the diffusion-time branch. */
 #include <math.h>
 

@@ -1,5 +1,5 @@
 /* alphast/optim.h: AdamW (optionally AMSGrad), global-norm clipping and
- * the learning-rate schedules of the training loop (spec §4.3). */
+ * the learning-rate schedules of the training loop (docs/model.md §4.3). */
 #ifndef ALPHAST_OPTIM_H
 #define ALPHAST_OPTIM_H
 
@@ -23,7 +23,7 @@ ast_adamw *ast_adamw_new(ast_params *p, const ast_adamw_config *cfg);
 void ast_adamw_free(ast_adamw *o);
 /* One update with learning rate lr. A parameter whose gradient is all zero
  * received none this step and is skipped, as PyTorch skips grad=None
- * (e.g. the last layer's unused time branch, spec §1.3). */
+ * (e.g. the last layer's unused time branch, docs/model.md §2.3). */
 void ast_adamw_step(ast_adamw *o, float lr);
 
 /* L2 norm over all parameter gradients (float64 accumulation). */

@@ -1,4 +1,4 @@
-/* alphast/train.h: the training loop (spec §4, fixed as issue 4 asks):
+/* alphast/train.h: the training loop (docs/model.md §4, fixed as issue 4 asks):
  * diffusion training on neighbourhood sets, AdamW with schedules and
  * clipping, a deterministic validation loss, early stopping, atomic
  * checkpoints with exact resume, and a run directory. */

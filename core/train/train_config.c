@@ -1,5 +1,5 @@
 /* The training run's settings as the config gives them: data options,
- * loop settings and the loss, from the keys of spec §9.4 plus alphast's
+ * loop settings and the loss, from the keys of docs/model.md §9.4 plus alphast's
  * additions (see config_schema.c). */
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /* The validation loss, made deterministic so that epochs compare: the same
  * sets (fixed centres), a fixed grid of diffusion times and a fixed noise
  * seed every time, in eval mode. (The reference drew t and noise at random,
- * spec §11 item 27.) The MoE aux loss is left out, as in the reference. */
+ * docs/model.md §11 item 27.) The MoE aux loss is left out, as in the reference. */
 #include <math.h>
 
 #include "train_internal.h"

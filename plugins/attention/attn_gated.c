@@ -1,4 +1,4 @@
-/* attn_gated: GatedMultiHeadAttention (spec §1.6). Softmax attention whose
+/* attn_gated: GatedMultiHeadAttention (docs/model.md §2.6). Softmax attention whose
  * output is scaled per head (or per feature) by a sigmoid gate predicted
  * from the token by extra columns of q_proj, optionally with RMSNorm on
  * each head's queries and keys. The attention core is one fused op

@@ -1,7 +1,7 @@
-/* attn_linear: the lucidrains LinearAttentionTransformer block (spec §2):
+/* attn_linear: the lucidrains LinearAttentionTransformer block (docs/model.md §2.5):
  * pre-norm linear attention (queries softmaxed over the head's features,
  * keys over the sequence, no normaliser) and a GELU feed-forward, each
- * with a residual. Parameter names follow its state_dict (spec §1.10a). */
+ * with a residual. Parameter names follow its state_dict (docs/model.md §2.10a). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

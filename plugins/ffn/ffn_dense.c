@@ -1,4 +1,4 @@
-/* The reference feed-forward block (spec §1.3 step 4):
+/* The reference feed-forward block (docs/model.md §2.3 step 4):
  * f = Lin_e2(Dropout(GELU(Lin_e1(x)))), Lin_e1 = Linear(E, F), Lin_e2 = Linear(F, E).
  * Parameter names are the reference's, relative to the layer scope. */
 #include <math.h>

@@ -1,4 +1,4 @@
-/* Mixture-of-experts FFN (spec §1.7): the reference's noisy top-k router
+/* Mixture-of-experts FFN (docs/model.md §2.7): the reference's noisy top-k router
  * with ReLU experts and the load-balance loss, plus capacity limits,
  * shared experts, expert-choice routing, aux-loss-free bias balancing and
  * time-conditioned routing as options. Padded cells (fwd mask) are neither
@@ -78,7 +78,7 @@ static int read_opts(const ast_create_args *a, moe_opts *o, char *err, size_t er
     return 1;
 }
 
-/* Parameters in the reference state_dict order (spec §1.10 d), then the
+/* Parameters in the reference state_dict order (docs/model.md §2.10 d), then the
  * router's time projection and the shared experts, which it does not have. */
 static void register_params(moe *m, const ast_create_args *a)
 {
@@ -226,7 +226,7 @@ static ast_tensor *moe_forward(void *self, ast_ctx *c, ast_tensor *x, const ast_
     return h->reshape(c, y, x->ndim, x->shape);
 }
 
-/* What one token uses (spec §1.11 "Activated"): the router and k experts,
+/* What one token uses (docs/model.md §2.11 "Activated"): the router and k experts,
  * plus the shared experts. */
 static int64_t moe_active_params(void *self)
 {

@@ -1,4 +1,4 @@
-/* Internal interface of the mixture-of-experts FFN plugin (spec §1.7):
+/* Internal interface of the mixture-of-experts FFN plugin (docs/model.md §2.7):
  * the instance, the routing decision of one forward, and the pieces
  * (experts, router, dispatch) that ffn_moe.c puts together. Everything
  * goes through the host table; nothing here links the alphast core. */

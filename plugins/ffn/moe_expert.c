@@ -1,4 +1,4 @@
-/* One expert, Expert(x) = w2(Dropout(ReLU(w1(x)))) (spec §1.7), used both
+/* One expert, Expert(x) = w2(Dropout(ReLU(w1(x)))) (docs/model.md §2.7), used both
  * for the routed experts and for the always-on shared ones. */
 #include <math.h>
 #include <stdio.h>

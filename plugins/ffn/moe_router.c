@@ -1,4 +1,4 @@
-/* The router (spec §1.7): logits = gate(x) [+ training noise] [+ time
+/* The router (docs/model.md §2.7): logits = gate(x) [+ training noise] [+ time
  * projection], then either top-k per token or expert choice (each expert
  * takes its best tokens); the load-balance loss and the aux-loss-free bias
  * update. Routing decisions are made on the data; the routing weights are
