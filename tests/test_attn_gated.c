@@ -290,7 +290,7 @@ static void dropout_factors(attn_kernel kernel, float p, float *z)
     const ast_host *h = ast_host_table();
     ast_ctx *c = ast_ctx_new(21);
     int64_t shape[4] = {1, 1, NZ, NZ};
-    ast_tensor *q = h->zeros(c, 4, shape), *k = h->zeros(c, 4, shape), *v = h->zeros(c, 4, shape);
+    ast_tensor *q = h->ops->zeros(c, 4, shape), *k = h->ops->zeros(c, 4, shape), *v = h->ops->zeros(c, 4, shape);
     for (int i = 0; i < NZ; i++) v->data[i * NZ + i] = 1.0f;
     ast_tensor *o = attn_core(h, c, q, k, v, NULL, &(attn_core_cfg){kernel, 16, p});
     for (int i = 0; i < NZ * NZ; i++) z[i] = o->data[i] * NZ;

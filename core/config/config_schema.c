@@ -25,6 +25,8 @@ static const cfg_key schema[] = {
     /* alphast: true restores the reference's choices where alphast's change the numbers: the position loss
      * from loss.use_distance_matrix, x0-prediction of positions, oracle-neighbourhood evaluation. */
     BOOL("reference_parity", "false"),
+    /* alphast: the backend steps run on (engine/backend.h); "cpu" in every build. */
+    STR("device", "cpu"),
 
     MAP("diffusion"),
     INT("diffusion.diffusion_steps", "1000", CFG_POSITIVE),

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine.h"
-#include "profile.h"
+#include "engine/backend.h"
+#include "engine/profile.h"
 
 #define ARENA_ALIGN 64
 #define ARENA_MIN_CHUNK ((size_t)16 << 20)
@@ -20,6 +20,7 @@ typedef struct chunk {
 } chunk;
 
 struct ast_ctx {
+    const ast_backend *backend; /* owns the arena's buffers and runs the ops */
     chunk *top;
     size_t used, peak;
     ast_node *tape;
@@ -39,34 +40,38 @@ struct ast_ctx {
     ast_profile *profile; /* ALPHAST_PROFILE=1, else NULL */
 };
 
-static chunk *chunk_new(size_t cap, chunk *prev)
+static chunk *chunk_new(const ast_backend *b, size_t cap, chunk *prev)
 {
     chunk *k = ast_xmalloc(sizeof *k);
     k->prev = prev;
     k->cap = cap;
     k->used = 0;
-    if (posix_memalign((void **)&k->base, ARENA_ALIGN, cap)) {
-        fprintf(stderr, "alphast: out of memory growing the step arena to %zu bytes\n", cap);
+    k->base = b->buffer_alloc(b, cap);
+    if (!k->base) {
+        fprintf(stderr, "alphast: out of memory growing the step arena to %zu bytes (%s)\n", cap, b->name);
         exit(70);
     }
     return k;
 }
 
-ast_ctx *ast_ctx_new(uint64_t seed)
+ast_ctx *ast_ctx_new(uint64_t seed) { return ast_ctx_new_on(ast_backend_cpu(), seed); }
+
+ast_ctx *ast_ctx_new_on(const ast_backend *b, uint64_t seed)
 {
     ast_ctx *c = ast_xcalloc(1, sizeof *c);
-    c->top = chunk_new(ARENA_MIN_CHUNK, NULL);
+    c->backend = b;
+    c->top = chunk_new(b, ARENA_MIN_CHUNK, NULL);
     c->grad_enabled = 1;
     c->profile = ast_profile_from_env();
     ast_rng_seed(&c->rng, seed);
     return c;
 }
 
-static void free_chunks(chunk *k)
+static void free_chunks(const ast_backend *b, chunk *k)
 {
     while (k) {
         chunk *prev = k->prev;
-        free(k->base);
+        b->buffer_free(b, k->base);
         free(k);
         k = prev;
     }
@@ -77,7 +82,7 @@ void ast_ctx_free(ast_ctx *c)
     if (!c) return;
     if (c->profile) ast_profile_print(c->profile, stderr);
     free(c->profile);
-    free_chunks(c->top);
+    free_chunks(c->backend, c->top);
     free(c->tape);
     free(c->stats);
     free(c);
@@ -90,8 +95,8 @@ void ast_ctx_reset(ast_ctx *c)
     if (c->top->prev) {
         size_t total = 0;
         for (chunk *k = c->top; k; k = k->prev) total += k->cap;
-        free_chunks(c->top);
-        c->top = chunk_new(total, NULL);
+        free_chunks(c->backend, c->top);
+        c->top = chunk_new(c->backend, total, NULL);
     }
     c->top->used = 0;
     c->used = 0;
@@ -104,6 +109,7 @@ void ast_ctx_reset(ast_ctx *c)
 void ast_ctx_set_training(ast_ctx *c, int training) { c->training = training; }
 void ast_ctx_set_grad(ast_ctx *c, int enabled) { c->grad_enabled = enabled; }
 ast_rng *ast_ctx_rng(ast_ctx *c) { return &c->rng; }
+const ast_backend *ast_ctx_backend(const ast_ctx *c) { return c->backend; }
 size_t ast_ctx_arena_used(const ast_ctx *c) { return c->used; }
 size_t ast_ctx_arena_peak(const ast_ctx *c) { return c->peak; }
 int ast_training(const ast_ctx *c) { return c->training; }
@@ -114,7 +120,7 @@ void *ast_alloc_uninit(ast_ctx *c, size_t bytes)
     size_t need = (bytes + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
     if (c->top->used + need > c->top->cap) {
         size_t cap = c->top->cap * 2;
-        c->top = chunk_new(need > cap ? need : cap, c->top);
+        c->top = chunk_new(c->backend, need > cap ? need : cap, c->top);
     }
     void *p = c->top->base + c->top->used;
     c->top->used += need;

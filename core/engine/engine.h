@@ -26,7 +26,11 @@ float ast_rng_gauss(ast_rng *r);     /* Box-Muller, N(0, 1) */
 
 /* ---- step context: arena + tape ---------------------------------------- */
 
+/* A context on the CPU backend, or on backend b (engine/backend.h). */
 ast_ctx *ast_ctx_new(uint64_t seed);
+typedef struct ast_backend ast_backend;
+ast_ctx *ast_ctx_new_on(const ast_backend *b, uint64_t seed);
+const ast_backend *ast_ctx_backend(const ast_ctx *c);
 void ast_ctx_free(ast_ctx *c);
 /* Forget the previous step's activations and tape; parameters stay. */
 void ast_ctx_reset(ast_ctx *c);
@@ -106,7 +110,8 @@ ast_tensor *ast_tensor_from(ast_ctx *c, int ndim, const int64_t *shape, const fl
 
 /* ---- the op set ---------------------------------------------------------- */
 
-#define AST_OP(ret, name, args) ret ast_##name args;
+/* ast_<name> runs the op on the backend of its context (engine/backend.h). */
+#define AST_OP(slot, ret, name, params, args) ret ast_##name params;
 #include "alphast/ops.def"
 #undef AST_OP
 
@@ -127,11 +132,18 @@ ast_scope *ast_scope_new(ast_params *p, const char *prefix);
 ast_scope *ast_scope_child(ast_scope *parent, const char *name);
 ast_tensor *ast_param(ast_scope *s, const char *name, int ndim, const int64_t *shape,
                       ast_init init, float a);
+/* Persistent state that is saved and restored but not trained (host->buffer):
+ * zero-filled, no gradient, kept apart from the parameters (the optimiser
+ * and the parameter counts never see it), in registration order. */
+ast_tensor *ast_buffer(ast_scope *s, const char *name, int ndim, const int64_t *shape);
+int ast_params_n_buffers(const ast_params *p);
+ast_tensor *ast_params_buffer_at(const ast_params *p, int i);
+ast_tensor *ast_params_find_buffer(const ast_params *p, const char *name);
 
 /* The service table handed to plugins. */
 const ast_host *ast_host_table(void);
 
-/* Row-major sgemm through cblas (the host table's sgemm). */
+/* Row-major sgemm on host memory, split over the thread pool (gemm.c). */
 /* The same with C's rows first set to bias [n] (beta ignored), for linear. */
 void ast_sgemm_bias(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
                     const float *b, int ldb, float beta, float *cmat, int ldc, const float *bias);

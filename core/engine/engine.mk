@@ -5,10 +5,10 @@ noinst_LTLIBRARIES += libalphast_engine.la
 libalphast_engine_la_SOURCES += \
 	core/engine/engine.h core/engine/ctx.c core/engine/tensor.c core/engine/params.c core/engine/host.c \
 	core/engine/rng.c core/engine/parallel.c core/engine/profile.c core/engine/profile.h \
-	core/engine/sink.c core/engine/sink.h \
+	core/engine/sink.c core/engine/sink.h core/engine/gemm.c core/engine/backend.h core/engine/backend_cpu.c \
 	core/engine/ops/ops_axis.h core/engine/ops/ops_shape.c core/engine/ops/ops_elementwise.c \
 	core/engine/ops/ops_linalg.c core/engine/ops/ops_norm.c core/engine/ops/ops_reduce.c \
-	core/engine/ops/ops_routing.c core/engine/ops/ops_loss.c
+	core/engine/ops/ops_routing.c core/engine/ops/ops_loss.c core/engine/ops/dispatch.c
 libalphast_engine_la_CFLAGS = $(AM_CFLAGS) $(BLAS_CFLAGS)
 libalphast_engine_la_LIBADD = $(BLAS_LIBS) -lm
 EXTRA_DIST += core/engine/README.md

@@ -1,78 +1,30 @@
-/* The service table handed to plugins: every op of ops.def plus the step,
- * parameter, RNG and logging services, and cblas_sgemm. */
-#include <cblas.h>
-#include <stdarg.h>
-#include <string.h>
-
+/* The service table handed to plugins: the op set (each op runs on the
+ * step's backend), parameters and saved buffers, step services, RNG, the
+ * thread pool and host GEMM for CPU kernels, and logging. Fields are
+ * appended at the tail only (alphast/abi_layout.h asserts every offset). */
 #include "engine/engine.h"
 #include "engine/sink.h"
-
-typedef struct gemm_args {
-    int ta, tb, m, n, k, lda, ldb, ldc;
-    float alpha, beta;
-    const float *a, *b;
-    float *c;
-    const float *bias; /* [n], copied into each row of the part first; NULL: none */
-} gemm_args;
-
-/* Rows [lo, hi) of C = alpha op(A) op(B) + beta C: op(A)'s rows are A's
- * rows, or its columns when A is transposed. */
-static void sgemm_rows(void *arg, int64_t lo, int64_t hi)
-{
-    const gemm_args *g = arg;
-    const float *a = g->ta ? g->a + lo : g->a + lo * g->lda;
-    for (int64_t r = lo; g->bias && r < hi; r++) memcpy(g->c + r * g->ldc, g->bias, (size_t)g->n * sizeof(float));
-    cblas_sgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans, g->tb ? CblasTrans : CblasNoTrans, (int)(hi - lo),
-                g->n, g->k, g->alpha, a, g->lda, g->b, g->ldb, g->beta, g->c + lo * g->ldc, g->ldc);
-}
-
-/* Columns [lo, hi) of C: op(B)'s columns are B's columns, or its rows when
- * B is transposed. */
-static void sgemm_cols(void *arg, int64_t lo, int64_t hi)
-{
-    const gemm_args *g = arg;
-    const float *b = g->tb ? g->b + lo * g->ldb : g->b + lo;
-    for (int64_t r = 0; g->bias && r < g->m; r++)
-        memcpy(g->c + r * g->ldc + lo, g->bias + lo, (size_t)(hi - lo) * sizeof(float));
-    cblas_sgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans, g->tb ? CblasTrans : CblasNoTrans, g->m,
-                (int)(hi - lo), g->k, g->alpha, g->a, g->lda, b, g->ldb, g->beta, g->c + lo, g->ldc);
-}
-
-/* Work per part: at least ~0.5 M multiply-adds, below which the hand-off
- * costs more than a second thread saves (measured at the demo size). */
-#define GEMM_GRAIN_FLOPS (1 << 19)
-
-/* Split along C's longer side, so each part packs the smaller operand share.
- * With a bias, each part first fills its block of C with it (beta is then 1):
- * one pass over the block while it is in cache, and one hand-off. */
-void ast_sgemm_bias(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
-                    const float *b, int ldb, float beta, float *cmat, int ldc, const float *bias)
-{
-    ast_parallel_threads(); /* the pool sets OpenBLAS to one thread when it starts */
-    if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
-    gemm_args g = {trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, bias ? 1.0f : beta, a, b, cmat, bias};
-    int by_rows = m >= n;
-    int64_t line_flops = (int64_t)(by_rows ? n : m) * (k ? k : 1);
-    int64_t grain = line_flops >= GEMM_GRAIN_FLOPS ? 1 : GEMM_GRAIN_FLOPS / line_flops;
-    ast_parallel_for(by_rows ? m : n, grain, by_rows ? sgemm_rows : sgemm_cols, &g);
-}
-
-void ast_sgemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
-               const float *b, int ldb, float beta, float *cmat, int ldc)
-{
-    ast_sgemm_bias(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, cmat, ldc, NULL);
-}
 
 static uint64_t host_rng_u64(ast_ctx *c) { return ast_rng_next(ast_ctx_rng(c)); }
 static float host_rng_uniform(ast_ctx *c) { return ast_rng_uniform01(ast_ctx_rng(c)); }
 static float host_rng_normal(ast_ctx *c) { return ast_rng_gauss(ast_ctx_rng(c)); }
 
+static const ast_ops ops = {
+    .n_ops = sizeof(ast_ops) / sizeof(void (*)(void)) - 1,
+#define AST_OP(slot, ret, name, params, args) .name = ast_##name,
+#include "alphast/ops.def"
+#undef AST_OP
+};
+
 static const ast_host host = {
     .abi_major = AST_ABI_MAJOR,
     .abi_minor = AST_ABI_MINOR,
     .struct_size = sizeof(ast_host),
+    .ops = &ops,
     .param = ast_param,
+    .buffer = ast_buffer,
     .alloc = ast_alloc,
+    .alloc_uninit = ast_alloc_uninit,
     .training = ast_training,
     .grad_enabled = ast_grad_enabled,
     .grad = ast_grad,
@@ -82,16 +34,12 @@ static const ast_host host = {
     .rng_normal = host_rng_normal,
     .add_loss = ast_add_loss,
     .stat = ast_publish_stat,
+    .scheduled = ast_ctx_scheduled,
+    .parallel_for = ast_parallel_for,
     .sgemm = ast_sgemm,
     .emit = ast_sink_emit,
     .warn_once = ast_sink_warn_once,
     .log = ast_log,
-#define AST_OP(ret, name, args) .name = ast_##name,
-#include "alphast/ops.def"
-#undef AST_OP
-    .scheduled = ast_ctx_scheduled,
-    .parallel_for = ast_parallel_for,
-    .alloc_uninit = ast_alloc_uninit,
 };
 
 const ast_host *ast_host_table(void) { return &host; }

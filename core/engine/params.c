@@ -1,5 +1,6 @@
 /* The parameter store: persistent tensors named as PyTorch's state_dict
- * names them, in registration order, with their gradients. */
+ * names them, in registration order, with their gradients; and, apart,
+ * the buffers plugins keep untrained but saved (host->buffer). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,9 +13,15 @@ struct ast_scope {
     ast_scope *next_alloc;
 };
 
+typedef struct tensor_list {
+    ast_tensor **items;
+    int n, cap;
+} tensor_list;
+
 struct ast_params {
     ast_tensor **items;
     int n, cap;
+    tensor_list buffers;
     ast_rng init_rng;
     ast_scope *scopes; /* freed with the store */
 };
@@ -26,15 +33,20 @@ ast_params *ast_params_new(uint64_t init_seed)
     return p;
 }
 
+static void tensor_free(ast_tensor *t)
+{
+    free(t->data);
+    free(t->grad);
+    free((char *)t->name);
+    free(t);
+}
+
 void ast_params_free(ast_params *p)
 {
     if (!p) return;
-    for (int i = 0; i < p->n; i++) {
-        free(p->items[i]->data);
-        free(p->items[i]->grad);
-        free((char *)p->items[i]->name);
-        free(p->items[i]);
-    }
+    for (int i = 0; i < p->n; i++) tensor_free(p->items[i]);
+    for (int i = 0; i < p->buffers.n; i++) tensor_free(p->buffers.items[i]);
+    free(p->buffers.items);
     for (ast_scope *s = p->scopes, *next; s; s = next) {
         next = s->next_alloc;
         free(s->prefix);
@@ -112,30 +124,58 @@ static void init_values(ast_rng *r, float *x, int64_t n, ast_init init, float a)
     }
 }
 
-ast_tensor *ast_param(ast_scope *s, const char *name, int ndim, const int64_t *shape, ast_init init, float a)
+static ast_tensor *persistent_tensor(ast_scope *s, const char *name, int ndim, const int64_t *shape)
 {
-    ast_params *p = s->owner;
     size_t a_len = strlen(s->prefix), b_len = strlen(name);
     char *full = ast_xmalloc(a_len + b_len + 1);
     memcpy(full, s->prefix, a_len);
     strcpy(full + a_len, name);
-    AST_ASSERT(!ast_params_find(p, full), "parameter %s registered twice", full);
-    AST_ASSERT(ndim >= 1 && ndim <= AST_MAX_DIMS, "parameter %s has %d dims", full, ndim);
-
+    AST_ASSERT(!ast_params_find(s->owner, full) && !ast_params_find_buffer(s->owner, full), "%s registered twice",
+               full);
+    AST_ASSERT(ndim >= 1 && ndim <= AST_MAX_DIMS, "%s has %d dims", full, ndim);
     ast_tensor *t = ast_xcalloc(1, sizeof *t);
     t->ndim = ndim;
     memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
     t->size = ast_shape_size(ndim, shape);
     t->data = ast_xcalloc((size_t)t->size, sizeof(float));
+    t->name = full;
+    return t;
+}
+
+static void list_push(ast_tensor ***items, int *n, int *cap, ast_tensor *t)
+{
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 64;
+        *items = ast_xrealloc(*items, (size_t)*cap * sizeof **items);
+    }
+    (*items)[(*n)++] = t;
+}
+
+ast_tensor *ast_param(ast_scope *s, const char *name, int ndim, const int64_t *shape, ast_init init, float a)
+{
+    ast_params *p = s->owner;
+    ast_tensor *t = persistent_tensor(s, name, ndim, shape);
     t->grad = ast_xcalloc((size_t)t->size, sizeof(float));
     t->flags = AST_PARAM | AST_REQUIRES_GRAD;
-    t->name = full;
     init_values(&p->init_rng, t->data, t->size, init, a);
-
-    if (p->n == p->cap) {
-        p->cap = p->cap ? 2 * p->cap : 64;
-        p->items = ast_xrealloc(p->items, (size_t)p->cap * sizeof *p->items);
-    }
-    p->items[p->n++] = t;
+    list_push(&p->items, &p->n, &p->cap, t);
     return t;
+}
+
+ast_tensor *ast_buffer(ast_scope *s, const char *name, int ndim, const int64_t *shape)
+{
+    ast_tensor *t = persistent_tensor(s, name, ndim, shape);
+    t->flags = AST_BUFFER;
+    list_push(&s->owner->buffers.items, &s->owner->buffers.n, &s->owner->buffers.cap, t);
+    return t;
+}
+
+int ast_params_n_buffers(const ast_params *p) { return p->buffers.n; }
+ast_tensor *ast_params_buffer_at(const ast_params *p, int i) { return p->buffers.items[i]; }
+
+ast_tensor *ast_params_find_buffer(const ast_params *p, const char *name)
+{
+    for (int i = 0; i < p->buffers.n; i++)
+        if (!strcmp(p->buffers.items[i]->name, name)) return p->buffers.items[i];
+    return NULL;
 }

@@ -1,7 +1,7 @@
 /* Tensor shapes and arena tensors. */
 #include <string.h>
 
-#include "engine/engine.h"
+#include "engine/backend.h"
 
 int64_t ast_shape_size(int ndim, const int64_t *shape)
 {
@@ -40,10 +40,11 @@ static ast_tensor *tensor_header(ast_ctx *c, int ndim, const int64_t *shape)
         t->shape[i] = shape[i];
     }
     t->size = ast_shape_size(ndim, shape);
+    t->memory = ast_ctx_backend(c)->memory;
     return t;
 }
 
-ast_tensor *ast_zeros(ast_ctx *c, int ndim, const int64_t *shape)
+ast_tensor *ast_cpu_zeros(ast_ctx *c, int ndim, const int64_t *shape)
 {
     ast_tensor *t = tensor_header(c, ndim, shape);
     t->data = ast_alloc(c, (size_t)t->size * sizeof(float));
@@ -60,6 +61,22 @@ ast_tensor *ast_empty(ast_ctx *c, int ndim, const int64_t *shape)
 ast_tensor *ast_tensor_from(ast_ctx *c, int ndim, const int64_t *shape, const float *data)
 {
     ast_tensor *t = ast_zeros(c, ndim, shape);
-    if (data) memcpy(t->data, data, (size_t)t->size * sizeof(float));
+    if (data) ast_tensor_write(c, t, 0, t->size, data);
     return t;
+}
+
+void ast_tensor_read(const ast_ctx *c, const ast_tensor *t, int64_t off, int64_t n, float *host_dst)
+{
+    AST_ASSERT(off >= 0 && n >= 0 && off + n <= t->size, "read of [%lld, %lld) from %lld floats", (long long)off,
+               (long long)(off + n), (long long)t->size);
+    const ast_backend *b = ast_ctx_backend(c);
+    b->to_host(b, host_dst, t->data + off, (size_t)n * sizeof(float));
+}
+
+void ast_tensor_write(const ast_ctx *c, ast_tensor *t, int64_t off, int64_t n, const float *host_src)
+{
+    AST_ASSERT(off >= 0 && n >= 0 && off + n <= t->size, "write of [%lld, %lld) into %lld floats", (long long)off,
+               (long long)(off + n), (long long)t->size);
+    const ast_backend *b = ast_ctx_backend(c);
+    b->to_backend(b, t->data + off, host_src, (size_t)n * sizeof(float));
 }

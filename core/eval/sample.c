@@ -73,7 +73,7 @@ void ast_sample(ast_model *m, const ast_schedule *s, const ast_sampler_config *s
     ast_noised z = {out_expr, out_pos, t, t_int}; /* the state lives in the output buffers */
     ast_rng rng;
     ast_rng_seed(&rng, sc->seed);
-    ast_ctx *c = ast_ctx_new(sc->seed); /* eval mode draws nothing from it */
+    ast_ctx *c = ast_ctx_new_on(ast_model_backend(m), sc->seed); /* eval mode draws nothing from it */
     ast_ctx_set_training(c, 0);
     ast_ctx_set_grad(c, 0);
     ast_limit_sample(s, sc->mode, &rng, B, N, G, expr, pos, mask, &z);

@@ -65,6 +65,7 @@ static void copy_config(ast_model_config *dst, const ast_model_config *src)
     *dst = *src;
     dst->attention = ast_xstrdup(src->attention);
     dst->ffn = ast_xstrdup(src->ffn);
+    dst->device = NULL; /* the model keeps its backend instead */
     copy_opts(dst->attention_opts, src->attention_opts, src->n_attention_opts);
     copy_opts(dst->ffn_opts, src->ffn_opts, src->n_ffn_opts);
 }
@@ -95,11 +96,18 @@ static int build(ast_model *m, ast_error *e)
 ast_model *ast_model_new(const ast_model_config *cfg, uint64_t seed, ast_error *e)
 {
     if (check_config(cfg, e)) return NULL;
+    const ast_backend *backend = ast_backend_find(cfg->device ? cfg->device : "cpu");
+    if (!backend) {
+        ast_error_set(e, "device: '%s' is not a backend of this build; choose one of %s", cfg->device,
+                      ast_backend_names());
+        return NULL;
+    }
     /* The model holds a reference on the plugin registry, so the plugins'
      * code stays loaded as long as their instances live. */
     if (!ast_plugins_init(e)) return NULL;
     ast_model *m = ast_xcalloc(1, sizeof *m);
     copy_config(&m->cfg, cfg);
+    m->backend = backend;
     m->params = ast_params_new(seed);
     m->layers = ast_xcalloc((size_t)cfg->num_layers, sizeof *m->layers);
     if (build(m, e)) {
@@ -176,3 +184,5 @@ ast_model_out ast_model_forward(ast_model *m, ast_ctx *c, ast_tensor *expression
     for (int i = 0; i < m->cfg.num_layers; i++) s = model_layer_forward(&m->layers[i], &r, s);
     return model_heads_forward(&m->heads, &r, s);
 }
+
+const ast_backend *ast_model_backend(const ast_model *m) { return m->backend; }

@@ -33,6 +33,8 @@ typedef struct ast_model_config {
     const char *ffn;       /* "dense", "moe", ... */
     ast_optsrc ffn_opts[AST_MAX_PLUGIN_OPTS];
     int n_ffn_opts;
+
+    const char *device; /* the backend the model runs on (engine/backend.h); NULL: "cpu" */
 } ast_model_config;
 
 /* The model's sizes and plugins (docs/model.md §1) for G = num_genes. The reference
@@ -57,6 +59,9 @@ ast_model *ast_model_new(const ast_model_config *cfg, uint64_t seed, ast_error *
 void ast_model_free(ast_model *m);
 ast_params *ast_model_params(ast_model *m);
 const ast_model_config *ast_model_cfg(const ast_model *m);
+/* The backend the model's steps run on: make their contexts with
+ * ast_ctx_new_on(ast_model_backend(m), seed). */
+const ast_backend *ast_model_backend(const ast_model *m);
 
 /* Total parameters, and those active per token (MoE: router + top-k experts). */
 int64_t ast_model_param_count(const ast_model *m);

@@ -2,6 +2,7 @@
  * BASE_CONFIG of compare_configs.py (docs/model.md §10). */
 #include <string.h>
 
+#include "engine/backend.h"
 #include "model/model.h"
 
 #define TL "TransformerLayer_setting."
@@ -154,6 +155,13 @@ int ast_cfg_model(const ast_cfg *cfg, int num_genes, ast_model_config *out, ast_
         return -1;
     put_plugin(&attention, &out->attention, out->attention_opts, &out->n_attention_opts);
     put_plugin(&ffn, &out->ffn, out->ffn_opts, &out->n_ffn_opts);
+    out->device = ast_cfg_str(cfg, "device");
+    const ast_cfg_node *device = ast_cfg_get(cfg, "device");
+    if (!ast_backend_find(out->device ? out->device : "cpu")) {
+        ast_cfg_fail(e, device->file, device->line, device->col, device->path,
+                     "'%s' is not a backend of this build; choose one of %s", out->device, ast_backend_names());
+        return -1;
+    }
     const ast_cfg_node *capacity = ast_cfg_get(cfg, TL "expert_capacity_factor");
     if (capacity)
         ast_log(AST_LOG_INFO, "%s: %s is ignored as in the reference, which never used it; "

@@ -3,6 +3,7 @@
 #ifndef ALPHAST_MODEL_INTERNAL_H
 #define ALPHAST_MODEL_INTERNAL_H
 
+#include "engine/backend.h"
 #include "model/model.h"
 
 /* Width of the hidden layer of both attention-wrapper MLPs (hard-coded in
@@ -49,6 +50,7 @@ typedef struct model_heads {
 
 struct ast_model {
     ast_model_config cfg; /* strings owned by the model */
+    const ast_backend *backend;
     ast_params *params;
     model_embed embed;
     model_layer *layers;

@@ -5,12 +5,16 @@
 
 #include "model_internal.h"
 
-static int plugin_create(model_plugin *mp, const ast_plugin *pl, ast_params *p, const char *scope,
+static int plugin_create(model_plugin *mp, const ast_plugin *pl, const ast_model *m, const char *scope,
                          const ast_layer_dims *dims, const ast_optval *opts, ast_error *e)
 {
     char err[512] = "";
+    ast_params *p = m->params;
+    const char *backend = ast_model_backend(m)->name;
+    if (ast_plugin_check_backend(pl, backend, e)) return -1;
     int64_t before = ast_params_numel(p);
-    ast_create_args a = {.host = ast_host_table(), .scope = ast_scope_new(p, scope), .dims = dims, .opts = opts};
+    ast_create_args a = {.host = ast_host_table(), .scope = ast_scope_new(p, scope), .dims = dims, .opts = opts,
+                         .backend = backend};
     mp->desc = ast_plugin_desc_of(pl);
     mp->self = mp->desc->create(&a, err, sizeof err);
     if (!mp->self) {
@@ -47,13 +51,13 @@ int model_layer_register(ast_model *m, model_layer *l, int index, const ast_plug
     l->expr0 = model_linear_new(ws, "transform_expression_for_attn_mlp.0", E, W, 1);
     l->expr2 = model_linear_new(ws, "transform_expression_for_attn_mlp.2", W, E, 1);
     snprintf(name, sizeof name, "transformer_layers.%d.attn_model.attention", index);
-    if (plugin_create(&l->attn, attn, m->params, name, &l->dims, m->attn_opts, e)) return -1;
+    if (plugin_create(&l->attn, attn, m, name, &l->dims, m->attn_opts, e)) return -1;
     l->head_pos = model_linear_new(ws, "head_features_to_position", E, MODEL_POS_DIM, 1);
     l->head_expr = model_linear_new(ws, "head_features_to_expression", E, E, 1);
     l->y_y = model_linear_new(ws, "y_y", T, T, 1);
 
     snprintf(name, sizeof name, "transformer_layers.%d", index);
-    if (plugin_create(&l->ffn, ffn, m->params, name, &l->dims, m->ffn_opts, e)) return -1;
+    if (plugin_create(&l->ffn, ffn, m, name, &l->dims, m->ffn_opts, e)) return -1;
     l->norm1 = model_norm_new(ls, "norm_node_features_1", E);
     l->norm2 = model_norm_new(ls, "norm_node_features_2", E);
     l->pos_norm_w = ast_param(ls, "norm_positions_1.weight", 1, (int64_t[]){1}, AST_INIT_ONE, 0.0f);

@@ -26,6 +26,11 @@ const char *ast_plugin_path(const ast_plugin *p);
  * values point into `src` or the descriptor, so keep them alive. */
 int ast_plugin_options(const ast_plugin *p, const ast_optsrc *src, int n_src, ast_optval *out, ast_error *e);
 
+/* Checks that the plugin has a kernel for `backend` for every fused op it
+ * declares (its descriptor's kernels table). 0, or -1 with e naming the op,
+ * the backend and the backends it has kernels for. */
+int ast_plugin_check_backend(const ast_plugin *p, const char *backend, ast_error *e);
+
 /* Every plugin found on the search path, for --list-plugins; n_out set. */
 const ast_plugin *const *ast_plugins_discover(int *n_out);
 

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "plugin_internal.h"
+#include "plugin/plugin_internal.h"
 
 /* Every descriptor has at least the fields of ABI 1.0, up to `observe`;
  * later minors append fields, which stay zero for older plugins. */
@@ -86,6 +86,20 @@ static int check_option(const ast_plugin_desc *d, int i, char *why, size_t n)
     return 1;
 }
 
+static int check_kernels(const ast_plugin_desc *d, char *why, size_t n)
+{
+    if (d->n_kernels < 0 || (d->n_kernels > 0 && !d->kernels)) {
+        snprintf(why, n, "has n_kernels = %d but %s", d->n_kernels, d->n_kernels < 0 ? "that is negative" : "no kernels table");
+        return 0;
+    }
+    for (int i = 0; i < d->n_kernels; i++)
+        if (!d->kernels[i].op || !d->kernels[i].backend || !d->kernels[i].fn) {
+            snprintf(why, n, "has kernel %d without an op name, a backend or a function", i);
+            return 0;
+        }
+    return 1;
+}
+
 int ast_desc_validate(const ast_plugin_desc *d, ast_plugin_kind kind, const char *name, char *why, size_t n)
 {
     if (!check_identity(d, kind, name, why, n)) return 0;
@@ -95,5 +109,31 @@ int ast_desc_validate(const ast_plugin_desc *d, ast_plugin_kind kind, const char
     }
     for (int i = 0; i < d->n_options; i++)
         if (!check_option(d, i, why, n)) return 0;
-    return check_entry_points(d, why, n);
+    return check_kernels(d, why, n) && check_entry_points(d, why, n);
+}
+
+/* The backends the kernels table covers for `op`, '|'-joined into buf. */
+static const char *kernel_backends(const ast_plugin_desc *d, const char *op, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    for (int i = 0; i < d->n_kernels; i++)
+        if (!strcmp(d->kernels[i].op, op))
+            snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", buf[0] ? "|" : "", d->kernels[i].backend);
+    return buf;
+}
+
+int ast_plugin_check_backend(const ast_plugin *p, const char *backend, ast_error *e)
+{
+    const ast_plugin_desc *d = ast_plugin_desc_of(p);
+    for (int i = 0; i < d->n_kernels; i++) {
+        const char *op = d->kernels[i].op;
+        if (ast_kernel_find(d->kernels, d->n_kernels, op, backend)) continue;
+        char has[256];
+        ast_error_set(e, "%s plugin '%s' (%s): its fused op '%s' has no kernel for backend '%s' (it has: %s); "
+                      "choose device: %s, or another %s",
+                      ast_kind_name(d->kind), d->name, ast_plugin_path(p), op, backend,
+                      kernel_backends(d, op, has, sizeof has), d->kernels[i].backend, ast_kind_name(d->kind));
+        return -1;
+    }
+    return 0;
 }

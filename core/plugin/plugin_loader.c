@@ -7,7 +7,7 @@
 
 #define ENTRY_SYMBOL "alphast_plugin_entry"
 
-typedef const ast_plugin_desc *(*entry_fn)(void);
+typedef const ast_plugin_desc *(*entry_fn)(const ast_host *host);
 
 static struct {
     int users;
@@ -99,7 +99,7 @@ static int open_plugin(ast_plugin *p, const char *stem, ast_error *e)
                       kind, p->name, p->path, ENTRY_SYMBOL, lt_dlerror());
         return 0;
     }
-    const ast_plugin_desc *raw = entry();
+    const ast_plugin_desc *raw = entry(ast_host_table());
     if (!raw) snprintf(why, sizeof why, "returned no descriptor from %s", ENTRY_SYMBOL);
     if (!raw || !ast_desc_adopt(raw, &p->desc, why, sizeof why) ||
         !ast_desc_validate(&p->desc, p->kind, p->name, why, sizeof why)) {

@@ -95,7 +95,7 @@ ast_trainer *ast_trainer_new(ast_model *m, const ast_dataset *d, const ast_split
         t->masking = ast_masking_new(&tc->masking, tc->mode, ast_model_params(m), tc->sets_per_step, tc->set_size,
                                      d->n_genes);
     t->opt = ast_adamw_new(ast_model_params(m), &tc->adamw);
-    t->ctx = ast_ctx_new(tc->seed ^ 0x5eed0c7full);
+    t->ctx = ast_ctx_new_on(ast_model_backend(m), tc->seed ^ 0x5eed0c7full);
     ast_rng_seed(&t->data_rng, tc->seed);
     float scale = ast_data_position_scale(d, &splits[AST_SPLIT_TRAIN], tc->set_size, tc->seed);
     t->train_sets = (ast_set_sampler){d, &splits[AST_SPLIT_TRAIN], tc->set_size, scale, tc->rotate, tc->expr_dropout};

@@ -74,7 +74,7 @@ static ast_tensor *rbf_expand(const ast_host *h, ast_ctx *c, ast_tensor *d, int 
     int64_t shape[AST_MAX_DIMS];
     for (int i = 0; i < d->ndim; i++) shape[i] = d->shape[i];
     shape[d->ndim] = kernels;
-    ast_tensor *phi = h->zeros(c, d->ndim + 1, shape);
+    ast_tensor *phi = h->ops->zeros(c, d->ndim + 1, shape);
     for (int64_t i = 0; i < d->size; i++)
         for (int k = 0; k < kernels; k++) {
             float z = (d->data[i] - (float)k * sigma) / sigma;
@@ -147,15 +147,15 @@ static ast_tensor *distance_bias(const distbias *l, ast_ctx *c, ast_tensor *dist
 {
     const ast_host *h = l->host;
     ast_tensor *phi = rbf_expand(h, c, dist, l->kernels, l->sigma);   /* [B, N, N, K] */
-    ast_tensor *bias = h->linear(c, phi, l->bias_w, NULL);              /* [B, N, N, H] */
-    return h->permute(c, bias, (int[]){0, 3, 1, 2});
+    ast_tensor *bias = h->ops->linear(c, phi, l->bias_w, NULL);              /* [B, N, N, H] */
+    return h->ops->permute(c, bias, (int[]){0, 3, 1, 2});
 }
 
 /* mask [B, N] -> [B, 1, 1, N]: 0 for valid keys, -MASKED_LOGIT for padding. */
 static ast_tensor *key_mask_bias(const ast_host *h, ast_ctx *c, ast_tensor *mask)
 {
-    ast_tensor *m = h->reshape(c, mask, 4, (int64_t[]){mask->shape[0], 1, 1, mask->shape[1]});
-    return h->affine(c, m, MASKED_LOGIT, -MASKED_LOGIT);
+    ast_tensor *m = h->ops->reshape(c, mask, 4, (int64_t[]){mask->shape[0], 1, 1, mask->shape[1]});
+    return h->ops->affine(c, m, MASKED_LOGIT, -MASKED_LOGIT);
 }
 
 /* Statistic for monitors: per head, the attention-weighted distance
@@ -185,9 +185,9 @@ static void publish_attended_distance(const distbias *l, ast_ctx *c, const ast_t
 static ast_tensor *apply_gate(const distbias *l, ast_ctx *c, ast_tensor *x, ast_tensor *o)
 {
     const ast_host *h = l->host;
-    ast_tensor *g = h->sigmoid(c, h->linear(c, x, l->wg, l->bg)); /* [B, N, H] */
-    g = h->reshape(c, g, 4, (int64_t[]){g->shape[0], g->shape[1], g->shape[2], 1});
-    return h->mul(c, o, h->permute(c, g, (int[]){0, 2, 1, 3}));
+    ast_tensor *g = h->ops->sigmoid(c, h->ops->linear(c, x, l->wg, l->bg)); /* [B, N, H] */
+    g = h->ops->reshape(c, g, 4, (int64_t[]){g->shape[0], g->shape[1], g->shape[2], 1});
+    return h->ops->mul(c, o, h->ops->permute(c, g, (int[]){0, 2, 1, 3}));
 }
 
 /* The plugin ABI promises positions; a caller that omits them is broken. */
@@ -204,20 +204,20 @@ static ast_tensor *distbias_forward(void *self, ast_ctx *c, ast_tensor *x, const
     const distbias *l = self;
     const ast_host *h = l->host;
     require_positions(l, x, a);
-    ast_tensor *q = h->split_heads(c, h->linear(c, x, l->wq, l->bq), l->heads);
-    ast_tensor *k = h->split_heads(c, h->linear(c, x, l->wk, l->bk), l->heads);
-    ast_tensor *v = h->split_heads(c, h->linear(c, x, l->wv, l->bv), l->heads);
-    ast_tensor *dist = h->pdist(c, a->positions);
+    ast_tensor *q = h->ops->split_heads(c, h->ops->linear(c, x, l->wq, l->bq), l->heads);
+    ast_tensor *k = h->ops->split_heads(c, h->ops->linear(c, x, l->wk, l->bk), l->heads);
+    ast_tensor *v = h->ops->split_heads(c, h->ops->linear(c, x, l->wv, l->bv), l->heads);
+    ast_tensor *dist = h->ops->pdist(c, a->positions);
 
-    ast_tensor *logits = h->affine(c, h->bmm(c, q, k, 0, 1), 1.0f / sqrtf((float)q->shape[3]), 0.0f);
-    logits = h->add(c, logits, distance_bias(l, c, dist));
-    if (a->mask) logits = h->add(c, logits, key_mask_bias(h, c, a->mask));
-    ast_tensor *p = h->softmax(c, logits, -1);
+    ast_tensor *logits = h->ops->affine(c, h->ops->bmm(c, q, k, 0, 1), 1.0f / sqrtf((float)q->shape[3]), 0.0f);
+    logits = h->ops->add(c, logits, distance_bias(l, c, dist));
+    if (a->mask) logits = h->ops->add(c, logits, key_mask_bias(h, c, a->mask));
+    ast_tensor *p = h->ops->softmax(c, logits, -1);
     publish_attended_distance(l, c, p, dist, a->mask, a->layer);
 
-    ast_tensor *o = h->bmm(c, h->dropout(c, p, l->dropout), v, 0, 0);
+    ast_tensor *o = h->ops->bmm(c, h->ops->dropout(c, p, l->dropout), v, 0, 0);
     if (l->wg) o = apply_gate(l, c, x, o);
-    return h->linear(c, h->merge_heads(c, o), l->wo, l->bo);
+    return h->ops->linear(c, h->ops->merge_heads(c, o), l->wo, l->bo);
 }
 
 static const ast_plugin_desc desc = {

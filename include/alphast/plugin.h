@@ -14,30 +14,40 @@
  *
  * and name the file <kind prefix>_<name>.so: attn_, ffn_ or monitor_.
  *
- * ABI rules: the major version changes when anything in this header changes
- * incompatibly; the minor version when something is appended (an op at the
- * end of ops.def, a field at the end of a struct). The host loads a plugin
- * whose major equals its own and whose minor is not newer than its own.
+ * ABI rules: every table and struct here only ever grows at its tail. The
+ * minor version changes when something is appended (an op at the end of
+ * ops.def, a field at the end of a struct); the major version when anything
+ * else changes. The host loads a plugin whose major equals its own and whose
+ * minor is not newer than its own, and gives it a table at least as long as
+ * the one it was built for. The end of this file asserts the offset of every
+ * field, so an accidental move fails the build of the host and of every
+ * plugin. (ABI 1 kept the ops in the middle of the host table, so appending
+ * one moved the fields after it: version 2 puts them in their own table.)
+ *
+ * Most authors include alphast/plugin_api.h instead, which adds the kit:
+ * ops and services called as ast_<name>(...) as the core calls them.
  */
 #ifndef ALPHAST_PLUGIN_H
 #define ALPHAST_PLUGIN_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define AST_ABI_MAJOR 1
-#define AST_ABI_MINOR 2
+#define AST_ABI_MAJOR 2
+#define AST_ABI_MINOR 0
 #define AST_MAX_DIMS 4
 
 /* ---- tensors ---------------------------------------------------------- */
 
 enum {
     AST_REQUIRES_GRAD = 1u << 0, /* gradients flow into this tensor */
-    AST_PARAM = 1u << 1          /* persistent parameter: data and grad outlive the step */
+    AST_PARAM = 1u << 1,         /* persistent parameter: data and grad outlive the step */
+    AST_BUFFER = 1u << 2         /* persistent state that is saved but not trained (host->buffer) */
 };
 
 typedef struct ast_node ast_node;
@@ -54,9 +64,16 @@ static inline uint64_t ast_mix64(uint64_t z)
     return z ^ (z >> 31);
 }
 
-/* A contiguous row-major float32 tensor. Plugins may read and write `data`
- * of tensors they created; `grad` is allocated by the tape on demand
- * (use host->grad to obtain it inside a backward function). */
+/* Where a tensor's data lives: memory the CPU can address, or a device's. */
+typedef enum ast_memory { AST_MEM_HOST = 0, AST_MEM_DEVICE = 1 } ast_memory;
+
+/* A contiguous row-major float32 tensor. It never owns its memory: `data`
+ * and `grad` point into a buffer of the backend that runs the step (the
+ * step arena) or of the parameter store. Plugins may read and write `data`
+ * of tensors they created when `memory` is AST_MEM_HOST; device data moves
+ * only through the backend's explicit copies. `grad` is allocated by the
+ * tape on demand (use host->grad to obtain it inside a backward function).
+ * Tensors are made by the host only, so this struct may grow at its tail. */
 typedef struct ast_tensor {
     float *data;
     float *grad;
@@ -64,7 +81,9 @@ typedef struct ast_tensor {
     int64_t shape[AST_MAX_DIMS];
     int64_t size;
     uint32_t flags;
-    const char *name; /* parameters: full state_dict name; else NULL */
+    const char *name; /* parameters and buffers: full state_dict name; else NULL */
+    uint32_t memory;  /* ast_memory of data and grad */
+    int32_t device;   /* which device of the backend; 0 on the CPU */
 } ast_tensor;
 
 /* One step's arena, tape, RNG and published statistics. Opaque. */
@@ -150,6 +169,7 @@ typedef struct ast_create_args {
     ast_scope *scope;           /* NULL for monitors */
     const ast_layer_dims *dims; /* NULL for monitors */
     const ast_optval *opts;     /* one per options[] row, in that order */
+    const char *backend;        /* the backend the instance runs on ("cpu"): pick fused kernels by it */
 } ast_create_args;
 
 /* Per-call inputs besides the token tensor x [B, N, E]. */
@@ -188,17 +208,37 @@ typedef struct ast_observation {
 typedef enum ast_init { AST_INIT_ZERO, AST_INIT_ONE, AST_INIT_UNIFORM, AST_INIT_NORMAL } ast_init;
 typedef enum ast_log_level { AST_LOG_DEBUG, AST_LOG_INFO, AST_LOG_WARN, AST_LOG_ERROR } ast_log_level;
 
+/* The op set: one pointer per line of ops.def, at its slot. Each runs the
+ * kernel of the backend that holds the context `c`, so a plugin built from
+ * these ops runs on every backend unchanged. */
+typedef struct ast_ops {
+    uint32_t n_ops; /* slots this table fills (ops.def lines of the host's version) */
+#define AST_OP(slot, ret, name, params, args) ret (*name) params;
+#include "alphast/ops.def"
+#undef AST_OP
+} ast_ops;
+
 struct ast_host {
     uint32_t abi_major, abi_minor, struct_size;
+
+    /* The op set (ops.def), each with forward and backward. */
+    const ast_ops *ops;
 
     /* Parameters: created once in create(); `a` is the bound (UNIFORM, +-a)
      * or the standard deviation (NORMAL). A PyTorch Linear(in, out) is
      * weight [out, in] and bias [out], both UNIFORM with a = 1/sqrt(in). */
     ast_tensor *(*param)(ast_scope *s, const char *name, int ndim, const int64_t *shape,
                          ast_init init, float a);
+    /* State that is not trained but must survive a resume (MoE's selection
+     * bias): created once in create(), zero-filled, saved in checkpoints and
+     * best.safetensors under its full name and restored before training
+     * continues. The plugin updates `data` itself; no gradient flows. */
+    ast_tensor *(*buffer)(ast_scope *s, const char *name, int ndim, const int64_t *shape);
 
     /* Step services. */
     void *(*alloc)(ast_ctx *c, size_t bytes);            /* arena, 64-byte aligned, zeroed */
+    /* Arena memory like alloc but not zeroed, for buffers written in full. */
+    void *(*alloc_uninit)(ast_ctx *c, size_t bytes);
     int (*training)(const ast_ctx *c);                    /* 1 in training mode */
     int (*grad_enabled)(const ast_ctx *c);
     float *(*grad)(ast_ctx *c, ast_tensor *t);           /* NULL if t needs no gradient */
@@ -212,8 +252,18 @@ struct ast_host {
     void (*add_loss)(ast_ctx *c, const char *name, ast_tensor *scalar);
     /* Publish statistics for monitors (values are copied). */
     void (*stat)(ast_ctx *c, const char *name, int layer, const float *values, int n);
+    /* A value the run schedules per optimiser step (a sweep's Lua
+     * schedule): "moe.load_balance_weight", "moe.router_noise",
+     * "masking.ratio"; `fallback` (the plugin's option) when nothing does. */
+    float (*scheduled)(const ast_ctx *c, const char *name, float fallback);
 
-    /* Row-major C = alpha op(A) op(B) + beta C through cblas_sgemm. */
+    /* CPU kernels of fused ops. The thread pool (OPENBLAS_NUM_THREADS
+     * threads) runs fn(arg, lo, hi) over [0, n) in contiguous ranges, one per
+     * thread, or serially when n < 2 * grain. Each range must write its own
+     * outputs. Inside fn, sgemm and parallel_for run on the calling thread;
+     * ops and alloc must not be called there (the arena is not thread-safe). */
+    void (*parallel_for)(int64_t n, int64_t grain, ast_range_fn fn, void *arg);
+    /* Row-major C = alpha op(A) op(B) + beta C on host memory (OpenBLAS). */
     void (*sgemm)(int trans_a, int trans_b, int m, int n, int k, float alpha,
                   const float *a, int lda, const float *b, int ldb, float beta, float *cmat, int ldc);
 
@@ -230,28 +280,27 @@ struct ast_host {
         __attribute__((format(printf, 2, 3)))
 #endif
         ;
-
-    /* The op set (see ops.def), each with forward and backward. */
-#define AST_OP(ret, name, args) ret (*name) args;
-#include "alphast/ops.def"
-#undef AST_OP
-
-    /* ABI 1.1. A value the run schedules per optimiser step (a sweep's Lua
-     * schedule): "moe.load_balance_weight", "moe.router_noise",
-     * "masking.ratio"; `fallback` (the plugin's option) when nothing does. */
-    float (*scheduled)(const ast_ctx *c, const char *name, float fallback);
-
-    /* ABI 1.2. The thread pool (OPENBLAS_NUM_THREADS threads): runs
-     * fn(arg, lo, hi) over [0, n) in contiguous ranges, one per thread, or
-     * serially when n < 2 * grain. Each range must write its own outputs.
-     * Inside fn, sgemm and parallel_for run on the calling thread; ops and
-     * alloc must not be called there (the step arena is not thread-safe). */
-    void (*parallel_for)(int64_t n, int64_t grain, ast_range_fn fn, void *arg);
-    /* Arena memory like alloc but not zeroed, for buffers written in full. */
-    void *(*alloc_uninit)(ast_ctx *c, size_t bytes);
 };
 
 /* ---- the descriptor a plugin returns ------------------------------------ */
+
+/* Any function, stored in a kernel table and cast back by its owner. */
+typedef void (*ast_kernel_fn)(void);
+
+/* One fused op's kernel for one backend. */
+typedef struct ast_kernel {
+    const char *op;      /* "gated_attention": the plugin's name for the fused op */
+    const char *backend; /* "cpu" */
+    ast_kernel_fn fn;
+} ast_kernel;
+
+/* The kernel of `op` for `backend` in a descriptor's table, NULL if none. */
+static inline ast_kernel_fn ast_kernel_find(const ast_kernel *k, int n, const char *op, const char *backend)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(k[i].op, op) && !strcmp(k[i].backend, backend)) return k[i].fn;
+    return 0;
+}
 
 typedef struct ast_plugin_desc {
     uint32_t abi_major, abi_minor, struct_size; /* AST_ABI_MAJOR, AST_ABI_MINOR, sizeof */
@@ -277,6 +326,14 @@ typedef struct ast_plugin_desc {
     /* attention and ffn, optional: parameters one token uses (MoE: the
      * router and k experts). NULL means all of the instance's parameters. */
     int64_t (*active_params)(void *self);
+
+    /* Fused ops the plugin implements itself, one kernel per backend (the
+     * tiled gated attention, the MoE combine). The host refuses to create an
+     * instance on a backend that lacks a kernel for one of these ops, naming
+     * the op and the backends it has; create() picks its kernels by
+     * a->backend (ast_kernel_find). NULL / 0: the plugin uses ops only. */
+    const ast_kernel *kernels;
+    int n_kernels;
 } ast_plugin_desc;
 
 #define AST_PLUGIN_DESC_INIT(kind_, name_, version_, summary_)                       \
@@ -290,11 +347,20 @@ typedef struct ast_plugin_desc {
 #define AST_EXPORT
 #endif
 
+/* The entry point: the host calls it once with its table (plugin_api.h
+ * keeps it in AST_API_SET; plain plugins get it again in create()). */
+#define AST_API_SET(host) ((void)(host))
 #define AST_PLUGIN_DEFINE(desc)                                                       \
-    AST_EXPORT const ast_plugin_desc *alphast_plugin_entry(void);                     \
-    const ast_plugin_desc *alphast_plugin_entry(void) { return &(desc); }
+    AST_EXPORT const ast_plugin_desc *alphast_plugin_entry(const ast_host *host);     \
+    const ast_plugin_desc *alphast_plugin_entry(const ast_host *host)                 \
+    {                                                                                 \
+        AST_API_SET(host);                                                            \
+        return &(desc);                                                               \
+    }
 
 #define AST_N_OPTIONS(table) ((int)(sizeof(table) / sizeof((table)[0])))
+
+#include "alphast/abi_layout.h"
 
 #ifdef __cplusplus
 }

@@ -78,8 +78,8 @@ static void gated_destroy(void *self) { free(self); }
 /* [B, N, E] projection -> [B, H, N, dh], RMS-normalised when asked. */
 static ast_tensor *heads_of(const gated *g, ast_ctx *c, ast_tensor *x, ast_tensor *norm_w)
 {
-    ast_tensor *t = g->host->split_heads(c, x, g->heads);
-    return norm_w ? g->host->rmsnorm(c, t, norm_w, QK_NORM_EPS) : t;
+    ast_tensor *t = g->host->ops->split_heads(c, x, g->heads);
+    return norm_w ? g->host->ops->rmsnorm(c, t, norm_w, QK_NORM_EPS) : t;
 }
 
 /* For the gate_activation monitor, per layer: attn.gate_mean [1] and
@@ -108,35 +108,35 @@ static ast_tensor *apply_gate(const gated *g, ast_ctx *c, ast_tensor *qg, ast_te
 {
     const ast_host *h = g->host;
     if (g->gate_type == GATE_NONE) return o;
-    ast_tensor *score = h->slice(c, qg, g->d_model, gate_width(g));
+    ast_tensor *score = h->ops->slice(c, qg, g->d_model, gate_width(g));
     if (g->gate_type == GATE_HEADWISE) {
         /* [B, N, H] -> [B, H, N, 1]: one factor per head and token */
         const int64_t *s = score->shape;
-        score = h->reshape(c, score, 4, (int64_t[]){s[0], s[1], s[2], 1});
-        score = h->permute(c, score, (int[]){0, 2, 1, 3});
+        score = h->ops->reshape(c, score, 4, (int64_t[]){s[0], s[1], s[2], 1});
+        score = h->ops->permute(c, score, (int[]){0, 2, 1, 3});
     } else {
-        score = h->split_heads(c, score, g->heads);
+        score = h->ops->split_heads(c, score, g->heads);
     }
-    ast_tensor *gate = h->sigmoid(c, score);
+    ast_tensor *gate = h->ops->sigmoid(c, score);
     publish_gate_stats(g, c, gate, a);
-    return h->mul(c, o, gate);
+    return h->ops->mul(c, o, gate);
 }
 
 static ast_tensor *gated_forward(void *self, ast_ctx *c, ast_tensor *x, const ast_fwd_args *a)
 {
     const gated *g = self;
     const ast_host *h = g->host;
-    ast_tensor *qg = h->linear(c, x, g->wq, g->bq);
-    ast_tensor *q = gate_width(g) ? h->slice(c, qg, 0, g->d_model) : qg;
+    ast_tensor *qg = h->ops->linear(c, x, g->wq, g->bq);
+    ast_tensor *q = gate_width(g) ? h->ops->slice(c, qg, 0, g->d_model) : qg;
     ast_tensor *Q = heads_of(g, c, q, g->q_norm);
-    ast_tensor *K = heads_of(g, c, h->linear(c, x, g->wk, g->bk), g->k_norm);
-    ast_tensor *V = heads_of(g, c, h->linear(c, x, g->wv, g->bv), NULL);
+    ast_tensor *K = heads_of(g, c, h->ops->linear(c, x, g->wk, g->bk), g->k_norm);
+    ast_tensor *V = heads_of(g, c, h->ops->linear(c, x, g->wv, g->bv), NULL);
 
     attn_core_cfg core = g->core;
     core.dropout = h->training(c) ? g->dropout : 0.0f;
     ast_tensor *o = attn_core(h, c, Q, K, V, a ? a->mask : NULL, &core);
     o = apply_gate(g, c, qg, o, a);
-    return h->linear(c, h->merge_heads(c, o), g->wo, g->bo);
+    return h->ops->linear(c, h->ops->merge_heads(c, o), g->wo, g->bo);
 }
 
 static const ast_plugin_desc desc = {

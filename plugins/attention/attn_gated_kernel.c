@@ -454,7 +454,7 @@ ast_tensor *attn_core(const ast_host *host, ast_ctx *c, ast_tensor *q, ast_tenso
         abort();
     }
     core_saved *s = saved_new(host, c, q, mask, cfg);
-    ast_tensor *o = host->zeros(c, 4, q->shape);
+    ast_tensor *o = host->ops->zeros(c, 4, q->shape);
     ast_node n = {.op = "attn_core", .backward = core_backward, .out = o, .in = {q, k, v}, .n_in = 3, .saved = s};
     run_heads(c, s, &n, NULL, NULL, NULL, 0);
     host->record(c, &n);

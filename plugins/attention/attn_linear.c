@@ -63,33 +63,33 @@ static ast_tensor *key_softmax(const linear_attn *l, ast_ctx *c, ast_tensor *k, 
 {
     const ast_host *h = l->host;
     if (mask) {
-        ast_tensor *m = h->reshape(c, mask, 4, (int64_t[]){k->shape[0], 1, k->shape[2], 1});
-        k = h->add(c, k, h->affine(c, m, MASKED_LOGIT, -MASKED_LOGIT));
+        ast_tensor *m = h->ops->reshape(c, mask, 4, (int64_t[]){k->shape[0], 1, k->shape[2], 1});
+        k = h->ops->add(c, k, h->ops->affine(c, m, MASKED_LOGIT, -MASKED_LOGIT));
     }
-    return h->softmax(c, k, 2);
+    return h->ops->softmax(c, k, 2);
 }
 
 /* h + to_out(merge(softmax_dh(q) * dh^-1/2 . (k^T v))) on the pre-normed a. */
 static ast_tensor *attention(const linear_attn *l, ast_ctx *c, ast_tensor *x, ast_tensor *mask)
 {
     const ast_host *h = l->host;
-    ast_tensor *a = h->layernorm(c, x, l->ln_attn_w, l->ln_attn_b, LN_EPS);
-    ast_tensor *q = h->split_heads(c, h->linear(c, a, l->wq, NULL), l->heads);
-    ast_tensor *k = h->split_heads(c, h->linear(c, a, l->wk, NULL), l->heads);
-    ast_tensor *v = h->split_heads(c, h->linear(c, a, l->wv, NULL), l->heads);
-    q = h->affine(c, h->softmax(c, q, -1), 1.0f / sqrtf((float)q->shape[3]), 0.0f);
+    ast_tensor *a = h->ops->layernorm(c, x, l->ln_attn_w, l->ln_attn_b, LN_EPS);
+    ast_tensor *q = h->ops->split_heads(c, h->ops->linear(c, a, l->wq, NULL), l->heads);
+    ast_tensor *k = h->ops->split_heads(c, h->ops->linear(c, a, l->wk, NULL), l->heads);
+    ast_tensor *v = h->ops->split_heads(c, h->ops->linear(c, a, l->wv, NULL), l->heads);
+    q = h->ops->affine(c, h->ops->softmax(c, q, -1), 1.0f / sqrtf((float)q->shape[3]), 0.0f);
     k = key_softmax(l, c, k, mask);
-    ast_tensor *context = h->bmm(c, k, v, 1, 0); /* [B, H, dh, dh] */
-    ast_tensor *o = h->merge_heads(c, h->bmm(c, q, context, 0, 0));
-    return h->add(c, x, h->linear(c, o, l->wo, l->bo));
+    ast_tensor *context = h->ops->bmm(c, k, v, 1, 0); /* [B, H, dh, dh] */
+    ast_tensor *o = h->ops->merge_heads(c, h->ops->bmm(c, q, context, 0, 0));
+    return h->ops->add(c, x, h->ops->linear(c, o, l->wo, l->bo));
 }
 
 static ast_tensor *feed_forward(const linear_attn *l, ast_ctx *c, ast_tensor *x)
 {
     const ast_host *h = l->host;
-    ast_tensor *a = h->layernorm(c, x, l->ln_ff_w, l->ln_ff_b, LN_EPS);
-    ast_tensor *f = h->linear(c, h->gelu(c, h->linear(c, a, l->w1, l->b1)), l->w2, l->b2);
-    return h->add(c, x, f);
+    ast_tensor *a = h->ops->layernorm(c, x, l->ln_ff_w, l->ln_ff_b, LN_EPS);
+    ast_tensor *f = h->ops->linear(c, h->ops->gelu(c, h->ops->linear(c, a, l->w1, l->b1)), l->w2, l->b2);
+    return h->ops->add(c, x, f);
 }
 
 static ast_tensor *linear_forward(void *self, ast_ctx *c, ast_tensor *x, const ast_fwd_args *a)

@@ -44,8 +44,8 @@ static ast_tensor *dense_forward(void *self, ast_ctx *c, ast_tensor *x, const as
     (void)args;
     dense_ffn *f = self;
     const ast_host *h = f->h;
-    ast_tensor *hid = h->gelu(c, h->linear(c, x, f->w1, f->b1));
-    return h->linear(c, h->dropout(c, hid, f->dropout), f->w2, f->b2);
+    ast_tensor *hid = h->ops->gelu(c, h->ops->linear(c, x, f->w1, f->b1));
+    return h->ops->linear(c, h->ops->dropout(c, hid, f->dropout), f->w2, f->b2);
 }
 
 static const ast_plugin_desc dense_desc = {

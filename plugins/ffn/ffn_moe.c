@@ -144,7 +144,7 @@ static const int32_t *select_tokens(const moe *m, ast_ctx *c, ast_tensor *x, con
 {
     const ast_host *h = m->h;
     int64_t rows = x->size / m->d_model, per_set = x->ndim > 2 ? x->shape[x->ndim - 2] : rows;
-    ast_tensor *flat = h->reshape(c, x, 2, (int64_t[]){rows, m->d_model});
+    ast_tensor *flat = h->ops->reshape(c, x, 2, (int64_t[]){rows, m->d_model});
     const ast_tensor *mask = a ? a->mask : NULL;
     MOE_REQUIRE(h, !mask || mask->size == rows, "mask has %lld entries for %lld cells", (long long)mask->size,
                 (long long)rows);
@@ -158,7 +158,7 @@ static const int32_t *select_tokens(const moe *m, ast_ctx *c, ast_tensor *x, con
     }
     tk->n = n;
     tk->batch = batch;
-    tk->x = n == rows ? flat : h->gather_rows(c, flat, keep, n);
+    tk->x = n == rows ? flat : h->ops->gather_rows(c, flat, keep, n);
     return n == rows ? NULL : keep;
 }
 
@@ -204,14 +204,14 @@ static ast_tensor *moe_forward(void *self, ast_ctx *c, ast_tensor *x, const ast_
     const ast_host *h = m->h;
     moe_tokens tk;
     const int32_t *valid = select_tokens(m, c, x, a, &tk);
-    if (tk.n == 0) return h->zeros(c, x->ndim, x->shape);
+    if (tk.n == 0) return h->ops->zeros(c, x->ndim, x->shape);
 
     ast_tensor *logits = moe_router_logits(m, c, &tk, a ? a->time : NULL);
-    ast_tensor *probs = h->softmax(c, logits, -1);
+    ast_tensor *probs = h->ops->softmax(c, logits, -1);
     moe_routing r;
     moe_route(m, c, logits, probs, &r);
     ast_tensor *y = moe_dispatch(m, c, &tk, &r);
-    for (int j = 0; j < m->o.num_shared; j++) y = h->add(c, y, moe_expert_forward(m, c, &m->shared[j], tk.x));
+    for (int j = 0; j < m->o.num_shared; j++) y = h->ops->add(c, y, moe_expert_forward(m, c, &m->shared[j], tk.x));
 
     ast_tensor *aux = NULL;
     if (m->o.balance == MOE_BALANCE_LOSS) {
@@ -222,8 +222,8 @@ static ast_tensor *moe_forward(void *self, ast_ctx *c, ast_tensor *x, const ast_
     publish_stats(m, c, a ? a->layer : -1, &r, probs, aux);
     publish_set_stats(m, c, a ? a->layer : -1, &tk, &r, x->ndim > 2 ? x->shape[0] : 1);
 
-    if (valid) y = h->scatter_add_rows(c, y, valid, NULL, x->size / m->d_model);
-    return h->reshape(c, y, x->ndim, x->shape);
+    if (valid) y = h->ops->scatter_add_rows(c, y, valid, NULL, x->size / m->d_model);
+    return h->ops->reshape(c, y, x->ndim, x->shape);
 }
 
 /* What one token uses (docs/model.md §2.11 "Activated"): the router and k experts,

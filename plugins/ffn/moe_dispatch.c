@@ -43,12 +43,12 @@ void moe_sort_pairs(ast_ctx *c, const ast_host *h, int n_experts, const int32_t 
 ast_tensor *moe_dispatch(const moe *m, ast_ctx *c, const moe_tokens *tk, const moe_routing *r)
 {
     const ast_host *h = m->h;
-    ast_tensor *out = h->zeros(c, 2, (int64_t[]){tk->n, m->d_model});
+    ast_tensor *out = h->ops->zeros(c, 2, (int64_t[]){tk->n, m->d_model});
     for (int e = 0; e < m->o.num_experts; e++) {
         int64_t start = r->offset[e], count = r->offset[e + 1] - start;
         if (!count) continue;
         const int32_t *rows = r->token + start;
-        ast_tensor *y = moe_expert_forward(m, c, &m->experts[e], h->gather_rows(c, tk->x, rows, count));
+        ast_tensor *y = moe_expert_forward(m, c, &m->experts[e], h->ops->gather_rows(c, tk->x, rows, count));
         moe_combine(h, c, out, y, r->weights, rows, r->weight + start);
     }
     return out;

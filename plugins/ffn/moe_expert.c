@@ -31,8 +31,8 @@ void moe_expert_init(const ast_host *h, ast_scope *s, const char *prefix, int j,
 ast_tensor *moe_expert_forward(const moe *m, ast_ctx *c, const moe_expert *e, ast_tensor *x)
 {
     const ast_host *h = m->h;
-    ast_tensor *hid = h->relu(c, h->linear(c, x, e->w1, e->b1));
-    return h->linear(c, h->dropout(c, hid, m->dropout), e->w2, e->b2);
+    ast_tensor *hid = h->ops->relu(c, h->ops->linear(c, x, e->w1, e->b1));
+    return h->ops->linear(c, h->ops->dropout(c, hid, m->dropout), e->w2, e->b2);
 }
 
 int64_t moe_expert_numel(const moe_expert *e) { return e->w1->size + e->b1->size + e->w2->size + e->b2->size; }

@@ -32,20 +32,20 @@ ast_tensor *moe_router_logits(const moe *m, ast_ctx *c, const moe_tokens *tk, as
 {
     const ast_host *h = m->h;
     int n = m->o.num_experts;
-    ast_tensor *logits = h->linear(c, tk->x, m->gate, NULL);
+    ast_tensor *logits = h->ops->linear(c, tk->x, m->gate, NULL);
     float noise_eps = h->scheduled(c, "moe.router_noise", m->o.noise_eps);
     if (h->training(c) && noise_eps > 0.0f) {
-        ast_tensor *scale = h->softplus(c, h->linear(c, tk->x, m->w_noise, NULL));
-        ast_tensor *eps = h->zeros(c, 2, (int64_t[]){tk->n, n});
+        ast_tensor *scale = h->ops->softplus(c, h->ops->linear(c, tk->x, m->w_noise, NULL));
+        ast_tensor *eps = h->ops->zeros(c, 2, (int64_t[]){tk->n, n});
         h->parallel_for(eps->size, 4096, noise_range, &(noise_args){eps->data, h->rng_u64(c), noise_eps});
-        logits = h->add(c, logits, h->mul(c, eps, scale));
+        logits = h->ops->add(c, logits, h->ops->mul(c, eps, scale));
     }
     if (m->o.time_conditioned) {
         MOE_REQUIRE(h, time && time->ndim == 2 && time->shape[1] == m->time_w->shape[1],
                     "time_conditioned needs the time embedding [B, %lld] in the forward args",
                     (long long)m->time_w->shape[1]);
-        ast_tensor *per_set = h->linear(c, time, m->time_w, m->time_b);
-        logits = h->add(c, logits, h->gather_rows(c, per_set, tk->batch, tk->n));
+        ast_tensor *per_set = h->ops->linear(c, time, m->time_w, m->time_b);
+        logits = h->ops->add(c, logits, h->ops->gather_rows(c, per_set, tk->batch, tk->n));
     }
     return logits;
 }
@@ -103,9 +103,9 @@ static void route_top_k(const moe *m, ast_ctx *c, ast_tensor *logits, moe_routin
     int64_t cap = m->o.capacity_factor > 0.0f ? capacity_of((double)pairs, m->o.capacity_factor, n) : pairs;
     moe_sort_pairs(c, h, n, expert, token, weight, pairs, cap, r);
 
-    ast_tensor *column = h->reshape(c, logits, 2, (int64_t[]){tokens * n, 1});
-    ast_tensor *picked = h->reshape(c, h->gather_rows(c, column, flat, pairs), 2, (int64_t[]){tokens, k});
-    r->weights = h->reshape(c, h->softmax(c, picked, -1), 2, (int64_t[]){pairs, 1});
+    ast_tensor *column = h->ops->reshape(c, logits, 2, (int64_t[]){tokens * n, 1});
+    ast_tensor *picked = h->ops->reshape(c, h->ops->gather_rows(c, column, flat, pairs), 2, (int64_t[]){tokens, k});
+    r->weights = h->ops->reshape(c, h->ops->softmax(c, picked, -1), 2, (int64_t[]){pairs, 1});
 }
 
 typedef struct scored {
@@ -150,7 +150,7 @@ static void route_expert_choice(const moe *m, ast_ctx *c, ast_tensor *probs, moe
     moe_sort_pairs(c, h, n, expert, token, weight, pairs, pairs, r);
     r->dropped = 0;
     for (int64_t t = 0; t < tokens; t++) r->dropped += !picked[t];
-    r->weights = h->reshape(c, probs, 2, (int64_t[]){tokens * n, 1});
+    r->weights = h->ops->reshape(c, probs, 2, (int64_t[]){tokens * n, 1});
 }
 
 void moe_route(const moe *m, ast_ctx *c, ast_tensor *logits, ast_tensor *probs, moe_routing *r)
@@ -178,12 +178,12 @@ ast_tensor *moe_balance_loss(const moe *m, ast_ctx *c, ast_tensor *logits, ast_t
     const ast_host *h = m->h;
     int n = m->o.num_experts;
     int64_t tokens = logits->shape[0];
-    ast_tensor *argmax_count = h->zeros(c, 1, (int64_t[]){n});
+    ast_tensor *argmax_count = h->ops->zeros(c, 1, (int64_t[]){n});
     for (int64_t t = 0; t < tokens; t++) argmax_count->data[argmax(logits->data + t * n, n)] += 1.0f;
-    ast_tensor *prob_sum = h->sum_axis(c, probs, 0);
-    ast_tensor *dot = h->sum(c, h->mul(c, prob_sum, argmax_count));
+    ast_tensor *prob_sum = h->ops->sum_axis(c, probs, 0);
+    ast_tensor *dot = h->ops->sum(c, h->ops->mul(c, prob_sum, argmax_count));
     float weight = h->scheduled(c, "moe.load_balance_weight", m->o.lb_weight);
-    return h->affine(c, dot, weight * (float)n / ((float)tokens * (float)tokens), 0.0f);
+    return h->ops->affine(c, dot, weight * (float)n / ((float)tokens * (float)tokens), 0.0f);
 }
 
 /* DeepSeek-V3's aux-loss-free balancing: nudge each expert's selection bias

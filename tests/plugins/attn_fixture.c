@@ -35,7 +35,7 @@ static void destroy(void *self) { free(self); }
 static ast_tensor *forward(void *self, ast_ctx *c, ast_tensor *x, const ast_fwd_args *a)
 {
     const fixture *f = self;
-    ast_tensor *y = f->host->zeros(c, x->ndim, x->shape);
+    ast_tensor *y = f->host->ops->zeros(c, x->ndim, x->shape);
     memcpy(y->data, x->data, (size_t)x->size * sizeof *x->data);
     return y;
 }

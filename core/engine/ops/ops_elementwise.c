@@ -233,10 +233,10 @@ static ast_tensor *binary(ast_ctx *c, const binary_op *op, ast_tensor *a, ast_te
     return y;
 }
 
-ast_tensor *ast_add(ast_ctx *c, ast_tensor *a, ast_tensor *b) { return binary(c, &OP_ADD, a, b); }
-ast_tensor *ast_sub(ast_ctx *c, ast_tensor *a, ast_tensor *b) { return binary(c, &OP_SUB, a, b); }
-ast_tensor *ast_mul(ast_ctx *c, ast_tensor *a, ast_tensor *b) { return binary(c, &OP_MUL, a, b); }
-ast_tensor *ast_div(ast_ctx *c, ast_tensor *a, ast_tensor *b) { return binary(c, &OP_DIV, a, b); }
+ast_tensor *ast_cpu_add(ast_ctx *c, ast_tensor *a, ast_tensor *b) { return binary(c, &OP_ADD, a, b); }
+ast_tensor *ast_cpu_sub(ast_ctx *c, ast_tensor *a, ast_tensor *b) { return binary(c, &OP_SUB, a, b); }
+ast_tensor *ast_cpu_mul(ast_ctx *c, ast_tensor *a, ast_tensor *b) { return binary(c, &OP_MUL, a, b); }
+ast_tensor *ast_cpu_div(ast_ctx *c, ast_tensor *a, ast_tensor *b) { return binary(c, &OP_DIV, a, b); }
 
 /* ---- unary ops ---------------------------------------------------------- */
 
@@ -255,7 +255,7 @@ static void affine_backward(ast_ctx *c, const ast_node *n)
     for (int64_t i = 0; gx && i < n->out->size; i++) gx[i] += gy[i] * n->farg[0];
 }
 
-ast_tensor *ast_affine(ast_ctx *c, ast_tensor *x, float scale, float shift)
+ast_tensor *ast_cpu_affine(ast_ctx *c, ast_tensor *x, float scale, float shift)
 {
     ast_tensor *y = same_shape(c, x);
     for (int64_t i = 0; i < x->size; i++) y->data[i] = x->data[i] * scale + shift;
@@ -310,7 +310,7 @@ static void relu_range(void *arg, int64_t lo, int64_t hi)
     for (int64_t i = lo; i < hi; i++) y[i] = x[i] <= 0.0f ? 0.0f : x[i];
 }
 
-ast_tensor *ast_relu(ast_ctx *c, ast_tensor *x)
+ast_tensor *ast_cpu_relu(ast_ctx *c, ast_tensor *x)
 {
     ast_tensor *y = same_shape(c, x);
     ast_parallel_for(x->size, AST_PAR_GRAIN, relu_range, &(unary_args){.x = x->data, .y = y->data});
@@ -353,7 +353,7 @@ static void gelu_range(void *arg, int64_t lo, int64_t hi)
     }
 }
 
-ast_tensor *ast_gelu(ast_ctx *c, ast_tensor *x)
+ast_tensor *ast_cpu_gelu(ast_ctx *c, ast_tensor *x)
 {
     ast_tensor *y = same_shape(c, x);
     float *cdf = ast_needs_grad(c, &x, 1) ? ast_alloc_uninit(c, (size_t)x->size * sizeof *cdf) : NULL;
@@ -377,7 +377,7 @@ static void sigmoid_backward(ast_ctx *c, const ast_node *n)
     for (int64_t i = 0; gx && i < n->out->size; i++) gx[i] += gy[i] * y[i] * (1.0f - y[i]);
 }
 
-ast_tensor *ast_sigmoid(ast_ctx *c, ast_tensor *x)
+ast_tensor *ast_cpu_sigmoid(ast_ctx *c, ast_tensor *x)
 {
     ast_tensor *y = same_shape(c, x);
     for (int64_t i = 0; i < x->size; i++) y->data[i] = stable_sigmoid(x->data[i]);
@@ -414,7 +414,7 @@ static void softplus_range(void *arg, int64_t lo, int64_t hi)
     for (int64_t i = lo; i < hi; i++) a->y[i] = a->x[i] > SOFTPLUS_THRESHOLD ? a->x[i] : log1pf(ast_expf(a->x[i]));
 }
 
-ast_tensor *ast_softplus(ast_ctx *c, ast_tensor *x)
+ast_tensor *ast_cpu_softplus(ast_ctx *c, ast_tensor *x)
 {
     ast_tensor *y = same_shape(c, x);
     ast_parallel_for(x->size, AST_PAR_GRAIN / 4, softplus_range, &(unary_args){.x = x->data, .y = y->data});
@@ -471,7 +471,7 @@ static void dropout_range(void *arg, int64_t lo, int64_t hi)
 /* Returns x itself when it is the identity, so eval draws nothing from the
  * RNG and costs nothing. The mask is kept as bytes: a quarter of a copy.
  * One draw from the step's RNG per call keys the mask. */
-ast_tensor *ast_dropout(ast_ctx *c, ast_tensor *x, float p)
+ast_tensor *ast_cpu_dropout(ast_ctx *c, ast_tensor *x, float p)
 {
     AST_ASSERT(p >= 0.0f && p <= 1.0f, "dropout probability %g is outside [0, 1]", (double)p);
     if (!ast_training(c) || p == 0.0f) return x;

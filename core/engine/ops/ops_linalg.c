@@ -31,7 +31,7 @@ static void linear_backward(ast_ctx *c, const ast_node *n)
     if (gb) ast_parallel_for(out, ast_row_grain(rows), bias_grad_range, &(bias_args){y->grad, gb, rows, out});
 }
 
-ast_tensor *ast_linear(ast_ctx *c, ast_tensor *x, ast_tensor *w, ast_tensor *b)
+ast_tensor *ast_cpu_linear(ast_ctx *c, ast_tensor *x, ast_tensor *w, ast_tensor *b)
 {
     char s1[64], s2[64];
     int64_t in = ast_cols(x), out = w->shape[0];
@@ -92,7 +92,7 @@ static void mm_backward(ast_ctx *c, const ast_node *n)
     }
 }
 
-ast_tensor *ast_bmm(ast_ctx *c, ast_tensor *a, ast_tensor *b, int trans_a, int trans_b)
+ast_tensor *ast_cpu_bmm(ast_ctx *c, ast_tensor *a, ast_tensor *b, int trans_a, int trans_b)
 {
     char s1[64], s2[64];
     AST_ASSERT(a->ndim >= 2 && a->ndim == b->ndim, "bmm: a %s and b %s need the same rank >= 2",
@@ -123,7 +123,7 @@ ast_tensor *ast_bmm(ast_ctx *c, ast_tensor *a, ast_tensor *b, int trans_a, int t
     return y;
 }
 
-ast_tensor *ast_matmul(ast_ctx *c, ast_tensor *a, ast_tensor *b)
+ast_tensor *ast_cpu_matmul(ast_ctx *c, ast_tensor *a, ast_tensor *b)
 {
     AST_ASSERT(a->ndim == 2 && b->ndim == 2, "matmul takes 2-D tensors (use bmm for batches)");
     return ast_bmm(c, a, b, 0, 0);

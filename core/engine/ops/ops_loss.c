@@ -61,7 +61,7 @@ static void pdist_backward(ast_ctx *c, const ast_node *n)
     if (a.out) ast_parallel_for(p->shape[0] * a.np, ast_row_grain(a.np), pdist_backward_range, &a);
 }
 
-ast_tensor *ast_pdist(ast_ctx *c, ast_tensor *p)
+ast_tensor *ast_cpu_pdist(ast_ctx *c, ast_tensor *p)
 {
     char s[64];
     AST_ASSERT(p->ndim == 3, "pdist takes point sets [B, N, D], got %s", ast_shape_str(p, s, sizeof s));
@@ -129,7 +129,7 @@ static void mse_backward(ast_ctx *c, const ast_node *n)
     ast_parallel_for(ast_rows(a), ast_row_grain(x.d), mse_backward_range, &x);
 }
 
-ast_tensor *ast_mse(ast_ctx *c, ast_tensor *a, ast_tensor *b, ast_tensor *mask)
+ast_tensor *ast_cpu_mse(ast_ctx *c, ast_tensor *a, ast_tensor *b, ast_tensor *mask)
 {
     char s1[64], s2[64];
     AST_ASSERT(ast_same_shape(a, b), "mse: %s against %s", ast_shape_str(a, s1, sizeof s1),

@@ -124,7 +124,7 @@ static void softmax_backward(ast_ctx *c, const ast_node *n)
     ast_parallel_for(softmax_items(&a), softmax_grain(&a), softmax_backward_range, &a);
 }
 
-ast_tensor *ast_softmax(ast_ctx *c, ast_tensor *x, int axis)
+ast_tensor *ast_cpu_softmax(ast_ctx *c, ast_tensor *x, int axis)
 {
     ast_axis_split sp = ast_split_axis(x, axis, "softmax");
     AST_ASSERT(sp.len > 0, "softmax over an empty axis %d", axis);
@@ -251,7 +251,7 @@ static void layernorm_range(void *arg, int64_t lo, int64_t hi)
         layernorm_row(a->x + r * a->d, a->y + r * a->d, a->d, a->w, a->b, a->eps, &mean[r], &rstd[r]);
 }
 
-ast_tensor *ast_layernorm(ast_ctx *c, ast_tensor *x, ast_tensor *w, ast_tensor *b, float eps)
+ast_tensor *ast_cpu_layernorm(ast_ctx *c, ast_tensor *x, ast_tensor *w, ast_tensor *b, float eps)
 {
     check_affine(x, w, "layernorm", "weight");
     check_affine(x, b, "layernorm", "bias");
@@ -328,7 +328,7 @@ static void rmsnorm_range(void *arg, int64_t lo, int64_t hi)
     }
 }
 
-ast_tensor *ast_rmsnorm(ast_ctx *c, ast_tensor *x, ast_tensor *w, float eps)
+ast_tensor *ast_cpu_rmsnorm(ast_ctx *c, ast_tensor *x, ast_tensor *w, float eps)
 {
     check_affine(x, w, "rmsnorm", "weight");
     int64_t rows = ast_rows(x), d = ast_cols(x);
@@ -359,7 +359,7 @@ static void vecnorm_backward(ast_ctx *c, const ast_node *n)
     }
 }
 
-ast_tensor *ast_vecnorm(ast_ctx *c, ast_tensor *x)
+ast_tensor *ast_cpu_vecnorm(ast_ctx *c, ast_tensor *x)
 {
     int64_t shape[AST_MAX_DIMS], d = ast_cols(x);
     for (int i = 0; i < x->ndim; i++) shape[i] = x->shape[i];

@@ -26,7 +26,7 @@ static void sum_axis_backward(ast_ctx *c, const ast_node *n)
             for (int64_t j = 0; j < inner; j++) gx[(o * len + k) * inner + j] += dy[o * inner + j];
 }
 
-ast_tensor *ast_sum_axis(ast_ctx *c, ast_tensor *x, int axis)
+ast_tensor *ast_cpu_sum_axis(ast_ctx *c, ast_tensor *x, int axis)
 {
     ast_axis_split sp = ast_split_axis(x, axis, "sum_axis");
     int64_t shape[AST_MAX_DIMS];
@@ -63,9 +63,9 @@ static ast_tensor *scaled_total(ast_ctx *c, ast_tensor *x, float scale, const ch
     return y;
 }
 
-ast_tensor *ast_sum(ast_ctx *c, ast_tensor *x) { return scaled_total(c, x, 1.0f, "sum"); }
+ast_tensor *ast_cpu_sum(ast_ctx *c, ast_tensor *x) { return scaled_total(c, x, 1.0f, "sum"); }
 
-ast_tensor *ast_mean(ast_ctx *c, ast_tensor *x)
+ast_tensor *ast_cpu_mean(ast_ctx *c, ast_tensor *x)
 {
     AST_ASSERT(x->size > 0, "mean of an empty tensor");
     return scaled_total(c, x, 1.0f / (float)x->size, "mean");

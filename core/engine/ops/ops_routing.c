@@ -40,7 +40,7 @@ static void gather_range(void *arg, int64_t lo, int64_t hi)
     for (int64_t i = lo; i < hi; i++) memcpy(a->y + i * a->d, a->x + a->idx[i] * a->d, (size_t)a->d * sizeof(float));
 }
 
-ast_tensor *ast_gather_rows(ast_ctx *c, ast_tensor *x, const int32_t *idx, int64_t n)
+ast_tensor *ast_cpu_gather_rows(ast_ctx *c, ast_tensor *x, const int32_t *idx, int64_t n)
 {
     int64_t d = ast_cols(x);
     check_indices(idx, n, ast_rows(x), "gather_rows");
@@ -76,7 +76,7 @@ static void scatter_backward(ast_ctx *c, const ast_node *n)
     }
 }
 
-ast_tensor *ast_scatter_add_rows(ast_ctx *c, ast_tensor *src, const int32_t *idx, ast_tensor *w, int64_t rows)
+ast_tensor *ast_cpu_scatter_add_rows(ast_ctx *c, ast_tensor *src, const int32_t *idx, ast_tensor *w, int64_t rows)
 {
     char s[64];
     int64_t n = ast_rows(src), d = ast_cols(src);

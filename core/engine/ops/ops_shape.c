@@ -34,7 +34,7 @@ static void reshape_backward(ast_ctx *c, const ast_node *n)
 
 /* The output shares x->data, so a reshape costs no copy; it gets its own
  * grad buffer because the tape accumulates per tensor. */
-ast_tensor *ast_reshape(ast_ctx *c, ast_tensor *x, int ndim, const int64_t *shape)
+ast_tensor *ast_cpu_reshape(ast_ctx *c, ast_tensor *x, int ndim, const int64_t *shape)
 {
     char s1[64];
     AST_ASSERT(ndim >= 1 && ndim <= AST_MAX_DIMS, "reshape to %d dims (1..%d allowed)", ndim, AST_MAX_DIMS);
@@ -113,7 +113,7 @@ static ast_tensor *permuted_copy(ast_ctx *c, const char *op, ast_tensor *x, int 
     return y;
 }
 
-ast_tensor *ast_permute(ast_ctx *c, ast_tensor *x, const int *perm)
+ast_tensor *ast_cpu_permute(ast_ctx *c, ast_tensor *x, const int *perm)
 {
     int64_t shape[AST_MAX_DIMS];
     int seen[AST_MAX_DIMS] = {0};
@@ -129,7 +129,7 @@ ast_tensor *ast_permute(ast_ctx *c, ast_tensor *x, const int *perm)
 static const int SWAP_HEADS_AND_TOKENS[4] = {0, 2, 1, 3};
 
 /* x [B,N,H*dh] seen as [B,N,H,dh], then tokens and heads swapped. */
-ast_tensor *ast_split_heads(ast_ctx *c, ast_tensor *x, int heads)
+ast_tensor *ast_cpu_split_heads(ast_ctx *c, ast_tensor *x, int heads)
 {
     char s1[64];
     AST_ASSERT(x->ndim == 3 && heads > 0 && x->shape[2] % heads == 0, "split_heads: %s into %d heads",
@@ -140,7 +140,7 @@ ast_tensor *ast_split_heads(ast_ctx *c, ast_tensor *x, int heads)
 }
 
 /* x [B,H,N,dh] to [B,N,H,dh], stored as [B,N,H*dh] (head-major features). */
-ast_tensor *ast_merge_heads(ast_ctx *c, ast_tensor *x)
+ast_tensor *ast_cpu_merge_heads(ast_ctx *c, ast_tensor *x)
 {
     char s1[64];
     AST_ASSERT(x->ndim == 4, "merge_heads: %s is not [B,H,N,dh]", ast_shape_str(x, s1, sizeof s1));
@@ -159,7 +159,7 @@ static void concat_backward(ast_ctx *c, const ast_node *n)
     }
 }
 
-ast_tensor *ast_concat(ast_ctx *c, ast_tensor *const *xs, int n)
+ast_tensor *ast_cpu_concat(ast_ctx *c, ast_tensor *const *xs, int n)
 {
     char s1[64], s2[64];
     AST_ASSERT(n >= 1 && n <= AST_NODE_MAX_IN, "concat of %d tensors (1..%d allowed)", n, AST_NODE_MAX_IN);
@@ -195,7 +195,7 @@ static void slice_backward(ast_ctx *c, const ast_node *n)
     for (int64_t r = 0; gx && r < rows; r++) add_into(gx + r * width + start, n->out->grad + r * len, len);
 }
 
-ast_tensor *ast_slice(ast_ctx *c, ast_tensor *x, int64_t start, int64_t len)
+ast_tensor *ast_cpu_slice(ast_ctx *c, ast_tensor *x, int64_t start, int64_t len)
 {
     char s1[64];
     int64_t width = ast_cols(x);
