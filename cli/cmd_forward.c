@@ -69,7 +69,7 @@ static int write_outputs(ast_ctx *c, const ast_model_out *o, const char *path, a
     ast_st_writer *w = ast_st_writer_new();
     ast_st_writer_add(w, "expression", AST_ST_F32, 3, o->expression->shape, o->expression->data);
     ast_st_writer_add(w, "positions", AST_ST_F32, 3, o->positions->shape, o->positions->data);
-    ast_tensor *aux = ast_ctx_extra_loss(c);
+    ast_tensor *aux = ast_model_extra_loss(c);
     if (aux) ast_st_writer_add(w, "moe_aux", AST_ST_F32, 1, aux->shape, aux->data);
     int rc = ast_st_writer_write(w, path, e);
     ast_st_writer_free(w);
@@ -88,7 +88,7 @@ static int run(const char *const *value, ast_error *e)
     fwd_inputs in;
     int ok = cfg && !read_inputs(c, f, &in, e) &&
              !ast_cfg_model(cfg, (int)in.expression->shape[2], &mc, e) && (m = ast_model_new(&mc, 0, e)) &&
-             !ast_params_load(ast_model_params(m), value[OPT_WEIGHTS], 1, e);
+             !ast_params_load(ast_model_params(m), value[OPT_WEIGHTS], AST_LOAD_STRICT, e);
     if (ok) {
         ast_model_out o = ast_model_forward(m, c, in.expression, in.t, in.positions, in.mask, NULL, NULL);
         ok = !write_outputs(c, &o, value[OPT_OUT], e);

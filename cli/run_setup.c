@@ -77,7 +77,9 @@ int cli_load_weights(ast_model *m, const char *dir, ast_error *e)
     char path[4096];
     snprintf(path, sizeof path, "%s/best.safetensors", dir);
     /* Not strict: the files also hold the mask tokens of masked training
-     * (never used when sampling), the checkpoint also the AdamW state. */
+     * (never used when sampling), the checkpoint also the AdamW state.
+     * Buffers (the MoE's balance: bias selection bias) load with the
+     * weights; a file written before alphast saved them leaves them zero. */
     if (!access(path, F_OK)) return ast_params_load(ast_model_params(m), path, 0, e);
     snprintf(path, sizeof path, "%s/checkpoint.safetensors", dir);
     if (!access(path, F_OK)) return ast_params_load(ast_model_params(m), path, 0, e);

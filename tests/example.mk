@@ -9,5 +9,9 @@ tests_test_example_plugin_SOURCES = tests/test_example_plugin.c tests/distbias_r
 	tests/attn_reference.c tests/attn_reference.h \
 	tests/distbias_reference.h tests/plugin_fixture.c tests/plugin_fixture.h
 tests_test_example_plugin_CPPFLAGS = $(AM_CPPFLAGS) -DAST_TEST_CC='"$(CC)"' -DAST_TEST_PKG_CONFIG='"$(PKG_CONFIG)"'
+# The example's own test (test_distbias.c, `make check` in its folder) links
+# libalphast-plugintest: built with the sanitizers when that library is.
+tests_test_example_plugin_CPPFLAGS += -DAST_TEST_SANITIZER_FLAGS='"$(SANITIZER_FLAGS)"'
+EXTRA_DIST += examples/attn_distbias/test_distbias.c
 tests_test_example_plugin_CFLAGS = $(TEST_CC)
 tests_test_example_plugin_LDADD = $(TEST_LIBS) $(LTDL_LIBS)

@@ -12,9 +12,10 @@ static const ast_plugin_desc *load_desc(ffn_layer *l, const char *file)
     cr_assert_eq(lt_dlinit(), 0, "lt_dlinit: %s", lt_dlerror());
     l->dl = lt_dlopenext(path);
     cr_assert_not_null(l->dl, "cannot load %s: %s", path, lt_dlerror());
-    const ast_plugin_desc *(*entry)(void) = (const ast_plugin_desc *(*)(void))lt_dlsym(l->dl, "alphast_plugin_entry");
+    const ast_plugin_desc *(*entry)(const ast_host *) =
+        (const ast_plugin_desc *(*)(const ast_host *))lt_dlsym(l->dl, "alphast_plugin_entry");
     cr_assert_not_null(entry, "%s has no alphast_plugin_entry", path);
-    const ast_plugin_desc *d = entry();
+    const ast_plugin_desc *d = entry(ast_host_table()); /* as the loader does: plugin_api.h keeps the table */
     cr_assert_eq(d->abi_major, AST_ABI_MAJOR);
     cr_assert_eq(d->kind, AST_KIND_FFN);
     cr_assert_leq(d->n_options, FFN_MAX_OPTS);

@@ -282,6 +282,16 @@ Test(attn_gated, padded_cells_do_not_reach_valid_ones)
     ast_params_free(xs);
 }
 
+/* The CPU kernel of the plugin's fused op, from its descriptor's kernels
+ * table as the plugin's create() finds it. */
+static attn_core_fn core_kernel(void)
+{
+    const ast_plugin_desc *d = pf_load("attention", "attn_gated");
+    attn_core_fn fn = (attn_core_fn)ast_kernel_find(d->kernels, d->n_kernels, "gated_attention", "cpu");
+    cr_assert_not_null(fn, "attn_gated has no cpu kernel of gated_attention");
+    return fn;
+}
+
 /* Q = K = 0 makes every probability 1/N; with V = I (dh = N) the output is
  * O[i, j] = Z[i, j] / N, the dropout factor itself. */
 static void dropout_factors(attn_kernel kernel, float p, float *z)
@@ -292,7 +302,7 @@ static void dropout_factors(attn_kernel kernel, float p, float *z)
     int64_t shape[4] = {1, 1, NZ, NZ};
     ast_tensor *q = h->ops->zeros(c, 4, shape), *k = h->ops->zeros(c, 4, shape), *v = h->ops->zeros(c, 4, shape);
     for (int i = 0; i < NZ; i++) v->data[i * NZ + i] = 1.0f;
-    ast_tensor *o = attn_core(h, c, q, k, v, NULL, &(attn_core_cfg){kernel, 16, p});
+    ast_tensor *o = core_kernel()(c, q, k, v, NULL, &(attn_core_cfg){kernel, 16, p});
     for (int i = 0; i < NZ * NZ; i++) z[i] = o->data[i] * NZ;
     ast_ctx_free(c);
 }
@@ -392,10 +402,9 @@ Test(attn_gated, rejects_heads_not_dividing_the_width)
 static float *core_outputs(attn_kernel kernel, float p, ast_tensor *const qkv[3], const ast_tensor *mask,
                            int64_t *seg)
 {
-    const ast_host *h = ast_host_table();
     ast_ctx *c = ast_ctx_new(31);
     for (int i = 0; i < 3; i++) memset(qkv[i]->grad, 0, (size_t)qkv[i]->size * sizeof(float));
-    ast_tensor *o = attn_core(h, c, qkv[0], qkv[1], qkv[2], mask, &(attn_core_cfg){kernel, 64, p});
+    ast_tensor *o = core_kernel()(c, qkv[0], qkv[1], qkv[2], mask, &(attn_core_cfg){kernel, 64, p});
     float *w = malloc((size_t)o->size * sizeof *w), *all = malloc((size_t)o->size * 4 * sizeof *all);
     for (int64_t i = 0; i < o->size; i++) w[i] = cosf(0.37f * (float)i);
     ast_backward_seed(c, o, w);

@@ -457,6 +457,39 @@ Test(example, trains_on_the_bundled_data, .timeout = 120)
     cr_assert_eq(system(cmd), 0);
 }
 
+/* ---- it tests itself -------------------------------------------------------------- */
+
+/* The example's own test (test_distbias.c: plain C and libalphast-plugintest)
+ * through its Makefile's check target, against this build tree as an author
+ * outside it would run it before installing: alphast-plugin-test-uninstalled.pc
+ * from PKG_CONFIG_PATH, the library from LD_LIBRARY_PATH. */
+Test(example, tests_itself_with_libalphast_plugintest, .timeout = 120)
+{
+    char out[] = "/tmp/alphast-example-check-XXXXXX", cmd[8192], log[16384];
+    cr_assert_not_null(mkdtemp(out));
+    const char *ld = getenv("LD_LIBRARY_PATH");
+    snprintf(cmd, sizeof cmd,
+             "MAKEFLAGS= MFLAGS= MAKELEVEL= PKG_CONFIG_PATH='%s' LD_LIBRARY_PATH='%s/.libs%s%s' "
+             "make -s --no-print-directory -C '%s/examples/attn_distbias' O='%s' CC='%s' PKG_CONFIG='%s' "
+             "CFLAGS='-O2 -Werror %s' check 2>&1",
+             build_dir(), build_dir(), ld && *ld ? ":" : "", ld ? ld : "", ALPHAST_SOURCE_DIR, out, AST_TEST_CC,
+             AST_TEST_PKG_CONFIG, AST_TEST_SANITIZER_FLAGS);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p, "%s", cmd);
+    size_t got = fread(log, 1, sizeof log - 1, p);
+    log[got] = '\0';
+    int status = pclose(p);
+    char rm[256];
+    snprintf(rm, sizeof rm, "rm -rf '%s'", out);
+    cr_assert_eq(system(rm), 0);
+    cr_assert_eq(status, 0, "make check of the example failed:\n%s", log);
+    /* It ran the checks, not just built: both configurations' gradients. */
+    const char *grad = "gradients of ";
+    const char *first = strstr(log, grad);
+    cr_assert(first && strstr(first + 1, grad) && strstr(log, "test_distbias: all passed"), "%s", log);
+    cr_assert_null(strstr(log, "FAIL"), "%s", log);
+}
+
 /* ---- the guide ------------------------------------------------------------------ */
 
 static char *slurp(const char *path)

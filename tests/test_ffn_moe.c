@@ -525,6 +525,77 @@ Test(ffn_moe, bias_balancing_moves_toward_balance)
     ffn_layer_close(&l);
 }
 
+/* The combine is a fused op on host memory: the descriptor lists its CPU
+ * kernel, so the host refuses other backends with a clear message. */
+Test(ffn_moe, descriptor_lists_the_combine_kernel)
+{
+    ffn_layer l;
+    cr_assert(ffn_layer_open(&l, "ffn_moe", &dims, NULL, 1), "%s", l.err);
+    cr_assert_eq(l.desc->n_kernels, 1);
+    cr_assert_not_null(ast_kernel_find(l.desc->kernels, l.desc->n_kernels, "moe_combine", "cpu"));
+    ffn_layer_close(&l);
+}
+
+/* The layer of bias_balancing_moves_toward_balance: every token prefers experts 0 and 1. */
+static void open_biased(ffn_layer *l)
+{
+    cr_assert(ffn_layer_open(l, "ffn_moe", &dims,
+                             "num_experts=4,top_k=2,balance=bias,bias_update_rate=0.05,noise_epsilon=0", 13),
+              "%s", l->err);
+    float *g = ffn_param(l, "expression_ffn.ffn.router.gate.weight")->data;
+    for (int e = 0; e < NE; e++) g[e * E] = 1.0f - 0.4f * e;
+}
+
+/* The selection bias is a host buffer (saved in checkpoints and
+ * best.safetensors, unseen by the optimiser), and evaluation routes with
+ * whatever it holds: a fresh layer given the trained bias, as loading a
+ * run's weights gives it, routes and computes exactly as the trained one. */
+Test(ffn_moe, selection_bias_is_a_saved_buffer_that_eval_routing_reads)
+{
+    ffn_layer trained, fresh, plain;
+    open_biased(&trained);
+    open_biased(&fresh);
+    cr_assert_eq(ast_params_count(trained.params), 4 * 4 + 2, "the bias is no parameter");
+    cr_assert_eq(ast_params_n_buffers(trained.params), 1);
+    ast_tensor *bias = ast_params_find_buffer(trained.params, FFN_SCOPE ".expression_ffn.ffn.router.selection_bias");
+    cr_assert_not_null(bias);
+    cr_assert(bias->ndim == 1 && bias->shape[0] == NE && (bias->flags & AST_BUFFER) && !bias->grad);
+    cr_assert(ffn_layer_open(&plain, "ffn_moe", &dims, "num_experts=4,top_k=2", 13), "%s", plain.err);
+    cr_assert_eq(ast_params_n_buffers(plain.params), 0, "balance: loss keeps no state");
+
+    ast_params *p = ast_params_new(14);
+    ast_tensor *x = input(p, 2, 6, 1.0f);
+    for (int t = 0; t < 12; t++) x->data[t * E] = 1.0f;
+    ast_ctx *c = ast_ctx_new(0);
+    ast_ctx_set_training(c, 1);
+    for (int i = 0; i < 20; i++) {
+        ast_ctx_reset(c);
+        ffn_forward(&trained, c, x, NULL, NULL);
+    }
+    cr_assert(bias->data[0] < 0.0f && bias->data[NE - 1] > 0.0f, "training moved the bias in place");
+    ast_ctx_set_training(c, 0);
+    ast_ctx_reset(c);
+    ast_tensor *y = ffn_forward(&trained, c, x, NULL, NULL);
+    float *want = malloc((size_t)y->size * sizeof *want), balanced = imbalance(c);
+    memcpy(want, y->data, (size_t)y->size * sizeof *want);
+
+    ast_ctx_reset(c);
+    ffn_forward(&fresh, c, x, NULL, NULL);
+    cr_assert_geq(imbalance(c), 8.0f, "a fresh layer routes with a zero bias");
+    ast_tensor *loaded = ast_params_buffer_at(fresh.params, 0);
+    memcpy(loaded->data, bias->data, (size_t)NE * sizeof(float));
+    ast_ctx_reset(c);
+    y = ffn_forward(&fresh, c, x, NULL, NULL);
+    cr_assert_eq(imbalance(c), balanced);
+    cr_assert_eq(memcmp(y->data, want, (size_t)y->size * sizeof *want), 0, "eval output with the loaded bias");
+    free(want);
+    ast_ctx_free(c);
+    ast_params_free(p);
+    ffn_layer_close(&plain);
+    ffn_layer_close(&fresh);
+    ffn_layer_close(&trained);
+}
+
 /* time_proj = 20 I: the time embedding decides the first choice; sets only
  * see their own time row. */
 Test(ffn_moe, time_conditioning_changes_routing_with_t)

@@ -269,7 +269,7 @@ static void run_eval(ast_model *m, const tiny_inputs *in, run_out *out)
     ast_model_out o = ast_model_forward(m, c, in->expression, in->t, in->positions, in->mask, NULL, NULL);
     memcpy(out->expr, o.expression->data, sizeof out->expr);
     memcpy(out->pos, o.positions->data, sizeof out->pos);
-    ast_tensor *aux = ast_ctx_extra_loss(c);
+    ast_tensor *aux = ast_model_extra_loss(c);
     out->aux = aux ? aux->data[0] : 0.0f;
     ast_ctx_free(c);
 }

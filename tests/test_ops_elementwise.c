@@ -1,10 +1,14 @@
 /* add / sub / mul / div under every broadcast pattern the model uses, and
- * affine / relu / gelu / sigmoid / softplus / dropout: values against naive
- * loops and known values, gradients against finite differences. */
+ * affine / relu / gelu / sigmoid / softplus / dropout / silu / exp and
+ * key_mask_bias: values against naive loops and known values, gradients
+ * against finite differences. */
 #include <criterion/criterion.h>
+#include <float.h>
 #include <math.h>
 #include <signal.h>
+#include <string.h>
 
+#include "engine/backend.h"
 #include "gradcheck.h"
 
 /* Finite differences with h = 1e-2: add/sub/mul are linear in each input
@@ -405,4 +409,324 @@ Test(ops_elementwise, dropout_gradients)
     gc_result r = gc_check(fwd_dropout, &x, 1, NULL, 1e-2f, 1e-2);
     ASSERT_GRADS(r, "dropout [%lld]: analytic %g numeric %g", (long long)r.worst_index, r.analytic, r.numeric);
     ast_params_free(p);
+}
+
+/* ---- silu, exp (ABI 2.1) ------------------------------------------------ */
+
+/* ast_expf is within 2 ulp of exp where the result is a normal float
+ * (tests/test_fastmath.c measures 1.4 ulp): 2.4e-7 relative. Below x =
+ * -87.34 it returns 0 where expf's result is subnormal, an absolute error
+ * under FLT_MIN. A wrong op (expf of the wrong argument, a missing term)
+ * is off by far more. */
+#define EXP_REL 2.4e-7
+
+static void assert_exp_close(double got, double x)
+{
+    double want = exp(x);
+    cr_assert_leq(fabs(got - want), EXP_REL * want + FLT_MIN, "exp(%g) = %.9g, want %.9g", x, got, want);
+}
+
+Test(ops_elementwise, exp_known_values)
+{
+    const float x[9] = {0.0f, 1.0f, -1.0f, 0.69314718f, 10.0f, -10.0f, 50.0f, -50.0f, -87.0f};
+    ast_ctx *c = ast_ctx_new(0);
+    ast_tensor *y = run_on(c, ast_exp, x, 9);
+    cr_assert_eq(y->data[0], 1.0f, "exp(0) is exactly 1");
+    for (int i = 0; i < 9; i++) assert_exp_close(y->data[i], x[i]);
+    ast_ctx_free(c);
+}
+
+/* silu(x) = x / (1 + e^-x) in double. Its float error is sigmoid's (a few
+ * ulp, within FN_REL) times |x| plus one rounding of the product, so the
+ * relative FN_REL bound holds; where the sigmoid underflows (x < -87) the
+ * absolute error is below |x| FLT_MIN, inside FN_ABS (1 + |x|). */
+static double silu_ref(double x) { return x / (1.0 + exp(-x)); }
+
+Test(ops_elementwise, silu_known_values)
+{
+    const float x[9] = {0.0f, 1.0f, -1.0f, 2.5f, -2.5f, 10.0f, -10.0f, 40.0f, -40.0f};
+    /* x / (1 + e^-x): silu(1) = 0.7310585786300049, silu(-1) = -0.2689414213699951 */
+    const double want[3] = {0.0, 0.7310585786300049, -0.2689414213699951};
+    ast_ctx *c = ast_ctx_new(0);
+    ast_tensor *y = run_on(c, ast_silu, x, 9);
+    for (int i = 0; i < 3; i++) assert_close(y->data[i], want[i], "silu", x[i]);
+    for (int i = 0; i < 9; i++) assert_close(y->data[i], silu_ref(x[i]), "silu", x[i]);
+    ast_ctx_free(c);
+}
+
+/* Random inputs over [-9, 9] against double libm, and silu against the
+ * composition it replaces, bit for bit. */
+Test(ops_elementwise, silu_and_exp_match_double_formulas)
+{
+    ast_params *p = ast_params_new(8);
+    ast_tensor *x = gc_input(p, "x", 2, (int64_t[]){4, 16}, 3.0f);
+    ast_ctx *c = ast_ctx_new(0);
+    ast_tensor *s = ast_silu(c, x), *e = ast_exp(c, x), *ref = ast_mul(c, x, ast_sigmoid(c, x));
+    for (int i = 0; i < 64; i++) {
+        double v = x->data[i];
+        assert_close(s->data[i], silu_ref(v), "silu", v);
+        assert_exp_close(e->data[i], v);
+        cr_assert_eq(s->data[i], ref->data[i], "silu(%g) differs from x * sigmoid(x)", v);
+    }
+    cr_assert_eq(s->ndim, 2);
+    cr_assert_eq(e->shape[0], 4);
+    cr_assert_eq(e->shape[1], 16);
+    ast_ctx_free(c);
+    ast_params_free(p);
+}
+
+/* Large inputs run through the thread pool too (more than 2 grains). */
+Test(ops_elementwise, silu_and_exp_match_on_a_parallel_size)
+{
+    const int64_t n = 5 * AST_PAR_GRAIN + 7;
+    ast_ctx *c = ast_ctx_new(0);
+    ast_tensor *x = ast_zeros(c, 1, &n);
+    for (int64_t i = 0; i < n; i++) x->data[i] = -20.0f + 40.0f * (float)i / (float)n;
+    ast_tensor *s = ast_silu(c, x), *e = ast_exp(c, x);
+    for (int64_t i = 0; i < n; i += 97) {
+        assert_close(s->data[i], silu_ref(x->data[i]), "silu", x->data[i]);
+        assert_exp_close(e->data[i], x->data[i]);
+    }
+    assert_exp_close(e->data[n - 1], x->data[n - 1]);
+    ast_ctx_free(c);
+}
+
+static ast_tensor *seeded_backward(ast_ctx *c, unary_fn f, ast_tensor *x, float gy)
+{
+    ast_tensor *y = f(c, x);
+    float *seed = ast_alloc(c, (size_t)y->size * sizeof *seed);
+    for (int64_t i = 0; i < y->size; i++) seed[i] = gy;
+    ast_backward_seed(c, y, seed);
+    return y;
+}
+
+/* Where the math is finite, so are the values and the gradients:
+ * silu(x) -> x and silu'(x) -> 1 above, silu(x) -> -0 and silu'(x) -> 0
+ * below; exp is finite up to 88.72283 (expf overflows just above it,
+ * ln FLT_MAX = 88.7228391) and its gradient is the value. */
+Test(ops_elementwise, silu_and_exp_stay_finite_for_large_inputs)
+{
+    const float big[12] = {-FLT_MAX, -1e30f, -1e4f, -200.0f, -100.0f, -88.0f,
+                           88.0f, 100.0f, 200.0f, 1e4f, 1e30f, FLT_MAX};
+    ast_params *p = ast_params_new(9);
+    ast_tensor *x = gc_input(p, "x", 1, (int64_t[]){12}, 1.0f);
+    memcpy(x->data, big, sizeof big);
+    ast_ctx *c = ast_ctx_new(0);
+    ast_tensor *y = seeded_backward(c, ast_silu, x, 1.0f);
+    for (int i = 0; i < 12; i++) {
+        cr_assert(isfinite(y->data[i]) && isfinite(x->grad[i]), "silu(%g) = %g, grad %g", big[i], y->data[i],
+                  x->grad[i]);
+        if (big[i] > 0) {
+            cr_assert_eq(y->data[i], big[i], "silu(%g) = %g", big[i], y->data[i]);
+            cr_assert_eq(x->grad[i], 1.0f, "silu'(%g) = %g", big[i], x->grad[i]);
+        } else {
+            /* |x| e^x: 88 e^-88 = 5.6e-37 is the largest of these */
+            cr_assert_leq(fabsf(y->data[i]), 1e-36f, "silu(%g) = %g", big[i], y->data[i]);
+            cr_assert_leq(fabsf(x->grad[i]), 1e-36f, "silu'(%g) = %g", big[i], x->grad[i]);
+        }
+    }
+    ast_ctx_free(c);
+
+    const float ex[8] = {-FLT_MAX, -1e30f, -200.0f, -100.0f, -87.0f, 80.0f, 88.7f, 88.72283f};
+    ast_tensor *x2 = gc_input(p, "x2", 1, (int64_t[]){8}, 1.0f);
+    memcpy(x2->data, ex, sizeof ex);
+    c = ast_ctx_new(0);
+    y = seeded_backward(c, ast_exp, x2, 0.5f);
+    for (int i = 0; i < 8; i++) {
+        cr_assert(isfinite(y->data[i]) && isfinite(x2->grad[i]), "exp(%g) = %g, grad %g", ex[i], y->data[i],
+                  x2->grad[i]);
+        assert_exp_close(y->data[i], ex[i]);
+        cr_assert_eq(x2->grad[i], 0.5f * y->data[i], "exp'(%g)", ex[i]);
+    }
+    cr_assert_eq(y->data[0], 0.0f, "exp(-FLT_MAX) underflows to 0");
+    ast_ctx_free(c);
+    c = ast_ctx_new(0);
+    const float over[2] = {88.73f, 1000.0f};
+    y = run_on(c, ast_exp, over, 2);
+    cr_assert(isinf(y->data[0]) && isinf(y->data[1]), "exp overflows to +inf where expf does");
+    ast_ctx_free(c);
+    ast_params_free(p);
+}
+
+/* Same step and bound as the other activations (GRAD_TOL): silu and exp
+ * are smooth, their third derivatives over the derivative are O(1) on
+ * [-9, 9] (exp: exactly 1, so the truncation error is h^2 / 6 = 2e-5). */
+Test(ops_elementwise, silu_and_exp_gradients)
+{
+    const struct { const char *name; unary_fn f; } fns[2] = {{"silu", ast_silu}, {"exp", ast_exp}};
+    for (int k = 0; k < 2; k++) {
+        ast_params *p = ast_params_new(310 + k);
+        ast_tensor *x = gc_input(p, "x", 2, (int64_t[]){4, 8}, 3.0f);
+        gc_result r = gc_check(fwd_unary, &x, 1, (void *)&fns[k].f, 1e-2f, 1e-2);
+        ASSERT_GRADS(r, "%s at x=%g: analytic %g numeric %g", fns[k].name, x->data[r.worst_index], r.analytic,
+                     r.numeric);
+        ast_params_free(p);
+    }
+}
+
+/* silu at fixed points across both tails and its minimum (x = -1.2785). */
+Test(ops_elementwise, silu_gradient_across_its_range)
+{
+    ast_params *p = ast_params_new(10);
+    ast_tensor *x = gc_input(p, "x", 1, (int64_t[]){10}, 1.0f);
+    const float at[10] = {-30.0f, -12.0f, -4.0f, -1.2785f, -0.3f, 0.0f, 0.7f, 4.0f, 12.0f, 30.0f};
+    memcpy(x->data, at, sizeof at);
+    unary_fn f = ast_silu;
+    gc_result r = gc_check(fwd_unary, &x, 1, &f, 1e-2f, 1e-2);
+    ASSERT_GRADS(r, "silu at x=%g: analytic %g numeric %g", at[r.worst_index], r.analytic, r.numeric);
+    ast_params_free(p);
+}
+
+/* ---- key_mask_bias (ABI 2.1) ---------------------------------------------- */
+
+#define MASKED_LOGIT 1e9f
+
+/* What the plugins wrote by hand before the op existed. */
+static ast_tensor *hand_written_bias(ast_ctx *c, ast_tensor *mask, float l)
+{
+    ast_tensor *m = ast_reshape(c, mask, 4, (int64_t[]){mask->shape[0], 1, 1, mask->shape[1]});
+    return ast_affine(c, m, l, -l);
+}
+
+/* 0 is +0 for valid keys, so the logits they are added to keep their bits. */
+Test(ops_elementwise, key_mask_bias_values)
+{
+    ast_ctx *c = ast_ctx_new(0);
+    ast_tensor *mask = ast_tensor_from(c, 2, (int64_t[]){2, 3}, (float[]){1, 0, 1, 0, 0, 1});
+    ast_tensor *y = ast_key_mask_bias(c, mask, MASKED_LOGIT);
+    const float want[6] = {0.0f, -1e9f, 0.0f, -1e9f, -1e9f, 0.0f};
+    cr_assert_eq(y->ndim, 4);
+    const int64_t shape[4] = {2, 1, 1, 3};
+    for (int i = 0; i < 4; i++) cr_assert_eq(y->shape[i], shape[i], "dim %d", i);
+    for (int i = 0; i < 6; i++) {
+        cr_assert_eq(y->data[i], want[i], "element %d: %g", i, y->data[i]);
+        cr_assert(!signbit(y->data[i]) || want[i] < 0, "element %d is -0", i);
+    }
+    cr_assert(!(y->flags & AST_REQUIRES_GRAD), "a plain mask records nothing");
+    ast_ctx_free(c);
+}
+
+/* A drop-in replacement: the same bits as reshape + affine for binary
+ * masks and for any other values, with several masked_logit values. */
+Test(ops_elementwise, key_mask_bias_equals_the_hand_written_version_bit_for_bit)
+{
+    const float logits[4] = {1e9f, 1e4f, 3.5f, 0.1f};
+    ast_params *p = ast_params_new(11);
+    ast_tensor *soft = gc_input(p, "m", 2, (int64_t[]){3, 7}, 1.0f);
+    ast_ctx *c = ast_ctx_new(0);
+    ast_tensor *binary = ast_zeros(c, 2, (int64_t[]){3, 7});
+    for (int i = 0; i < 21; i++) binary->data[i] = (float)((i * 5) % 3 != 0);
+    for (int k = 0; k < 4; k++)
+        for (int which = 0; which < 2; which++) {
+            ast_tensor *m = which ? soft : binary;
+            ast_tensor *y = ast_key_mask_bias(c, m, logits[k]), *ref = hand_written_bias(c, m, logits[k]);
+            cr_assert_eq(y->size, ref->size);
+            cr_assert(!memcmp(y->data, ref->data, (size_t)y->size * sizeof(float)),
+                      "masked_logit %g, %s mask: bits differ", logits[k], which ? "real-valued" : "binary");
+        }
+    ast_ctx_free(c);
+    ast_params_free(p);
+}
+
+/* As used: a padded key gets exactly zero attention, valid logits keep theirs. */
+Test(ops_elementwise, key_mask_bias_zeroes_padded_keys_in_softmax)
+{
+    ast_params *p = ast_params_new(12);
+    ast_tensor *logits = gc_input(p, "l", 4, (int64_t[]){2, 2, 3, 3}, 3.0f);
+    ast_ctx *c = ast_ctx_new(0);
+    ast_tensor *mask = ast_tensor_from(c, 2, (int64_t[]){2, 3}, (float[]){1, 1, 0, 1, 0, 1});
+    ast_tensor *biased = ast_add(c, logits, ast_key_mask_bias(c, mask, MASKED_LOGIT));
+    ast_tensor *pr = ast_softmax(c, biased, -1);
+    for (int64_t i = 0; i < pr->size; i++) {
+        int64_t b = i / 18, j = i % 3;
+        if (mask->data[b * 3 + j] == 0.0f) cr_assert_eq(pr->data[i], 0.0f, "padded key %lld", (long long)i);
+        else cr_assert_eq(biased->data[i], logits->data[i], "valid logit %lld changed", (long long)i);
+    }
+    ast_ctx_free(c);
+    ast_params_free(p);
+}
+
+typedef struct kmb_case {
+    float l;
+    int twice; /* also add the reshaped mask itself: the gradient accumulates */
+} kmb_case;
+
+static ast_tensor *fwd_kmb(ast_ctx *c, ast_tensor *const *in, void *ud)
+{
+    const kmb_case *k = ud;
+    ast_tensor *y = ast_key_mask_bias(c, in[0], k->l);
+    if (k->twice) y = ast_add(c, y, ast_reshape(c, in[0], 4, y->shape));
+    return y;
+}
+
+/* d bias / d mask = masked_logit, exactly: gy * L is one rounding, as is
+ * the sum with the other path's gy. The bias is linear in the mask, so the
+ * finite differences have no truncation error (L = 3.5 keeps the outputs
+ * small enough that their float rounding stays below 1e-5 relative). */
+Test(ops_elementwise, key_mask_bias_gradients)
+{
+    for (int twice = 0; twice < 2; twice++) {
+        ast_params *p = ast_params_new(13 + twice);
+        ast_tensor *m = gc_input(p, "mask", 2, (int64_t[]){2, 5}, 1.0f);
+        kmb_case k = {3.5f, twice};
+        gc_result r = gc_check(fwd_kmb, &m, 1, &k, 1e-2f, 1e-2);
+        ASSERT_GRADS(r, "twice=%d [%lld]: analytic %g numeric %g", twice, (long long)r.worst_index, r.analytic,
+                     r.numeric);
+
+        k.l = MASKED_LOGIT;
+        memset(m->grad, 0, 10 * sizeof(float));
+        ast_ctx *c = ast_ctx_new(0);
+        ast_tensor *y = fwd_kmb(c, &m, &k);
+        float seed[10];
+        for (int i = 0; i < 10; i++) seed[i] = 0.25f * (float)(i - 4);
+        ast_backward_seed(c, y, seed);
+        for (int i = 0; i < 10; i++) {
+            float want = twice ? seed[i] * MASKED_LOGIT + seed[i] : seed[i] * MASKED_LOGIT;
+            cr_assert_eq(m->grad[i], want, "twice=%d mask.grad[%d] = %g, want %g", twice, i, m->grad[i], want);
+        }
+        ast_ctx_free(c);
+        ast_params_free(p);
+    }
+}
+
+/* A mask that needs no gradient gets none, while the logits still do. */
+Test(ops_elementwise, key_mask_bias_leaves_a_plain_mask_alone)
+{
+    ast_params *p = ast_params_new(15);
+    ast_tensor *logits = gc_input(p, "l", 4, (int64_t[]){1, 2, 2, 2}, 1.0f);
+    ast_ctx *c = ast_ctx_new(0);
+    ast_tensor *mask = ast_tensor_from(c, 2, (int64_t[]){1, 2}, (float[]){1, 0});
+    ast_tensor *y = ast_add(c, logits, ast_key_mask_bias(c, mask, MASKED_LOGIT));
+    float seed[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    ast_backward_seed(c, y, seed);
+    cr_assert_null(mask->grad, "the mask got a gradient buffer");
+    for (int i = 0; i < 8; i++) cr_assert_eq(logits->grad[i], seed[i], "logits.grad[%d]", i);
+    ast_ctx_free(c);
+    ast_params_free(p);
+}
+
+Test(ops_elementwise, key_mask_bias_rejects_a_mask_that_is_not_2d, .signal = SIGABRT)
+{
+    ast_ctx *c = ast_ctx_new(0);
+    ast_key_mask_bias(c, ast_zeros(c, 3, (int64_t[]){2, 3, 1}), MASKED_LOGIT);
+}
+
+Test(ops_elementwise, key_mask_bias_rejects_an_infinite_logit, .signal = SIGABRT)
+{
+    ast_ctx *c = ast_ctx_new(0);
+    ast_key_mask_bias(c, ast_zeros(c, 2, (int64_t[]){2, 3}), INFINITY);
+}
+
+/* The 2.1 ops sit in the host's table and the CPU backend's, after the 2.0 ones. */
+Test(ops_elementwise, the_2_1_ops_are_in_the_tables)
+{
+    const ast_host *h = ast_host_table();
+    cr_assert_eq(h->abi_major, 2);
+    cr_assert_geq(h->abi_minor, 1);
+    cr_assert_geq(h->ops->n_ops, 34);
+    cr_assert_eq(offsetof(ast_ops, key_mask_bias), 8 + 8 * 33);
+    cr_assert(h->ops->silu == ast_silu && h->ops->exp == ast_exp && h->ops->key_mask_bias == ast_key_mask_bias);
+    const ast_ops *cpu = ast_backend_cpu()->ops;
+    cr_assert_eq(cpu->n_ops, h->ops->n_ops);
+    cr_assert(cpu->silu == ast_cpu_silu && cpu->exp == ast_cpu_exp && cpu->key_mask_bias == ast_cpu_key_mask_bias);
 }

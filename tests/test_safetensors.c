@@ -633,6 +633,55 @@ Test(st_params, nan_fails_and_changes_nothing)
     ast_params_free(b_before);
 }
 
+/* Buffers (host->buffer) go into the file after the parameters and come
+ * back on load; a file without them (PyTorch weights, an older alphast)
+ * still loads and leaves them zero, unless AST_LOAD_BUFFERS asks for them
+ * (a checkpoint to resume from), which fails naming file and tensor. */
+static ast_params *with_buffer(uint64_t seed, float value)
+{
+    ast_params *p = small_model(seed, 0);
+    ast_tensor *b = ast_buffer(ast_scope_new(p, "state"), "bias", 1, (int64_t[]){3});
+    for (int k = 0; k < 3; k++) b->data[k] = value * (float)(k + 1);
+    return p;
+}
+
+Test(st_params, buffers_are_saved_and_loaded_and_optional_unless_asked_for)
+{
+    ast_params *a = with_buffer(1, 0.25f), *b = with_buffer(2, -1.0f), *plain = small_model(3, 0);
+    ast_error e = {{0}};
+    cr_assert_eq(ast_params_save(a, in_tmp("buf.safetensors"), NULL, &e), 0, "%s", e.msg);
+    ast_st_file *f = open_ok(in_tmp("buf.safetensors"));
+    cr_assert_eq(ast_st_count(f), 4);
+    cr_assert_str_eq(ast_st_name(f, 3), "state.bias");
+    ast_st_close(f);
+    cr_assert_eq(ast_params_load(b, in_tmp("buf.safetensors"), AST_LOAD_STRICT | AST_LOAD_BUFFERS, &e), 0, "%s",
+                 e.msg);
+    assert_same_values(a, b);
+    cr_assert_eq(memcmp(ast_params_buffer_at(a, 0)->data, ast_params_buffer_at(b, 0)->data, 3 * sizeof(float)), 0);
+
+    /* A file without the buffer: it goes back to zero, strictly or not. */
+    cr_assert_eq(ast_params_save(plain, in_tmp("nobuf.safetensors"), NULL, &e), 0, "%s", e.msg);
+    for (int flags = 0; flags <= AST_LOAD_STRICT; flags++) {
+        ast_params *c = with_buffer(4, 3.0f);
+        cr_assert_eq(ast_params_load(c, in_tmp("nobuf.safetensors"), flags, &e), 0, "%s", e.msg);
+        assert_same_values(c, plain);
+        for (int k = 0; k < 3; k++) cr_assert_eq(ast_params_buffer_at(c, 0)->data[k], 0.0f);
+        ast_params_free(c);
+    }
+    /* Unless the buffers are required: an error, and nothing changes. */
+    ast_params *c = with_buffer(4, 3.0f), *c_before = with_buffer(4, 3.0f);
+    cr_assert_eq(ast_params_load(c, in_tmp("nobuf.safetensors"), AST_LOAD_BUFFERS, &e), -1);
+    assert_message(&e, in_tmp("nobuf.safetensors"), "1 model buffers missing ('state.bias')");
+    assert_same_values(c, c_before);
+    cr_assert_eq(memcmp(ast_params_buffer_at(c, 0)->data, ast_params_buffer_at(c_before, 0)->data, 3 * sizeof(float)),
+                 0);
+    /* A model without the buffer: an unexpected tensor, as before. */
+    cr_assert_eq(ast_params_load(plain, in_tmp("buf.safetensors"), AST_LOAD_STRICT, &e), -1);
+    assert_message(&e, in_tmp("buf.safetensors"), "1 tensors not in the model ('state.bias')");
+    cr_assert_eq(ast_params_load(plain, in_tmp("buf.safetensors"), 0, &e), 0, "%s", e.msg);
+    ast_params_free(a), ast_params_free(b), ast_params_free(plain), ast_params_free(c), ast_params_free(c_before);
+}
+
 /* ---- atomic replacement ------------------------------------------------------ */
 
 static const char OLD[] = "old contents\n";

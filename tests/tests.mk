@@ -1,7 +1,4 @@
-# Shared test helpers and the core tests.
-check_LTLIBRARIES += tests/libgradcheck.la
-tests_libgradcheck_la_SOURCES = tests/gradcheck.c tests/gradcheck.h
-tests_libgradcheck_la_CFLAGS = $(AM_CFLAGS)
+# The core tests (their shared helpers are in testkit/testkit.mk).
 
 EXTRA_DIST += tests/lsan.supp
 

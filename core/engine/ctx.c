@@ -214,13 +214,6 @@ void ast_add_loss(ast_ctx *c, const char *name, ast_tensor *scalar)
     c->losses[c->n_losses++] = scalar;
 }
 
-ast_tensor *ast_ctx_extra_loss(ast_ctx *c)
-{
-    ast_tensor *sum = NULL;
-    for (int i = 0; i < c->n_losses; i++) sum = sum ? ast_add(c, sum, c->losses[i]) : c->losses[i];
-    return sum;
-}
-
 int ast_ctx_n_losses(const ast_ctx *c) { return c->n_losses; }
 const char *ast_ctx_loss_name(const ast_ctx *c, int i) { return c->loss_names[i]; }
 ast_tensor *ast_ctx_loss(const ast_ctx *c, int i) { return c->losses[i]; }

@@ -72,8 +72,8 @@ void ast_record(ast_ctx *c, const ast_node *n);
 void ast_add_loss(ast_ctx *c, const char *name, ast_tensor *scalar);
 void ast_publish_stat(ast_ctx *c, const char *name, int layer, const float *values, int n);
 
-/* Sum of the named losses published this step (NULL if none), and each. */
-ast_tensor *ast_ctx_extra_loss(ast_ctx *c);
+/* The named losses published this step (host->add_loss); the model layer
+ * sums them into the training loss (ast_model_extra_loss). */
 int ast_ctx_n_losses(const ast_ctx *c);
 const char *ast_ctx_loss_name(const ast_ctx *c, int i);
 ast_tensor *ast_ctx_loss(const ast_ctx *c, int i);

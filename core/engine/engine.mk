@@ -53,3 +53,9 @@ tests_test_parallel_SOURCES = tests/test_parallel.c
 tests_test_parallel_CFLAGS = $(TEST_CC)
 # It also checks that optimiser steps do not depend on the thread count.
 tests_test_parallel_LDADD = $(TEST_LIBS)
+
+# The backend interface, seen from the model: needs the layers above.
+check_PROGRAMS += tests/test_backend
+tests_test_backend_SOURCES = tests/test_backend.c tests/model_fixture.c tests/model_fixture.h
+tests_test_backend_CFLAGS = $(TEST_CC)
+tests_test_backend_LDADD = $(TEST_LIBS)

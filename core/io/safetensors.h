@@ -89,14 +89,23 @@ int ast_st_writer_write(const ast_st_writer *w, const char *path, ast_error *e);
 
 /* ---- parameter stores ----------------------------------------------------- */
 
-/* Every parameter as F32 under its state_dict name, in registration order.
- * metadata: NULL or {"key", "value", ..., NULL}. */
+/* Every parameter as F32 under its state_dict name, in registration order,
+ * then every buffer (host->buffer: plugin state that is saved but not
+ * trained) under its full name. metadata: NULL or {"key", "value", ..., NULL}. */
 int ast_params_save(const ast_params *p, const char *path, const char *const *metadata, ast_error *e);
 
+/* ast_params_load's flags. */
+enum {
+    AST_LOAD_STRICT = 1, /* the file may hold no tensor that is not a parameter or buffer of the model */
+    AST_LOAD_BUFFERS = 2 /* every buffer must be in the file too (a checkpoint to resume from) */
+};
+
 /* Every parameter must be in the file with its exact shape and finite
- * values; strict: the file may hold no other tensors. On failure nothing
- * is changed and e lists the first missing/unexpected names or the shape
- * mismatch. */
-int ast_params_load(ast_params *p, const char *path, int strict, ast_error *e);
+ * values. A buffer in the file is loaded (same checks); one the file lacks
+ * (weights from the PyTorch reference or an older alphast) is set to zero,
+ * its initial value, unless AST_LOAD_BUFFERS asks for it. flags: 0 or
+ * AST_LOAD_* or'ed (1 is AST_LOAD_STRICT). On failure nothing is changed
+ * and e lists the first missing/unexpected names or the shape mismatch. */
+int ast_params_load(ast_params *p, const char *path, int flags, ast_error *e);
 
 #endif

@@ -1,15 +1,25 @@
-/* Saving and loading a parameter store as safetensors, by state_dict name. */
+/* Saving and loading a parameter store as safetensors, by state_dict name:
+ * the parameters and the buffers plugins keep (host->buffer). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "io/safetensors.h"
 
+/* What a weights file holds: the parameters, then the buffers. */
+static int n_saved(const ast_params *p) { return ast_params_count(p) + ast_params_n_buffers(p); }
+
+static ast_tensor *saved_at(const ast_params *p, int i)
+{
+    int n = ast_params_count(p);
+    return i < n ? ast_params_at(p, i) : ast_params_buffer_at(p, i - n);
+}
+
 int ast_params_save(const ast_params *p, const char *path, const char *const *metadata, ast_error *e)
 {
     ast_st_writer *w = ast_st_writer_new();
-    for (int i = 0; i < ast_params_count(p); i++) {
-        const ast_tensor *t = ast_params_at(p, i);
+    for (int i = 0; i < n_saved(p); i++) {
+        const ast_tensor *t = saved_at(p, i);
         ast_st_writer_add(w, t->name, AST_ST_F32, t->ndim, t->shape, t->data);
     }
     for (const char *const *kv = metadata; kv && kv[0]; kv += 2) {
@@ -45,13 +55,16 @@ static const char *list_str(const name_list *l, char *buf, size_t cap)
     return buf;
 }
 
-static int check_names(const ast_params *p, const ast_st_file *f, int strict, ast_error *e)
+static int check_names(const ast_params *p, const ast_st_file *f, int flags, ast_error *e)
 {
-    name_list missing = {{0}, 0}, extra = {{0}, 0};
+    name_list missing = {{0}, 0}, extra = {{0}, 0}, buffers = {{0}, 0};
     for (int i = 0; i < ast_params_count(p); i++)
         if (ast_st_find(f, ast_params_at(p, i)->name) < 0) note(&missing, ast_params_at(p, i)->name);
-    for (int i = 0; strict && i < ast_st_count(f); i++)
-        if (!ast_params_find(p, ast_st_name(f, i))) note(&extra, ast_st_name(f, i));
+    for (int i = 0; (flags & AST_LOAD_STRICT) && i < ast_st_count(f); i++)
+        if (!ast_params_find(p, ast_st_name(f, i)) && !ast_params_find_buffer(p, ast_st_name(f, i)))
+            note(&extra, ast_st_name(f, i));
+    for (int i = 0; (flags & AST_LOAD_BUFFERS) && i < ast_params_n_buffers(p); i++)
+        if (ast_st_find(f, ast_params_buffer_at(p, i)->name) < 0) note(&buffers, ast_params_buffer_at(p, i)->name);
     char a[400], b[400];
     if (missing.n && extra.n)
         ast_error_set(e, "%s: %d model parameters missing (%s) and %d tensors not in the model (%s); the file "
@@ -63,26 +76,37 @@ static int check_names(const ast_params *p, const ast_st_file *f, int strict, as
     else if (extra.n)
         ast_error_set(e, "%s: %d tensors not in the model (%s); check the model configuration or load "
                       "non-strictly", ast_st_path(f), extra.n, list_str(&extra, b, sizeof b));
-    return missing.n || extra.n ? -1 : 0;
+    else if (buffers.n)
+        ast_error_set(e, "%s: %d model buffers missing (%s); resuming needs the state plugins keep between steps "
+                      "(e.g. the MoE's balance: bias), and this file was saved without it by an older alphast or "
+                      "from another model configuration", ast_st_path(f), buffers.n,
+                      list_str(&buffers, a, sizeof a));
+    return missing.n || extra.n || buffers.n ? -1 : 0;
 }
 
 /* Values are staged and copied only once every tensor has been read and
- * checked, so a failed load leaves the model as it was. */
-int ast_params_load(ast_params *p, const char *path, int strict, ast_error *e)
+ * checked, so a failed load leaves the model as it was. Buffers the file
+ * lacks (allowed without AST_LOAD_BUFFERS) go back to zero. */
+int ast_params_load(ast_params *p, const char *path, int flags, ast_error *e)
 {
     ast_st_file *f = ast_st_open(path, e);
     if (!f) return -1;
-    float *staged = ast_xmalloc((size_t)ast_params_numel(p) * sizeof *staged);
-    int rc = check_names(p, f, strict, e);
+    int64_t total = 0;
+    for (int i = 0; i < n_saved(p); i++) total += saved_at(p, i)->size;
+    float *staged = ast_xmalloc((size_t)(total ? total : 1) * sizeof *staged);
+    int rc = check_names(p, f, flags, e);
     int64_t at = 0;
-    for (int i = 0; !rc && i < ast_params_count(p); i++) {
-        const ast_tensor *t = ast_params_at(p, i);
-        rc = ast_st_read_f32(f, t->name, t->ndim, t->shape, staged + at, e);
+    for (int i = 0; !rc && i < n_saved(p); i++) {
+        const ast_tensor *t = saved_at(p, i);
+        if (i >= ast_params_count(p) && ast_st_find(f, t->name) < 0)
+            memset(staged + at, 0, (size_t)t->size * sizeof *staged);
+        else
+            rc = ast_st_read_f32(f, t->name, t->ndim, t->shape, staged + at, e);
         at += t->size;
     }
     at = 0;
-    for (int i = 0; !rc && i < ast_params_count(p); i++) {
-        ast_tensor *t = ast_params_at(p, i);
+    for (int i = 0; !rc && i < n_saved(p); i++) {
+        ast_tensor *t = saved_at(p, i);
         memcpy(t->data, staged + at, (size_t)t->size * sizeof *staged);
         at += t->size;
     }

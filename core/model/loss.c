@@ -68,7 +68,7 @@ ast_loss_parts ast_diffusion_loss(ast_ctx *c, const ast_loss_config *lc, const a
     ast_loss_parts p = {0};
     p.expression = ast_mse(c, pred->expression, expression, mask);
     p.position = position_loss(c, lc->position_loss, pred->positions, positions, mask);
-    p.moe_aux = ast_ctx_extra_loss(c);
+    p.moe_aux = ast_model_extra_loss(c);
 
     ast_tensor *total = NULL;
     if (lc->expression_noised) total = weighted_sum(c, total, p.expression, lc->lambda_expression);
@@ -76,4 +76,11 @@ ast_loss_parts ast_diffusion_loss(ast_ctx *c, const ast_loss_config *lc, const a
     if (!total) total = ast_zeros(c, 1, (int64_t[]){1});
     p.total = p.moe_aux ? ast_add(c, total, p.moe_aux) : total;
     return p;
+}
+
+ast_tensor *ast_model_extra_loss(ast_ctx *c)
+{
+    ast_tensor *sum = NULL;
+    for (int i = 0; i < ast_ctx_n_losses(c); i++) sum = sum ? ast_add(c, sum, ast_ctx_loss(c, i)) : ast_ctx_loss(c, i);
+    return sum;
 }

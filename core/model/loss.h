@@ -33,7 +33,7 @@ typedef struct ast_loss_parts {
 
 /* Compares the model's x0 predictions with the clean targets expression
  * [B,N,G] and positions [B,N,3]; mask [B,N] (NULL = all valid). The
- * plugins' extra losses (ast_ctx_extra_loss) are added to the total. */
+ * plugins' extra losses (ast_model_extra_loss) are added to the total. */
 ast_loss_parts ast_diffusion_loss(ast_ctx *c, const ast_loss_config *lc, const ast_model_out *pred,
                                   ast_tensor *expression, ast_tensor *positions, ast_tensor *mask);
 

@@ -74,12 +74,16 @@ typedef struct ast_model_out {
 
 /* One forward pass (docs/model.md §2.1): expression [B,N,G], t [B,1], positions
  * [B,N,3], mask [B,N] (NULL = all valid). Plugins' extra losses (MoE aux)
- * are published on the context (ast_ctx_extra_loss). `taps`, when not NULL,
+ * are published on the context (ast_model_extra_loss). `taps`, when not NULL,
  * receives per-layer activations named as the golden dumps name them
  * ("layer0.attn_core_in", ...). */
 typedef void (*ast_tap_fn)(void *ud, const char *name, ast_tensor *t);
 ast_model_out ast_model_forward(ast_model *m, ast_ctx *c, ast_tensor *expression, ast_tensor *t,
                                 ast_tensor *positions, ast_tensor *mask, ast_tap_fn tap, void *tap_ud);
+
+/* Sum of the losses plugins added this step (MoE's auxiliary loss), on
+ * the tape so it trains; NULL when none was added. */
+ast_tensor *ast_model_extra_loss(ast_ctx *c);
 
 /* Parameters per module group, summed over layers (for reports). Active
  * counts differ from totals only inside plugins that report active_params. */

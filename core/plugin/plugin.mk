@@ -8,7 +8,7 @@ EXTRA_DIST += core/plugin/README.md
 LOADER_FIXTURE_LINK = $(PLUGIN_LINK) -rpath /nowhere
 check_LTLIBRARIES += tests/plugins/attn_fixture.la tests/plugins/attn_badabi.la \
 	tests/plugins/attn_newminor.la tests/plugins/attn_noentry.la tests/plugins/attn_wrongkind.la \
-	tests/plugins/attn_badopts.la tests/plugins/monitor_legacy.la
+	tests/plugins/attn_badopts.la tests/plugins/monitor_legacy.la tests/plugins/attn_abi20.la
 tests_plugins_attn_fixture_la_SOURCES = tests/plugins/attn_fixture.c
 tests_plugins_attn_fixture_la_CPPFLAGS = $(PLUGIN_CPP)
 tests_plugins_attn_fixture_la_LDFLAGS = $(LOADER_FIXTURE_LINK)
@@ -30,6 +30,18 @@ tests_plugins_attn_badopts_la_LDFLAGS = $(LOADER_FIXTURE_LINK)
 tests_plugins_monitor_legacy_la_SOURCES = tests/plugins/monitor_legacy.c
 tests_plugins_monitor_legacy_la_CPPFLAGS = $(PLUGIN_CPP)
 tests_plugins_monitor_legacy_la_LDFLAGS = $(LOADER_FIXTURE_LINK)
+
+# Built against the frozen ABI 2.0 headers, not include/: an older plugin.
+tests_plugins_attn_abi20_la_SOURCES = tests/plugins/attn_abi20.c
+tests_plugins_attn_abi20_la_CPPFLAGS = -I$(top_srcdir)/tests/plugins/abi-2.0
+tests_plugins_attn_abi20_la_LDFLAGS = $(LOADER_FIXTURE_LINK)
+EXTRA_DIST += tests/plugins/abi-2.0/alphast/plugin.h tests/plugins/abi-2.0/alphast/abi_layout.h \
+	tests/plugins/abi-2.0/alphast/ops.def
+
+check_PROGRAMS += tests/test_abi
+tests_test_abi_SOURCES = tests/test_abi.c
+tests_test_abi_CFLAGS = $(TEST_CC)
+tests_test_abi_LDADD = $(TEST_LIBS)
 
 check_PROGRAMS += tests/test_loader
 tests_test_loader_SOURCES = tests/test_loader.c

@@ -38,6 +38,13 @@ void ast_search_list(ast_plugin_kind kind, ast_strlist *out);
 
 /* Checks the ABI fields of the plugin's descriptor and copies it into a
  * zeroed full-size one. 0 with a reason in why on failure. */
+/* Opens the module at stem (lt_dlopenext: .la, else .so; libltdl must be
+ * initialised), calls its entry with the host table and adopts its
+ * descriptor once checked against p->kind and p->name. 1 on success, 0
+ * with e set; on failure p->handle may be open and the caller closes it.
+ * Shared with the installed test fixture (testkit/plugin_test.c). */
+int ast_plugin_open(ast_plugin *p, const char *stem, ast_error *e);
+
 int ast_desc_adopt(const ast_plugin_desc *raw, ast_plugin_desc *out, char *why, size_t n);
 /* Kind, name, entry points and option table. */
 int ast_desc_validate(const ast_plugin_desc *d, ast_plugin_kind kind, const char *name, char *why, size_t n);

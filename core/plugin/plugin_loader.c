@@ -81,9 +81,7 @@ static void no_such_plugin(ast_plugin_kind kind, const char *name, ast_error *e)
     ast_strlist_free(&names);
 }
 
-/* Opens the module at stem, calls its entry and adopts its descriptor once
- * checked. On failure p->handle may be open; plugin_free closes it. */
-static int open_plugin(ast_plugin *p, const char *stem, ast_error *e)
+int ast_plugin_open(ast_plugin *p, const char *stem, ast_error *e)
 {
     char why[768];
     const char *kind = ast_kind_name(p->kind);
@@ -127,7 +125,7 @@ const ast_plugin *ast_plugin_load(ast_plugin_kind kind, const char *name, ast_er
     p = ast_xcalloc(1, sizeof *p);
     p->kind = kind;
     p->name = ast_xstrdup(name);
-    int ok = open_plugin(p, stem, e);
+    int ok = ast_plugin_open(p, stem, e);
     free(stem);
     if (!ok) {
         plugin_free(p);

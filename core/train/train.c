@@ -126,7 +126,6 @@ void ast_trainer_free(ast_trainer *t)
     free(t);
 }
 
-float ast_trainer_pos_scale(const ast_trainer *t) { return t->train_sets.pos_scale; }
 int64_t ast_trainer_n_losses(const ast_trainer *t) { return t->n_losses; }
 const double *ast_trainer_losses(const ast_trainer *t) { return t->losses; }
 

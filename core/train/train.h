@@ -97,7 +97,6 @@ int ast_trainer_run(ast_trainer *t, ast_train_result *r, ast_error *e);
 
 /* The deterministic validation loss of the current weights. */
 double ast_trainer_val_loss(ast_trainer *t);
-float ast_trainer_pos_scale(const ast_trainer *t);
 
 /* Losses of every optimiser step so far (for tests of exact resume). */
 int64_t ast_trainer_n_losses(const ast_trainer *t);

@@ -1,4 +1,5 @@
 /* Checkpoints: one safetensors file with the weights (PyTorch names), the
+ * plugins' buffers (host->buffer, e.g. the MoE's selection bias), the
  * AdamW state, and in its metadata the step, epoch, early-stopping state,
  * both RNG states and the length of metrics.jsonl, so a resumed run
  * continues exactly where the saved one was. Written atomically. */
@@ -45,6 +46,10 @@ int ast_trainer_save(ast_trainer *t, ast_error *e)
     char **names = ast_xcalloc((size_t)n * 3, sizeof *names);
     for (int i = 0; i < n; i++) {
         ast_tensor *x = ast_params_at(p, i);
+        ast_st_writer_add(w, x->name, AST_ST_F32, x->ndim, x->shape, x->data);
+    }
+    for (int i = 0; i < ast_params_n_buffers(p); i++) {
+        ast_tensor *x = ast_params_buffer_at(p, i);
         ast_st_writer_add(w, x->name, AST_ST_F32, x->ndim, x->shape, x->data);
     }
     for (int k = 0; k < 3; k++)
@@ -137,7 +142,8 @@ int ast_trainer_load(ast_trainer *t, const char *path, ast_error *e)
     if (!f) return -1;
     int rc = load_state(t, f, e);
     ast_st_close(f);
-    if (rc == 0) rc = ast_params_load(ast_model_params(t->model), path, 0, e);
+    /* The buffers too: a resume with a plugin's state reset would not be exact. */
+    if (rc == 0) rc = ast_params_load(ast_model_params(t->model), path, AST_LOAD_BUFFERS, e);
     return rc;
 }
 

@@ -13,13 +13,13 @@
  * the radial basis expansion, which is a fused op with its own backward:
  * the guide (docs/plugin-guide.md) walks through both.
  *
- * It includes nothing but alphast/plugin.h and the C library; build it
- * with the Makefile next to it. */
+ * It includes nothing but alphast/plugin_api.h (the plugin kit: ops and
+ * host services called as ast_<name>(...), as the alphast core calls them)
+ * and the C library; build it with the Makefile next to it. */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 
-#include <alphast/plugin.h>
+#include <alphast/plugin_api.h>
 
 /* Subtracted from padded cells' key logits: their exp underflows to
  * exactly 0, while valid logits get + 0 and keep their exact values. */
@@ -41,7 +41,6 @@ static const ast_option_spec options[] = {
 /* ---- the fused op: radial basis expansion of distances ------------------- */
 
 typedef struct rbf_saved {
-    const ast_host *host;
     int kernels;
     float sigma; /* also the spacing of the centres */
 } rbf_saved;
@@ -50,7 +49,7 @@ typedef struct rbf_saved {
 static void rbf_backward(ast_ctx *c, const ast_node *n)
 {
     const rbf_saved *s = n->saved;
-    float *gd = s->host->grad(c, n->in[0]);
+    float *gd = ast_grad(c, n->in[0]);
     if (!gd) return;
     const float *d = n->in[0]->data, *phi = n->out->data, *gphi = n->out->grad;
     for (int64_t i = 0; i < n->in[0]->size; i++) {
@@ -65,78 +64,58 @@ static void rbf_backward(ast_ctx *c, const ast_node *n)
 }
 
 /* d [..., ] -> phi [..., K]: phi_k = exp(-(d - k sigma)^2 / (2 sigma^2)). */
-static ast_tensor *rbf_expand(const ast_host *h, ast_ctx *c, ast_tensor *d, int kernels, float sigma)
+static ast_tensor *rbf_expand(ast_ctx *c, ast_tensor *d, int kernels, float sigma)
 {
     if (d->ndim >= AST_MAX_DIMS) {
-        h->log(AST_LOG_ERROR, "rbf_expand: input has %d dims; at most %d fit", d->ndim, AST_MAX_DIMS - 1);
+        ast_log(AST_LOG_ERROR, "rbf_expand: input has %d dims; at most %d fit", d->ndim, AST_MAX_DIMS - 1);
         abort();
     }
     int64_t shape[AST_MAX_DIMS];
     for (int i = 0; i < d->ndim; i++) shape[i] = d->shape[i];
     shape[d->ndim] = kernels;
-    ast_tensor *phi = h->ops->zeros(c, d->ndim + 1, shape);
+    ast_tensor *phi = ast_zeros(c, d->ndim + 1, shape);
     for (int64_t i = 0; i < d->size; i++)
         for (int k = 0; k < kernels; k++) {
             float z = (d->data[i] - (float)k * sigma) / sigma;
             phi->data[i * kernels + k] = expf(-0.5f * z * z);
         }
-    rbf_saved *s = h->alloc(c, sizeof *s);
-    *s = (rbf_saved){h, kernels, sigma};
-    h->record(c, &(ast_node){.op = "rbf_expand", .backward = rbf_backward, .out = phi, .in = {d}, .n_in = 1,
-                             .saved = s});
+    rbf_saved *s = ast_alloc(c, sizeof *s);
+    *s = (rbf_saved){kernels, sigma};
+    ast_record(c, &(ast_node){.op = "rbf_expand", .backward = rbf_backward, .out = phi, .in = {d}, .n_in = 1,
+                              .saved = s});
     return phi;
 }
 
 /* ---- the layer ------------------------------------------------------------ */
 
 typedef struct distbias {
-    const ast_host *host;
     int heads, kernels;
     float sigma, dropout;
-    ast_tensor *wq, *bq, *wk, *bk, *wv, *bv, *wo, *bo;
-    ast_tensor *bias_w;          /* [H, K] */
-    ast_tensor *wg, *bg;         /* [H, E], [H]; NULL without the gate */
+    ast_weights q_proj, k_proj, v_proj, o_proj;
+    ast_tensor *bias_w; /* [H, K] */
+    ast_weights gate;   /* gate_proj [H, E], [H]; NULLs without the gate */
 } distbias;
-
-/* A PyTorch Linear(in, out): "<name>.weight" [out, in], "<name>.bias" [out],
- * both U(+-1/sqrt(in)). */
-static void linear_params(const ast_host *h, ast_scope *s, const char *name, int in, int out, ast_tensor **w,
-                          ast_tensor **b)
-{
-    char full[128];
-    float bound = 1.0f / sqrtf((float)in);
-    snprintf(full, sizeof full, "%s.weight", name);
-    *w = h->param(s, full, 2, (int64_t[]){out, in}, AST_INIT_UNIFORM, bound);
-    snprintf(full, sizeof full, "%s.bias", name);
-    *b = h->param(s, full, 1, (int64_t[]){out}, AST_INIT_UNIFORM, bound);
-}
 
 static void *distbias_create(const ast_create_args *a, char *err, size_t errlen)
 {
     const ast_layer_dims *dims = a->dims;
-    if (dims->d_model <= 0 || dims->heads <= 0 || dims->d_model % dims->heads) {
-        snprintf(err, errlen, "attention 'distbias': d_model %d is not a positive multiple of num_heads %d; "
-                 "choose num_heads dividing d_model", dims->d_model, dims->heads);
-        return NULL;
-    }
+    AST_REQUIRE(dims->d_model > 0 && dims->heads > 0 && dims->d_model % dims->heads == 0, err, errlen,
+                "attention 'distbias': d_model %d is not a positive multiple of num_heads %d; "
+                "choose num_heads dividing d_model",
+                dims->d_model, dims->heads);
     distbias *l = calloc(1, sizeof *l);
-    if (!l) {
-        snprintf(err, errlen, "attention 'distbias': out of memory");
-        return NULL;
-    }
-    const ast_host *h = a->host;
+    AST_REQUIRE(l, err, errlen, "attention 'distbias': out of memory");
     int E = dims->d_model;
-    l->host = h;
     l->heads = dims->heads;
     l->dropout = dims->dropout;
     l->kernels = (int)a->opts[OPT_NUM_KERNELS].i;
     l->sigma = (float)(a->opts[OPT_MAX_DISTANCE].f / (l->kernels - 1));
-    linear_params(h, a->scope, "q_proj", E, E, &l->wq, &l->bq);
-    linear_params(h, a->scope, "k_proj", E, E, &l->wk, &l->bk);
-    linear_params(h, a->scope, "v_proj", E, E, &l->wv, &l->bv);
-    linear_params(h, a->scope, "o_proj", E, E, &l->wo, &l->bo);
-    l->bias_w = h->param(a->scope, "distance_bias.weight", 2, (int64_t[]){l->heads, l->kernels}, AST_INIT_ZERO, 0.0f);
-    if (a->opts[OPT_USE_GATE].i) linear_params(h, a->scope, "gate_proj", E, l->heads, &l->wg, &l->bg);
+    l->q_proj = ast_linear_params(a->scope, "q_proj", E, E, 1);
+    l->k_proj = ast_linear_params(a->scope, "k_proj", E, E, 1);
+    l->v_proj = ast_linear_params(a->scope, "v_proj", E, E, 1);
+    l->o_proj = ast_linear_params(a->scope, "o_proj", E, E, 1);
+    l->bias_w = ast_param(a->scope, "distance_bias.weight", 2, (int64_t[]){l->heads, l->kernels}, AST_INIT_ZERO, 0.0f);
+    if (a->opts[OPT_USE_GATE].i) l->gate = ast_linear_params(a->scope, "gate_proj", E, l->heads, 1);
     return l;
 }
 
@@ -145,26 +124,18 @@ static void distbias_destroy(void *self) { free(self); }
 /* Pairwise distances [B, N, N] -> bias [B, H, N, N]. */
 static ast_tensor *distance_bias(const distbias *l, ast_ctx *c, ast_tensor *dist)
 {
-    const ast_host *h = l->host;
-    ast_tensor *phi = rbf_expand(h, c, dist, l->kernels, l->sigma);   /* [B, N, N, K] */
-    ast_tensor *bias = h->ops->linear(c, phi, l->bias_w, NULL);              /* [B, N, N, H] */
-    return h->ops->permute(c, bias, (int[]){0, 3, 1, 2});
-}
-
-/* mask [B, N] -> [B, 1, 1, N]: 0 for valid keys, -MASKED_LOGIT for padding. */
-static ast_tensor *key_mask_bias(const ast_host *h, ast_ctx *c, ast_tensor *mask)
-{
-    ast_tensor *m = h->ops->reshape(c, mask, 4, (int64_t[]){mask->shape[0], 1, 1, mask->shape[1]});
-    return h->ops->affine(c, m, MASKED_LOGIT, -MASKED_LOGIT);
+    ast_tensor *phi = rbf_expand(c, dist, l->kernels, l->sigma); /* [B, N, N, K] */
+    ast_tensor *bias = ast_linear(c, phi, l->bias_w, NULL);      /* [B, N, N, H] */
+    return ast_permute(c, bias, (int[]){0, 3, 1, 2});
 }
 
 /* Statistic for monitors: per head, the attention-weighted distance
  * sum_j p_hij d_ij averaged over the valid query cells. */
-static void publish_attended_distance(const distbias *l, ast_ctx *c, const ast_tensor *p, const ast_tensor *dist,
+static void publish_attended_distance(ast_ctx *c, const ast_tensor *p, const ast_tensor *dist,
                                       const ast_tensor *mask, int layer)
 {
     int64_t B = p->shape[0], H = p->shape[1], N = p->shape[2];
-    float *per_head = l->host->alloc(c, (size_t)H * sizeof *per_head);
+    float *per_head = ast_alloc(c, (size_t)H * sizeof *per_head);
     double queries = 0.0;
     for (int64_t b = 0; b < B; b++)
         for (int64_t i = 0; i < N; i++) {
@@ -178,46 +149,44 @@ static void publish_attended_distance(const distbias *l, ast_ctx *c, const ast_t
             }
         }
     for (int64_t hd = 0; hd < H; hd++) per_head[hd] = queries > 0 ? (float)(per_head[hd] / queries) : 0.0f;
-    l->host->stat(c, "distbias.attended_distance", layer, per_head, (int)H);
+    ast_publish_stat(c, "distbias.attended_distance", layer, per_head, (int)H);
 }
 
 /* o [B, H, N, dh] scaled per head and token by sigmoid(gate_proj(x)). */
 static ast_tensor *apply_gate(const distbias *l, ast_ctx *c, ast_tensor *x, ast_tensor *o)
 {
-    const ast_host *h = l->host;
-    ast_tensor *g = h->ops->sigmoid(c, h->ops->linear(c, x, l->wg, l->bg)); /* [B, N, H] */
-    g = h->ops->reshape(c, g, 4, (int64_t[]){g->shape[0], g->shape[1], g->shape[2], 1});
-    return h->ops->mul(c, o, h->ops->permute(c, g, (int[]){0, 2, 1, 3}));
+    ast_tensor *g = ast_sigmoid(c, ast_linear(c, x, l->gate.weight, l->gate.bias)); /* [B, N, H] */
+    g = ast_reshape(c, g, 4, (int64_t[]){g->shape[0], g->shape[1], g->shape[2], 1});
+    return ast_mul(c, o, ast_permute(c, g, (int[]){0, 2, 1, 3}));
 }
 
 /* The plugin ABI promises positions; a caller that omits them is broken. */
-static void require_positions(const distbias *l, const ast_tensor *x, const ast_fwd_args *a)
+static void require_positions(const ast_tensor *x, const ast_fwd_args *a)
 {
     const ast_tensor *p = a ? a->positions : NULL;
     if (p && p->ndim == 3 && p->shape[0] == x->shape[0] && p->shape[1] == x->shape[1]) return;
-    l->host->log(AST_LOG_ERROR, "attention 'distbias' needs positions [B, N, D] matching x [B, N, E]");
+    ast_log(AST_LOG_ERROR, "attention 'distbias' needs positions [B, N, D] matching x [B, N, E]");
     abort();
 }
 
 static ast_tensor *distbias_forward(void *self, ast_ctx *c, ast_tensor *x, const ast_fwd_args *a)
 {
     const distbias *l = self;
-    const ast_host *h = l->host;
-    require_positions(l, x, a);
-    ast_tensor *q = h->ops->split_heads(c, h->ops->linear(c, x, l->wq, l->bq), l->heads);
-    ast_tensor *k = h->ops->split_heads(c, h->ops->linear(c, x, l->wk, l->bk), l->heads);
-    ast_tensor *v = h->ops->split_heads(c, h->ops->linear(c, x, l->wv, l->bv), l->heads);
-    ast_tensor *dist = h->ops->pdist(c, a->positions);
+    require_positions(x, a);
+    ast_tensor *q = ast_split_heads(c, ast_linear(c, x, l->q_proj.weight, l->q_proj.bias), l->heads);
+    ast_tensor *k = ast_split_heads(c, ast_linear(c, x, l->k_proj.weight, l->k_proj.bias), l->heads);
+    ast_tensor *v = ast_split_heads(c, ast_linear(c, x, l->v_proj.weight, l->v_proj.bias), l->heads);
+    ast_tensor *dist = ast_pdist(c, a->positions);
 
-    ast_tensor *logits = h->ops->affine(c, h->ops->bmm(c, q, k, 0, 1), 1.0f / sqrtf((float)q->shape[3]), 0.0f);
-    logits = h->ops->add(c, logits, distance_bias(l, c, dist));
-    if (a->mask) logits = h->ops->add(c, logits, key_mask_bias(h, c, a->mask));
-    ast_tensor *p = h->ops->softmax(c, logits, -1);
-    publish_attended_distance(l, c, p, dist, a->mask, a->layer);
+    ast_tensor *logits = ast_affine(c, ast_bmm(c, q, k, 0, 1), 1.0f / sqrtf((float)q->shape[3]), 0.0f);
+    logits = ast_add(c, logits, distance_bias(l, c, dist));
+    if (a->mask) logits = ast_add(c, logits, ast_key_mask_bias(c, a->mask, MASKED_LOGIT));
+    ast_tensor *p = ast_softmax(c, logits, -1);
+    publish_attended_distance(c, p, dist, a->mask, a->layer);
 
-    ast_tensor *o = h->ops->bmm(c, h->ops->dropout(c, p, l->dropout), v, 0, 0);
-    if (l->wg) o = apply_gate(l, c, x, o);
-    return h->ops->linear(c, h->ops->merge_heads(c, o), l->wo, l->bo);
+    ast_tensor *o = ast_bmm(c, ast_dropout(c, p, l->dropout), v, 0, 0);
+    if (l->gate.weight) o = apply_gate(l, c, x, o);
+    return ast_linear(c, ast_merge_heads(c, o), l->o_proj.weight, l->o_proj.bias);
 }
 
 static const ast_plugin_desc desc = {
@@ -230,4 +199,5 @@ static const ast_plugin_desc desc = {
     .forward = distbias_forward,
 };
 
+AST_API_DEFINE;
 AST_PLUGIN_DEFINE(desc)

@@ -2,11 +2,10 @@
  * "distbias.attended_distance" statistic attn_distbias publishes (one value
  * per head and layer), writes its mean over heads to the run's metrics and
  * warns once when a head has collapsed onto the query cell itself. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <alphast/plugin.h>
+#include <alphast/plugin_api.h>
 
 enum { OPT_EVERY, OPT_COLLAPSE_BELOW };
 
@@ -17,7 +16,6 @@ static const ast_option_spec options[] = {
 };
 
 typedef struct distmon {
-    const ast_host *host;
     int64_t every;
     double collapse_below;
 } distmon;
@@ -25,11 +23,8 @@ typedef struct distmon {
 static void *distmon_create(const ast_create_args *a, char *err, size_t errlen)
 {
     distmon *m = malloc(sizeof *m);
-    if (!m) {
-        snprintf(err, errlen, "monitor 'distbias': out of memory");
-        return NULL;
-    }
-    *m = (distmon){a->host, a->opts[OPT_EVERY].i, a->opts[OPT_COLLAPSE_BELOW].f};
+    AST_REQUIRE(m, err, errlen, "monitor 'distbias': out of memory");
+    *m = (distmon){a->opts[OPT_EVERY].i, a->opts[OPT_COLLAPSE_BELOW].f};
     return m;
 }
 
@@ -41,11 +36,11 @@ static void report(const distmon *m, const ast_observation *o, const ast_stat *s
     for (int hd = 0; hd < s->n; hd++) {
         mean += s->values[hd] / s->n;
         if (s->values[hd] < m->collapse_below)
-            m->host->warn_once(o->sink, "distbias.collapse",
+            ast_sink_warn_once(o->sink, "distbias.collapse",
                                "layer %d head %d attends at distance %.3g: it has collapsed onto the query cell",
                                s->layer, hd, s->values[hd]);
     }
-    m->host->emit(o->sink, "attended_distance", s->layer, mean);
+    ast_sink_emit(o->sink, "attended_distance", s->layer, mean);
 }
 
 static void distmon_observe(void *self, const ast_observation *o)
@@ -66,4 +61,5 @@ static const ast_plugin_desc desc = {
     .observe = distmon_observe,
 };
 
+AST_API_DEFINE;
 AST_PLUGIN_DEFINE(desc)

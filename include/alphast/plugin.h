@@ -39,7 +39,7 @@ extern "C" {
 #endif
 
 #define AST_ABI_MAJOR 2
-#define AST_ABI_MINOR 0
+#define AST_ABI_MINOR 1 /* 2.1 appended the ops silu, exp and key_mask_bias */
 #define AST_MAX_DIMS 4
 
 /* ---- tensors ---------------------------------------------------------- */

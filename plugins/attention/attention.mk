@@ -1,15 +1,13 @@
 # Attention plugins: attn_linear (lucidrains linear attention) and attn_gated
 # (gated softmax attention with a fused tiled core), and their tests.
 plugin_LTLIBRARIES += plugins/attention/attn_linear.la plugins/attention/attn_gated.la
-plugins_attention_attn_linear_la_SOURCES = plugins/attention/attn_linear.c \
-	plugins/attention/attn_util.c plugins/attention/attn_util.h
+plugins_attention_attn_linear_la_SOURCES = plugins/attention/attn_linear.c
 plugins_attention_attn_linear_la_CPPFLAGS = $(PLUGIN_CPP)
 plugins_attention_attn_linear_la_LDFLAGS = $(PLUGIN_LINK)
 plugins_attention_attn_linear_la_LIBADD = -lm
 
 plugins_attention_attn_gated_la_SOURCES = plugins/attention/attn_gated.c \
-	plugins/attention/attn_gated_kernel.c plugins/attention/attn_gated_kernel.h \
-	plugins/attention/attn_util.c plugins/attention/attn_util.h
+	plugins/attention/attn_gated_kernel.c plugins/attention/attn_gated_kernel.h
 plugins_attention_attn_gated_la_CPPFLAGS = $(PLUGIN_CPP)
 plugins_attention_attn_gated_la_LDFLAGS = $(PLUGIN_LINK)
 plugins_attention_attn_gated_la_LIBADD = -lm
@@ -21,9 +19,8 @@ check_PROGRAMS += tests/test_attn_linear tests/test_attn_gated
 tests_test_attn_linear_SOURCES = tests/test_attn_linear.c $(ATTN_TEST_SOURCES)
 tests_test_attn_linear_CFLAGS = $(TEST_CC)
 tests_test_attn_linear_LDADD = $(TEST_LIBS) $(LTDL_LIBS)
-# The test also drives the fused kernel directly (it needs only the host table).
-tests_test_attn_gated_SOURCES = tests/test_attn_gated.c $(ATTN_TEST_SOURCES) \
-	plugins/attention/attn_gated_kernel.c plugins/attention/attn_gated_kernel.h
+# The test also drives the fused kernel directly, found in the plugin's kernels table.
+tests_test_attn_gated_SOURCES = tests/test_attn_gated.c $(ATTN_TEST_SOURCES) plugins/attention/attn_gated_kernel.h
 tests_test_attn_gated_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/attention
 tests_test_attn_gated_CFLAGS = $(TEST_CC)
 tests_test_attn_gated_LDADD = $(TEST_LIBS) $(LTDL_LIBS)

@@ -1,14 +1,14 @@
 /* attn_gated: GatedMultiHeadAttention (docs/model.md §2.6). Softmax attention whose
  * output is scaled per head (or per feature) by a sigmoid gate predicted
  * from the token by extra columns of q_proj, optionally with RMSNorm on
- * each head's queries and keys. The attention core is one fused op
- * (attn_gated_kernel.c). */
+ * each head's queries and keys. The attention core is one fused op,
+ * "gated_attention", with both its kernels (tiled and naive) in one CPU
+ * implementation (attn_gated_kernel.c) in the descriptor's kernels table. */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 
+#include "alphast/plugin_api.h"
 #include "attn_gated_kernel.h"
-#include "attn_util.h"
 
 #define QK_NORM_EPS 1e-6f
 
@@ -27,11 +27,11 @@ static const ast_option_spec options[] = {
 };
 
 typedef struct gated {
-    const ast_host *host;
     int d_model, heads, gate_type, qk_norm;
     float dropout;
     attn_core_cfg core;
-    ast_tensor *wq, *bq, *wk, *bk, *wv, *bv, *wo, *bo;
+    attn_core_fn core_fn; /* the backend's kernel of the fused op "gated_attention" */
+    ast_weights q_proj, k_proj, v_proj, o_proj;
     ast_tensor *q_norm, *k_norm; /* NULL without qk-norm */
 } gated;
 
@@ -42,33 +42,39 @@ static int gate_width(const gated *g)
     return g->gate_type == GATE_ELEMENTWISE ? g->d_model : 0;
 }
 
+/* Defined at the end of the file; create() looks up its kernels. */
+static const ast_plugin_desc desc;
+
 static void *gated_create(const ast_create_args *a, char *err, size_t errlen)
 {
-    if (!attn_check_dims(a->dims, "gated", err, errlen)) return NULL;
-    const ast_host *h = a->host;
+    const ast_layer_dims *d = a->dims;
+    const char *backend = a->backend ? a->backend : "cpu";
+    AST_REQUIRE(d->d_model > 0 && d->heads > 0 && d->d_model % d->heads == 0, err, errlen,
+                "attention 'gated': d_model %d is not a positive multiple of num_heads %d; "
+                "choose num_heads dividing d_model",
+                d->d_model, d->heads);
+    attn_core_fn core_fn = (attn_core_fn)ast_kernel_find(desc.kernels, desc.n_kernels, "gated_attention", backend);
+    AST_REQUIRE(core_fn, err, errlen, "attention 'gated': no gated_attention kernel for backend '%s'", backend);
     gated *g = calloc(1, sizeof *g);
-    if (!g) {
-        snprintf(err, errlen, "attention 'gated': out of memory");
-        return NULL;
-    }
-    g->host = h;
-    g->d_model = a->dims->d_model;
-    g->heads = a->dims->heads;
-    g->dropout = a->dims->dropout;
+    AST_REQUIRE(g, err, errlen, "attention 'gated': out of memory");
+    g->d_model = d->d_model;
+    g->heads = d->heads;
+    g->dropout = d->dropout;
     g->gate_type = (int)a->opts[OPT_GATE_TYPE].i;
     g->qk_norm = a->opts[OPT_QK_NORM].i != 0;
     g->core.kernel = a->opts[OPT_KERNEL].i == 1 ? ATTN_KERNEL_NAIVE : ATTN_KERNEL_TILED;
     g->core.tile = (int)a->opts[OPT_TILE].i;
+    g->core_fn = core_fn;
 
     int E = g->d_model;
-    attn_linear_params(h, a->scope, "q_proj", E, E + gate_width(g), &g->wq, &g->bq);
-    attn_linear_params(h, a->scope, "k_proj", E, E, &g->wk, &g->bk);
-    attn_linear_params(h, a->scope, "v_proj", E, E, &g->wv, &g->bv);
-    attn_linear_params(h, a->scope, "o_proj", E, E, &g->wo, &g->bo);
+    g->q_proj = ast_linear_params(a->scope, "q_proj", E, E + gate_width(g), 1);
+    g->k_proj = ast_linear_params(a->scope, "k_proj", E, E, 1);
+    g->v_proj = ast_linear_params(a->scope, "v_proj", E, E, 1);
+    g->o_proj = ast_linear_params(a->scope, "o_proj", E, E, 1);
     if (g->qk_norm) {
         int64_t dh = E / g->heads;
-        g->q_norm = h->param(a->scope, "q_norm.weight", 1, &dh, AST_INIT_ONE, 0.0f);
-        g->k_norm = h->param(a->scope, "k_norm.weight", 1, &dh, AST_INIT_ONE, 0.0f);
+        g->q_norm = ast_param(a->scope, "q_norm.weight", 1, &dh, AST_INIT_ONE, 0.0f);
+        g->k_norm = ast_param(a->scope, "k_norm.weight", 1, &dh, AST_INIT_ONE, 0.0f);
     }
     return g;
 }
@@ -78,14 +84,14 @@ static void gated_destroy(void *self) { free(self); }
 /* [B, N, E] projection -> [B, H, N, dh], RMS-normalised when asked. */
 static ast_tensor *heads_of(const gated *g, ast_ctx *c, ast_tensor *x, ast_tensor *norm_w)
 {
-    ast_tensor *t = g->host->ops->split_heads(c, x, g->heads);
-    return norm_w ? g->host->ops->rmsnorm(c, t, norm_w, QK_NORM_EPS) : t;
+    ast_tensor *t = ast_split_heads(c, x, g->heads);
+    return norm_w ? ast_rmsnorm(c, t, norm_w, QK_NORM_EPS) : t;
 }
 
 /* For the gate_activation monitor, per layer: attn.gate_mean [1] and
  * attn.gate_std [1] (population) of the sigmoid gate factors gate
  * [B, H, N, w] over the valid cells. */
-static void publish_gate_stats(const gated *g, ast_ctx *c, const ast_tensor *gate, const ast_fwd_args *a)
+static void publish_gate_stats(ast_ctx *c, const ast_tensor *gate, const ast_fwd_args *a)
 {
     const ast_tensor *mask = a ? a->mask : NULL;
     int64_t n = gate->shape[2], w = gate->shape[3], per_set = gate->shape[1] * n * w;
@@ -99,44 +105,42 @@ static void publish_gate_stats(const gated *g, ast_ctx *c, const ast_tensor *gat
     if (count == 0.0) return;
     double mean = sum / count, var = sq / count - mean * mean;
     float mean_f = (float)mean, std_f = var > 0.0 ? (float)sqrt(var) : 0.0f;
-    g->host->stat(c, "attn.gate_mean", a ? a->layer : -1, &mean_f, 1);
-    g->host->stat(c, "attn.gate_std", a ? a->layer : -1, &std_f, 1);
+    ast_publish_stat(c, "attn.gate_mean", a ? a->layer : -1, &mean_f, 1);
+    ast_publish_stat(c, "attn.gate_std", a ? a->layer : -1, &std_f, 1);
 }
 
 /* Scales o [B, H, N, dh] by sigmoid of the gate columns of q_proj's output. */
 static ast_tensor *apply_gate(const gated *g, ast_ctx *c, ast_tensor *qg, ast_tensor *o, const ast_fwd_args *a)
 {
-    const ast_host *h = g->host;
     if (g->gate_type == GATE_NONE) return o;
-    ast_tensor *score = h->ops->slice(c, qg, g->d_model, gate_width(g));
+    ast_tensor *score = ast_slice(c, qg, g->d_model, gate_width(g));
     if (g->gate_type == GATE_HEADWISE) {
         /* [B, N, H] -> [B, H, N, 1]: one factor per head and token */
         const int64_t *s = score->shape;
-        score = h->ops->reshape(c, score, 4, (int64_t[]){s[0], s[1], s[2], 1});
-        score = h->ops->permute(c, score, (int[]){0, 2, 1, 3});
+        score = ast_reshape(c, score, 4, (int64_t[]){s[0], s[1], s[2], 1});
+        score = ast_permute(c, score, (int[]){0, 2, 1, 3});
     } else {
-        score = h->ops->split_heads(c, score, g->heads);
+        score = ast_split_heads(c, score, g->heads);
     }
-    ast_tensor *gate = h->ops->sigmoid(c, score);
-    publish_gate_stats(g, c, gate, a);
-    return h->ops->mul(c, o, gate);
+    ast_tensor *gate = ast_sigmoid(c, score);
+    publish_gate_stats(c, gate, a);
+    return ast_mul(c, o, gate);
 }
 
 static ast_tensor *gated_forward(void *self, ast_ctx *c, ast_tensor *x, const ast_fwd_args *a)
 {
     const gated *g = self;
-    const ast_host *h = g->host;
-    ast_tensor *qg = h->ops->linear(c, x, g->wq, g->bq);
-    ast_tensor *q = gate_width(g) ? h->ops->slice(c, qg, 0, g->d_model) : qg;
+    ast_tensor *qg = ast_linear(c, x, g->q_proj.weight, g->q_proj.bias);
+    ast_tensor *q = gate_width(g) ? ast_slice(c, qg, 0, g->d_model) : qg;
     ast_tensor *Q = heads_of(g, c, q, g->q_norm);
-    ast_tensor *K = heads_of(g, c, h->ops->linear(c, x, g->wk, g->bk), g->k_norm);
-    ast_tensor *V = heads_of(g, c, h->ops->linear(c, x, g->wv, g->bv), NULL);
+    ast_tensor *K = heads_of(g, c, ast_linear(c, x, g->k_proj.weight, g->k_proj.bias), g->k_norm);
+    ast_tensor *V = heads_of(g, c, ast_linear(c, x, g->v_proj.weight, g->v_proj.bias), NULL);
 
     attn_core_cfg core = g->core;
-    core.dropout = h->training(c) ? g->dropout : 0.0f;
-    ast_tensor *o = attn_core(h, c, Q, K, V, a ? a->mask : NULL, &core);
+    core.dropout = ast_training(c) ? g->dropout : 0.0f;
+    ast_tensor *o = g->core_fn(c, Q, K, V, a ? a->mask : NULL, &core);
     o = apply_gate(g, c, qg, o, a);
-    return h->ops->linear(c, h->ops->merge_heads(c, o), g->wo, g->bo);
+    return ast_linear(c, ast_merge_heads(c, o), g->o_proj.weight, g->o_proj.bias);
 }
 
 static const ast_plugin_desc desc = {
@@ -147,6 +151,9 @@ static const ast_plugin_desc desc = {
     .create = gated_create,
     .destroy = gated_destroy,
     .forward = gated_forward,
+    .kernels = (const ast_kernel[]){{"gated_attention", "cpu", (ast_kernel_fn)attn_core}},
+    .n_kernels = 1,
 };
 
+AST_API_DEFINE;
 AST_PLUGIN_DEFINE(desc)

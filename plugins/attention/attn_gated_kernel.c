@@ -18,10 +18,10 @@
 #include <stdlib.h>
 
 #include "alphast/fastmath.h"
+#include "alphast/plugin_api.h"
 #include "attn_gated_kernel.h"
 
 typedef struct core_saved {
-    const ast_host *host;
     int64_t B, H, N, dh;
     int64_t tile;
     attn_kernel kernel;
@@ -82,13 +82,13 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* 0 for valid keys, -inf for padded ones; a set with no valid cell keeps
  * all its keys, so every softmax row has at least one finite entry. */
-static float *key_bias(const ast_host *h, ast_ctx *c, const ast_tensor *mask, int64_t B, int64_t N)
+static float *key_bias(ast_ctx *c, const ast_tensor *mask, int64_t B, int64_t N)
 {
-    float *kb = h->alloc(c, (size_t)(B * N) * sizeof(float));
+    float *kb = ast_alloc(c, (size_t)(B * N) * sizeof(float));
     if (!mask) return kb;
     if (mask->size != B * N) {
-        h->log(AST_LOG_ERROR, "attention core: mask has %lld elements, expected [%lld, %lld]",
-               (long long)mask->size, (long long)B, (long long)N);
+        ast_log(AST_LOG_ERROR, "attention core: mask has %lld elements, expected [%lld, %lld]",
+                (long long)mask->size, (long long)B, (long long)N);
         abort();
     }
     for (int64_t b = 0; b < B; b++) {
@@ -189,7 +189,6 @@ static void online_row(const core_saved *s, const head_io *io, const tile_buf *t
 
 static void tiled_forward_head(const core_saved *s, const head_io *io, const tile_buf *t)
 {
-    const ast_host *h = s->host;
     int64_t N = s->N, dh = s->dh;
     for (int64_t i0 = 0; i0 < N; i0 += s->tile) {
         int64_t br = min64(s->tile, N - i0);
@@ -200,11 +199,11 @@ static void tiled_forward_head(const core_saved *s, const head_io *io, const til
         }
         for (int64_t j0 = 0; j0 < N; j0 += s->tile) {
             int64_t bc = min64(s->tile, N - j0);
-            h->sgemm(0, 1, (int)br, (int)bc, (int)dh, s->scale, io->q + i0 * dh, (int)dh, io->k + j0 * dh,
-                     (int)dh, 0.0f, t->p, (int)bc);
+            ast_sgemm(0, 1, (int)br, (int)bc, (int)dh, s->scale, io->q + i0 * dh, (int)dh, io->k + j0 * dh,
+                      (int)dh, 0.0f, t->p, (int)bc);
             for (int64_t r = 0; r < br; r++) online_row(s, io, t, r, bc, i0 + r, j0, oi + r * dh);
-            h->sgemm(0, 0, (int)br, (int)dh, (int)bc, 1.0f, t->pd, (int)bc, io->v + j0 * dh, (int)dh, 1.0f, oi,
-                     (int)dh);
+            ast_sgemm(0, 0, (int)br, (int)dh, (int)bc, 1.0f, t->pd, (int)bc, io->v + j0 * dh, (int)dh, 1.0f, oi,
+                      (int)dh);
         }
         for (int64_t r = 0; r < br; r++) {
             for (int64_t e = 0; e < dh; e++) oi[r * dh + e] /= t->l[r];
@@ -219,7 +218,7 @@ static void naive_forward_head(const core_saved *s, const head_io *io, const til
 {
     int64_t N = s->N, dh = s->dh;
     float *p = io->rows;
-    s->host->sgemm(0, 1, (int)N, (int)N, (int)dh, s->scale, io->q, (int)dh, io->k, (int)dh, 0.0f, p, (int)N);
+    ast_sgemm(0, 1, (int)N, (int)N, (int)dh, s->scale, io->q, (int)dh, io->k, (int)dh, 0.0f, p, (int)N);
     for (int64_t i = 0; i < N; i++) {
         float *row = p + i * N, mx = -INFINITY, sum = 0.0f;
         for (int64_t j = 0; j < N; j++) {
@@ -232,7 +231,7 @@ static void naive_forward_head(const core_saved *s, const head_io *io, const til
             t->pd[i * N + j] = row[j] * drop_factor(s, io->bh, i, j);
         }
     }
-    s->host->sgemm(0, 0, (int)N, (int)dh, (int)N, 1.0f, t->pd, (int)N, io->v, (int)dh, 0.0f, io->o, (int)dh);
+    ast_sgemm(0, 0, (int)N, (int)dh, (int)N, 1.0f, t->pd, (int)N, io->v, (int)dh, 0.0f, io->o, (int)dh);
 }
 
 /* ---- backward ----------------------------------------------------------- */
@@ -245,12 +244,11 @@ static void naive_forward_head(const core_saved *s, const head_io *io, const til
 static void tile_grads(const core_saved *s, const head_io *io, const tile_buf *t, int64_t i0, int64_t br,
                        int64_t j0, int64_t bc, int have_d)
 {
-    const ast_host *h = s->host;
     int dh = (int)s->dh;
     const float *dout = io->dout + i0 * dh;
-    if (io->gv) h->sgemm(1, 0, (int)bc, dh, (int)br, 1.0f, t->pd, (int)bc, dout, dh, 1.0f, io->gv + j0 * dh, dh);
+    if (io->gv) ast_sgemm(1, 0, (int)bc, dh, (int)br, 1.0f, t->pd, (int)bc, dout, dh, 1.0f, io->gv + j0 * dh, dh);
     if (!io->gq && !io->gk) return;
-    h->sgemm(0, 1, (int)br, (int)bc, dh, 1.0f, dout, dh, io->v + j0 * dh, dh, 0.0f, t->dp, (int)bc);
+    ast_sgemm(0, 1, (int)br, (int)bc, dh, 1.0f, dout, dh, io->v + j0 * dh, dh, 0.0f, t->dp, (int)bc);
     for (int64_t r = 0; r < br; r++) {
         const float *p = t->p + r * bc, *pd = t->pd + r * bc;
         float *dp = t->dp + r * bc, d = 0.0f;
@@ -260,11 +258,11 @@ static void tile_grads(const core_saved *s, const head_io *io, const tile_buf *t
         score_grad_row(p, pd, dp, bc, d);
     }
     if (io->gq)
-        h->sgemm(0, 0, (int)br, dh, (int)bc, s->scale, t->dp, (int)bc, io->k + j0 * dh, dh, 1.0f,
-                 io->gq + i0 * dh, dh);
+        ast_sgemm(0, 0, (int)br, dh, (int)bc, s->scale, t->dp, (int)bc, io->k + j0 * dh, dh, 1.0f,
+                  io->gq + i0 * dh, dh);
     if (io->gk)
-        h->sgemm(1, 0, (int)bc, dh, (int)br, s->scale, t->dp, (int)bc, io->q + i0 * dh, dh, 1.0f,
-                 io->gk + j0 * dh, dh);
+        ast_sgemm(1, 0, (int)bc, dh, (int)br, s->scale, t->dp, (int)bc, io->q + i0 * dh, dh, 1.0f,
+                  io->gk + j0 * dh, dh);
 }
 
 /* Recomputes P = exp(S + bias - LSE) and, with dropout, Pd for one tile
@@ -273,8 +271,8 @@ static void recompute_tile(const core_saved *s, const head_io *io, const tile_bu
                            int64_t j0, int64_t bc)
 {
     int dh = (int)s->dh;
-    s->host->sgemm(0, 1, (int)br, (int)bc, dh, s->scale, io->q + i0 * dh, dh, io->k + j0 * dh, dh, 0.0f, t->p,
-                   (int)bc);
+    ast_sgemm(0, 1, (int)br, (int)bc, dh, s->scale, io->q + i0 * dh, dh, io->k + j0 * dh, dh, 0.0f, t->p,
+              (int)bc);
     for (int64_t r = 0; r < br; r++) {
         float *p = t->p + r * bc;
         exp_row(p, io->kb + j0, bc, io->rows[i0 + r]);
@@ -318,7 +316,7 @@ static void naive_backward_head(const core_saved *s, const head_io *io, const ti
 static tile_buf naive_buf(const core_saved *s, ast_ctx *c)
 {
     size_t sq = (size_t)(s->N * s->N) * sizeof(float);
-    return (tile_buf){.pd = s->host->alloc(c, sq), .dp = s->host->alloc(c, sq)};
+    return (tile_buf){.pd = ast_alloc(c, sq), .dp = ast_alloc(c, sq)};
 }
 
 /* Floats rounded up to whole cache lines, so every part of a slot stays
@@ -393,11 +391,10 @@ static void heads_range(void *arg, int64_t lo, int64_t hi)
 static void run_heads(ast_ctx *c, const core_saved *s, const ast_node *n, float *gq, float *gk, float *gv,
                       int backward)
 {
-    const ast_host *h = s->host;
     int64_t heads = s->B * s->H;
     if (s->kernel == ATTN_KERNEL_TILED) {
-        float *scratch = h->alloc_uninit(c, (size_t)(heads * slot_floats(s)) * sizeof(float));
-        h->parallel_for(heads, 1, heads_range, &(heads_job){s, n, gq, gk, gv, scratch, backward});
+        float *scratch = ast_alloc_uninit(c, (size_t)(heads * slot_floats(s)) * sizeof(float));
+        ast_parallel_for(heads, 1, heads_range, &(heads_job){s, n, gq, gk, gv, scratch, backward});
         return;
     }
     tile_buf t = naive_buf(s, c);
@@ -411,15 +408,12 @@ static void run_heads(ast_ctx *c, const core_saved *s, const ast_node *n, float 
 static void core_backward(ast_ctx *c, const ast_node *n)
 {
     const core_saved *s = n->saved;
-    const ast_host *h = s->host;
-    run_heads(c, s, n, h->grad(c, n->in[0]), h->grad(c, n->in[1]), h->grad(c, n->in[2]), 1);
+    run_heads(c, s, n, ast_grad(c, n->in[0]), ast_grad(c, n->in[1]), ast_grad(c, n->in[2]), 1);
 }
 
-static core_saved *saved_new(const ast_host *h, ast_ctx *c, const ast_tensor *q, const ast_tensor *mask,
-                             const attn_core_cfg *cfg)
+static core_saved *saved_new(ast_ctx *c, const ast_tensor *q, const ast_tensor *mask, const attn_core_cfg *cfg)
 {
-    core_saved *s = h->alloc(c, sizeof *s);
-    s->host = h;
+    core_saved *s = ast_alloc(c, sizeof *s);
     s->B = q->shape[0];
     s->H = q->shape[1];
     s->N = q->shape[2];
@@ -428,13 +422,13 @@ static core_saved *saved_new(const ast_host *h, ast_ctx *c, const ast_tensor *q,
     s->tile = min64(cfg->tile > 0 ? cfg->tile : 64, s->N > 0 ? s->N : 1);
     s->scale = 1.0f / sqrtf((float)s->dh);
     if (cfg->dropout > 0.0f) {
-        s->seed = h->rng_u64(c);
+        s->seed = ast_rng_u64(c);
         s->drop_below = (uint64_t)((double)cfg->dropout * 16777216.0);
         s->keep_scale = 1.0f / (1.0f - cfg->dropout);
     }
-    s->key_bias = key_bias(h, c, mask, s->B, s->N);
+    s->key_bias = key_bias(c, mask, s->B, s->N);
     int64_t per_head = s->kernel == ATTN_KERNEL_TILED ? s->N : s->N * s->N;
-    s->rows = h->alloc(c, (size_t)(s->B * s->H * per_head) * sizeof(float));
+    s->rows = ast_alloc(c, (size_t)(s->B * s->H * per_head) * sizeof(float));
     return s;
 }
 
@@ -446,17 +440,17 @@ static int same_shape(const ast_tensor *a, const ast_tensor *b)
     return 1;
 }
 
-ast_tensor *attn_core(const ast_host *host, ast_ctx *c, ast_tensor *q, ast_tensor *k, ast_tensor *v,
-                      const ast_tensor *mask, const attn_core_cfg *cfg)
+ast_tensor *attn_core(ast_ctx *c, ast_tensor *q, ast_tensor *k, ast_tensor *v, const ast_tensor *mask,
+                      const attn_core_cfg *cfg)
 {
     if (q->ndim != 4 || !same_shape(q, k) || !same_shape(q, v)) {
-        host->log(AST_LOG_ERROR, "attention core: q, k, v must share one [B, H, N, dh] shape");
+        ast_log(AST_LOG_ERROR, "attention core: q, k, v must share one [B, H, N, dh] shape");
         abort();
     }
-    core_saved *s = saved_new(host, c, q, mask, cfg);
-    ast_tensor *o = host->ops->zeros(c, 4, q->shape);
+    core_saved *s = saved_new(c, q, mask, cfg);
+    ast_tensor *o = ast_zeros(c, 4, q->shape);
     ast_node n = {.op = "attn_core", .backward = core_backward, .out = o, .in = {q, k, v}, .n_in = 3, .saved = s};
     run_heads(c, s, &n, NULL, NULL, NULL, 0);
-    host->record(c, &n);
+    ast_record(c, &n);
     return o;
 }

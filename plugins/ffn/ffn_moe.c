@@ -48,6 +48,12 @@ static const ast_option_spec moe_options[] = {
                               "add a projection of the diffusion-time embedding to the router logits"},
 };
 
+/* The fused ops this plugin implements on host memory, per backend. */
+static const ast_kernel moe_kernels[] = {
+    {"moe_combine", "cpu", (ast_kernel_fn)moe_combine},
+};
+#define MOE_N_KERNELS(table) ((int)(sizeof(table) / sizeof((table)[0])))
+
 static int read_opts(const ast_create_args *a, moe_opts *o, char *err, size_t errlen)
 {
     const ast_optval *v = a->opts;
@@ -108,7 +114,6 @@ static void moe_destroy(void *self)
     if (!m) return;
     free(m->experts);
     free(m->shared);
-    free(m->sel_bias);
     free(m);
 }
 
@@ -128,13 +133,24 @@ static void *moe_create(const ast_create_args *a, char *err, size_t errlen)
     }
     m->experts = calloc((size_t)m->o.num_experts, sizeof *m->experts);
     m->shared = calloc((size_t)m->o.num_shared, sizeof *m->shared);
-    m->sel_bias = calloc((size_t)m->o.num_experts, sizeof *m->sel_bias);
-    if (!m->experts || (m->o.num_shared && !m->shared) || !m->sel_bias) {
+    if (!m->experts || (m->o.num_shared && !m->shared)) {
         snprintf(err, errlen, "out of memory");
         moe_destroy(m);
         return NULL;
     }
+    const char *backend = a->backend ? a->backend : "cpu";
+    m->combine = (moe_combine_fn)ast_kernel_find(moe_kernels, MOE_N_KERNELS(moe_kernels), "moe_combine", backend);
+    if (!m->combine) {
+        snprintf(err, errlen, "no moe_combine kernel for backend '%s' (it has: cpu)", backend);
+        moe_destroy(m);
+        return NULL;
+    }
     register_params(m, a);
+    /* Not trained but saved (checkpoints, best.safetensors), so a resumed
+     * run and evaluation route with the bias training left. */
+    if (m->o.balance == MOE_BALANCE_BIAS)
+        m->sel_bias = m->h->buffer(a->scope, "expression_ffn.ffn.router.selection_bias", 1,
+                                   (int64_t[]){m->o.num_experts});
     return m;
 }
 
@@ -246,6 +262,8 @@ static const ast_plugin_desc moe_desc = {
     .destroy = moe_destroy,
     .forward = moe_forward,
     .active_params = moe_active_params,
+    .kernels = moe_kernels,
+    .n_kernels = MOE_N_KERNELS(moe_kernels),
 };
 
 AST_PLUGIN_DEFINE(moe_desc)

@@ -35,6 +35,10 @@ typedef struct moe_opts {
     int time_conditioned;
 } moe_opts;
 
+/* The combine's kernel (moe_combine.c is the CPU one): see moe_combine below. */
+typedef void (*moe_combine_fn)(const ast_host *h, ast_ctx *c, ast_tensor *out, ast_tensor *y, ast_tensor *weights,
+                               const int32_t *token, const int32_t *weight);
+
 typedef struct moe {
     const ast_host *h;
     moe_opts o;
@@ -44,7 +48,10 @@ typedef struct moe {
     moe_expert *shared;  /* [num_shared] */
     ast_tensor *gate, *w_noise;  /* [n, E], no bias */
     ast_tensor *time_w, *time_b; /* [n, T], [n]; only when time_conditioned */
-    float *sel_bias;             /* [n] aux-loss-free balancing; added for selection only */
+    /* [n] balance: bias only (else NULL): a host buffer, so checkpoints
+     * and best.safetensors keep it; added to the logits for selection only. */
+    ast_tensor *sel_bias;
+    moe_combine_fn combine; /* the kernel of the fused combine for this instance's backend */
 } moe;
 
 /* The valid tokens of one forward, flattened to rows. */
@@ -87,7 +94,9 @@ ast_tensor *moe_dispatch(const moe *m, ast_ctx *c, const moe_tokens *tk, const m
 
 /* moe_combine.c: out[token[i]] += weights[weight[i]] * y[i] for every row i
  * of y [rows, E], recorded on the tape with out as its output; several
- * calls may add into one out. token and weight live for the step. */
+ * calls may add into one out. token and weight live for the step. A fused
+ * op on host memory: the descriptor lists it as the "moe_combine" kernel
+ * for "cpu", and the instance calls it through moe.combine. */
 void moe_combine(const ast_host *h, ast_ctx *c, ast_tensor *out, ast_tensor *y, ast_tensor *weights,
                  const int32_t *token, const int32_t *weight);
 

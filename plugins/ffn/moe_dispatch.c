@@ -49,7 +49,7 @@ ast_tensor *moe_dispatch(const moe *m, ast_ctx *c, const moe_tokens *tk, const m
         if (!count) continue;
         const int32_t *rows = r->token + start;
         ast_tensor *y = moe_expert_forward(m, c, &m->experts[e], h->ops->gather_rows(c, tk->x, rows, count));
-        moe_combine(h, c, out, y, r->weights, rows, r->weight + start);
+        m->combine(h, c, out, y, r->weights, rows, r->weight + start);
     }
     return out;
 }

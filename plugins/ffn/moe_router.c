@@ -50,7 +50,8 @@ ast_tensor *moe_router_logits(const moe *m, ast_ctx *c, const moe_tokens *tk, as
     return logits;
 }
 
-/* The k largest of logit + bias, largest first; ties go to the lower index. */
+/* The k largest of logit + bias (bias NULL: of logit), largest first; ties
+ * go to the lower index. */
 static void top_k(const float *logit, const float *bias, int n, int k, int32_t *chosen)
 {
     for (int s = 0; s < k; s++) {
@@ -59,7 +60,7 @@ static void top_k(const float *logit, const float *bias, int n, int k, int32_t *
         for (int e = 0; e < n; e++) {
             int taken = 0;
             for (int q = 0; q < s; q++) taken |= chosen[q] == e;
-            float v = logit[e] + bias[e];
+            float v = bias ? logit[e] + bias[e] : logit[e];
             if (!taken && (best < 0 || v > best_v)) {
                 best = e;
                 best_v = v;
@@ -91,7 +92,7 @@ static void route_top_k(const moe *m, ast_ctx *c, ast_tensor *logits, moe_routin
     int32_t *flat = h->alloc(c, (size_t)pairs * sizeof *flat);
     int32_t *chosen = h->alloc(c, (size_t)k * sizeof *chosen);
     for (int64_t t = 0; t < tokens; t++) {
-        top_k(logits->data + t * n, m->sel_bias, n, k, chosen);
+        top_k(logits->data + t * n, m->sel_bias ? m->sel_bias->data : NULL, n, k, chosen);
         for (int s = 0; s < k; s++) {
             int64_t i = s * tokens + t;
             expert[i] = chosen[s];
@@ -187,12 +188,13 @@ ast_tensor *moe_balance_loss(const moe *m, ast_ctx *c, ast_tensor *logits, ast_t
 }
 
 /* DeepSeek-V3's aux-loss-free balancing: nudge each expert's selection bias
- * by +-rate toward the mean load (sign of mean - load), outside autograd. */
+ * by +-rate toward the mean load (sign of mean - load), outside autograd,
+ * in place in its host buffer. */
 void moe_update_bias(moe *m, const moe_routing *r, int64_t tokens)
 {
-    float mean = (float)tokens * (float)m->o.top_k / (float)m->o.num_experts;
+    float mean = (float)tokens * (float)m->o.top_k / (float)m->o.num_experts, *bias = m->sel_bias->data;
     for (int e = 0; e < m->o.num_experts; e++) {
-        if (r->load[e] < mean) m->sel_bias[e] += m->o.bias_rate;
-        if (r->load[e] > mean) m->sel_bias[e] -= m->o.bias_rate;
+        if (r->load[e] < mean) bias[e] += m->o.bias_rate;
+        if (r->load[e] > mean) bias[e] -= m->o.bias_rate;
     }
 }

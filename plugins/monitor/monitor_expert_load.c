@@ -7,10 +7,10 @@
  * summed over layers. A mean entropy below collapse_threshold is expert
  * collapse: warned once per run. */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "alphast/plugin_api.h"
 #include "monitor_util.h"
 
 enum { OPT_EVERY, OPT_COLLAPSE };
@@ -22,7 +22,6 @@ static const ast_option_spec options[] = {
 };
 
 typedef struct expert_load {
-    const ast_host *h;
     int64_t every;
     double collapse;
 } expert_load;
@@ -36,11 +35,7 @@ typedef struct load_totals {
 static void *load_create(const ast_create_args *a, char *err, size_t errlen)
 {
     expert_load *m = calloc(1, sizeof *m);
-    if (!m) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    m->h = a->host;
+    AST_REQUIRE(m, err, errlen, "monitor 'expert_load': out of memory");
     m->every = a->opts[OPT_EVERY].i;
     m->collapse = a->opts[OPT_COLLAPSE].f;
     return m;
@@ -66,12 +61,12 @@ static int usage_of(const ast_stat *s, double *entropy, double *std)
     return 1;
 }
 
-static void add_layer(const expert_load *m, ast_sink *sink, const ast_stat *s, load_totals *t)
+static void add_layer(ast_sink *sink, const ast_stat *s, load_totals *t)
 {
     double entropy, std;
     if (!strcmp(s->name, "moe.tokens_per_expert") && usage_of(s, &entropy, &std)) {
-        m->h->emit(sink, "expert_entropy_normalized", s->layer, entropy);
-        m->h->emit(sink, "expert_usage_std", s->layer, std);
+        ast_sink_emit(sink, "expert_entropy_normalized", s->layer, entropy);
+        ast_sink_emit(sink, "expert_usage_std", s->layer, std);
         t->entropy += entropy, t->usage_std += std, t->layers++;
     } else if (!strcmp(s->name, "moe.aux_loss") && s->n > 0) {
         t->aux += s->values[0], t->aux_layers++;
@@ -85,23 +80,24 @@ static void load_observe(void *self, const ast_observation *o)
     const expert_load *m = self;
     if (!mon_due(o, m->every)) return;
     load_totals t = {0};
-    for (int i = 0; i < o->n_stats; i++) add_layer(m, o->sink, &o->stats[i], &t);
+    for (int i = 0; i < o->n_stats; i++) add_layer(o->sink, &o->stats[i], &t);
     if (!t.layers) {
-        m->h->warn_once(o->sink, "no_moe", "no moe.tokens_per_expert statistics to observe; the model's ffn is not moe");
+        ast_sink_warn_once(o->sink, "no_moe",
+                           "no moe.tokens_per_expert statistics to observe; the model's ffn is not moe");
         return;
     }
     double entropy = t.entropy / t.layers;
     int collapsed = entropy < m->collapse;
-    m->h->emit(o->sink, "expert_entropy_normalized", -1, entropy);
-    m->h->emit(o->sink, "expert_usage_std", -1, t.usage_std / t.layers);
-    m->h->emit(o->sink, "avg_aux_loss", -1, t.aux_layers ? t.aux / t.aux_layers : 0.0);
-    m->h->emit(o->sink, "dropped_tokens", -1, t.dropped);
-    m->h->emit(o->sink, "expert_collapse_warning", -1, collapsed);
+    ast_sink_emit(o->sink, "expert_entropy_normalized", -1, entropy);
+    ast_sink_emit(o->sink, "expert_usage_std", -1, t.usage_std / t.layers);
+    ast_sink_emit(o->sink, "avg_aux_loss", -1, t.aux_layers ? t.aux / t.aux_layers : 0.0);
+    ast_sink_emit(o->sink, "dropped_tokens", -1, t.dropped);
+    ast_sink_emit(o->sink, "expert_collapse_warning", -1, collapsed);
     if (collapsed)
-        m->h->warn_once(o->sink, "expert_collapse",
-                        "expert collapse: mean normalised expert entropy %.3f is below %.3g (few experts do all the "
-                        "work); raise the ffn's load_balance_weight or num_experts",
-                        entropy, m->collapse);
+        ast_sink_warn_once(o->sink, "expert_collapse",
+                           "expert collapse: mean normalised expert entropy %.3f is below %.3g (few experts do all the "
+                           "work); raise the ffn's load_balance_weight or num_experts",
+                           entropy, m->collapse);
 }
 
 static const ast_plugin_desc desc = {
@@ -115,4 +111,5 @@ static const ast_plugin_desc desc = {
     .observe = load_observe,
 };
 
+AST_API_DEFINE;
 AST_PLUGIN_DEFINE(desc)

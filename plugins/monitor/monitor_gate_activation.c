@@ -3,10 +3,10 @@
  * gate factors (attn.gate_mean / attn.gate_std, published by attn_gated
  * over the valid cells). A mean above max_mean means the gates pass almost
  * everything: "gates not filtering", warned once per run. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "alphast/plugin_api.h"
 #include "monitor_util.h"
 
 enum { OPT_EVERY, OPT_MAX_MEAN };
@@ -18,7 +18,6 @@ static const ast_option_spec options[] = {
 };
 
 typedef struct gate_activation {
-    const ast_host *h;
     int64_t every;
     double max_mean;
 } gate_activation;
@@ -26,11 +25,7 @@ typedef struct gate_activation {
 static void *gate_create(const ast_create_args *a, char *err, size_t errlen)
 {
     gate_activation *m = calloc(1, sizeof *m);
-    if (!m) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    m->h = a->host;
+    AST_REQUIRE(m, err, errlen, "monitor 'gate_activation': out of memory");
     m->every = a->opts[OPT_EVERY].i;
     m->max_mean = a->opts[OPT_MAX_MEAN].f;
     return m;
@@ -48,26 +43,26 @@ static void gate_observe(void *self, const ast_observation *o)
         const ast_stat *s = &o->stats[i];
         const ast_stat *sd = strcmp(s->name, "attn.gate_mean") ? NULL : mon_find(o, "attn.gate_std", s->layer);
         if (!sd) continue;
-        m->h->emit(o->sink, "activation_mean", s->layer, mon_mean(s));
-        m->h->emit(o->sink, "activation_std", s->layer, mon_mean(sd));
+        ast_sink_emit(o->sink, "activation_mean", s->layer, mon_mean(s));
+        ast_sink_emit(o->sink, "activation_std", s->layer, mon_mean(sd));
         mean += mon_mean(s), std += mon_mean(sd), layers++;
     }
     if (!layers) {
-        m->h->warn_once(o->sink, "no_gates",
-                        "no attn.gate_mean statistics to observe; the model's attention is not gated "
-                        "(or its gate_type is none)");
+        ast_sink_warn_once(o->sink, "no_gates",
+                           "no attn.gate_mean statistics to observe; the model's attention is not gated "
+                           "(or its gate_type is none)");
         return;
     }
     mean /= layers;
     int open = mean > m->max_mean;
-    m->h->emit(o->sink, "activation_mean", -1, mean);
-    m->h->emit(o->sink, "activation_std", -1, std / layers);
-    m->h->emit(o->sink, "no_filtering_warning", -1, open);
+    ast_sink_emit(o->sink, "activation_mean", -1, mean);
+    ast_sink_emit(o->sink, "activation_std", -1, std / layers);
+    ast_sink_emit(o->sink, "no_filtering_warning", -1, open);
     if (open)
-        m->h->warn_once(o->sink, "no_filtering",
-                        "gates not filtering: mean gate activation %.3f is above %.3g, so attention outputs pass "
-                        "almost unscaled; check the gate columns of q_proj",
-                        mean, m->max_mean);
+        ast_sink_warn_once(o->sink, "no_filtering",
+                           "gates not filtering: mean gate activation %.3f is above %.3g, so attention outputs pass "
+                           "almost unscaled; check the gate columns of q_proj",
+                           mean, m->max_mean);
 }
 
 static const ast_plugin_desc desc = {
@@ -80,4 +75,5 @@ static const ast_plugin_desc desc = {
     .observe = gate_observe,
 };
 
+AST_API_DEFINE;
 AST_PLUGIN_DEFINE(desc)

@@ -4,9 +4,9 @@
  * (grad.router) and over the diffusion-time branch (grad.time); see
  * core/train_monitors.c for which parameters each group holds. Each norm
  * above max_norm is warned once per run. */
-#include <stdio.h>
 #include <stdlib.h>
 
+#include "alphast/plugin_api.h"
 #include "monitor_util.h"
 
 enum { OPT_EVERY, OPT_MAX_NORM };
@@ -27,7 +27,6 @@ static const struct {
 };
 
 typedef struct grad_norm {
-    const ast_host *h;
     int64_t every;
     double max_norm;
 } grad_norm;
@@ -35,11 +34,7 @@ typedef struct grad_norm {
 static void *grad_create(const ast_create_args *a, char *err, size_t errlen)
 {
     grad_norm *m = calloc(1, sizeof *m);
-    if (!m) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    m->h = a->host;
+    AST_REQUIRE(m, err, errlen, "monitor 'grad_norm': out of memory");
     m->every = a->opts[OPT_EVERY].i;
     m->max_norm = a->opts[OPT_MAX_NORM].f;
     return m;
@@ -57,17 +52,17 @@ static void grad_observe(void *self, const ast_observation *o)
         if (!s || s->n < 1) continue;
         double norm = s->values[0];
         found = 1;
-        m->h->emit(o->sink, groups[g].metric, -1, norm);
+        ast_sink_emit(o->sink, groups[g].metric, -1, norm);
         /* not (norm <= max) so that an infinite or NaN norm also warns */
         if (!(norm <= m->max_norm)) {
             overflow = 1;
-            m->h->warn_once(o->sink, groups[g].stat,
-                            "%s gradient norm %.4g exceeds %.3g: the update is unstable; keep "
-                            "training.gradient_clip_val on (e.g. 1.0) or lower training.learning_rate",
-                            groups[g].what, norm, m->max_norm);
+            ast_sink_warn_once(o->sink, groups[g].stat,
+                               "%s gradient norm %.4g exceeds %.3g: the update is unstable; keep "
+                               "training.gradient_clip_val on (e.g. 1.0) or lower training.learning_rate",
+                               groups[g].what, norm, m->max_norm);
         }
     }
-    if (found) m->h->emit(o->sink, "grad_overflow_warning", -1, overflow);
+    if (found) ast_sink_emit(o->sink, "grad_overflow_warning", -1, overflow);
 }
 
 static const ast_plugin_desc desc = {
@@ -80,4 +75,5 @@ static const ast_plugin_desc desc = {
     .observe = grad_observe,
 };
 
+AST_API_DEFINE;
 AST_PLUGIN_DEFINE(desc)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alphast/plugin_api.h"
 #include "monitor_util.h"
 
 enum { OPT_EVERY, OPT_BUCKETS };
@@ -29,7 +30,6 @@ typedef struct layer_hist {
 } layer_hist;
 
 typedef struct time_cond {
-    const ast_host *h;
     int64_t every;
     int buckets;
     double norm_sum; /* of each step's mean modulation norm, this epoch */
@@ -41,11 +41,7 @@ typedef struct time_cond {
 static void *time_create(const ast_create_args *a, char *err, size_t errlen)
 {
     time_cond *m = calloc(1, sizeof *m);
-    if (!m) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    m->h = a->host;
+    AST_REQUIRE(m, err, errlen, "monitor 'time_conditioning': out of memory");
     m->every = a->opts[OPT_EVERY].i;
     m->buckets = (int)a->opts[OPT_BUCKETS].i;
     return m;
@@ -99,18 +95,18 @@ static void observe_step(time_cond *m, const ast_observation *o)
     for (int i = 0; i < o->n_stats; i++) {
         const ast_stat *s = &o->stats[i];
         if (!strcmp(s->name, "time.modulation_norm")) {
-            if (due) m->h->emit(o->sink, "modulation_l2_norm", s->layer, mon_mean(s));
+            if (due) ast_sink_emit(o->sink, "modulation_l2_norm", s->layer, mon_mean(s));
             norm += mon_mean(s), layers++;
         } else if (t && t->n > 0 && !strcmp(s->name, "moe.set_tokens_per_expert")) {
             count_experts(m, s, t);
         }
     }
     if (!layers) {
-        m->h->warn_once(o->sink, "no_time", "no time.modulation_norm statistics to observe");
+        ast_sink_warn_once(o->sink, "no_time", "no time.modulation_norm statistics to observe");
         return;
     }
     m->norm_sum += norm / layers, m->norm_steps++;
-    if (due) m->h->emit(o->sink, "modulation_l2_norm", -1, norm / layers);
+    if (due) ast_sink_emit(o->sink, "modulation_l2_norm", -1, norm / layers);
 }
 
 static void emit_hist(const time_cond *m, ast_sink *sink, int layer, const layer_hist *h)
@@ -122,9 +118,9 @@ static void emit_hist(const time_cond *m, ast_sink *sink, int layer, const layer
         for (int e = 0; e < h->experts; e++) total += row[e];
         for (int e = 0; e < h->experts; e++) {
             snprintf(name, sizeof name, "t%d.expert%d.tokens", q, e);
-            m->h->emit(sink, name, layer, row[e]);
+            ast_sink_emit(sink, name, layer, row[e]);
             snprintf(name, sizeof name, "t%d.expert%d.share", q, e);
-            m->h->emit(sink, name, layer, total > 0.0 ? row[e] / total : 0.0);
+            ast_sink_emit(sink, name, layer, total > 0.0 ? row[e] / total : 0.0);
         }
     }
 }
@@ -132,7 +128,7 @@ static void emit_hist(const time_cond *m, ast_sink *sink, int layer, const layer
 /* Reports the epoch and starts the next one from zero. */
 static void observe_epoch(time_cond *m, const ast_observation *o)
 {
-    if (m->norm_steps) m->h->emit(o->sink, "epoch_modulation_l2_norm", -1, m->norm_sum / (double)m->norm_steps);
+    if (m->norm_steps) ast_sink_emit(o->sink, "epoch_modulation_l2_norm", -1, m->norm_sum / (double)m->norm_steps);
     m->norm_sum = 0.0, m->norm_steps = 0;
     for (int l = 0; l < m->n_hist; l++) {
         layer_hist *h = &m->hist[l];
@@ -159,4 +155,5 @@ static const ast_plugin_desc desc = {
     .observe = time_observe,
 };
 
+AST_API_DEFINE;
 AST_PLUGIN_DEFINE(desc)

@@ -1,6 +1,6 @@
 /* What the monitor plugins share: finding the statistics a step published
- * and deciding when to report. Built into each monitor (like attn_util),
- * so no plugin links another. */
+ * and deciding when to report. Built into each monitor, so no plugin
+ * links another. */
 #ifndef ALPHAST_MONITOR_UTIL_H
 #define ALPHAST_MONITOR_UTIL_H
 

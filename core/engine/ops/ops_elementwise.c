@@ -1,7 +1,7 @@
-/* Elementwise ops: broadcasting add/sub/mul/div and the unary activations
- * (affine, relu, gelu, sigmoid, softplus, dropout). Each backward adds into
- * the input grads; a broadcast operand's grad sums over the dims it
- * repeats along. */
+/* Elementwise ops: broadcasting add/sub/mul/div, the unary activations
+ * (affine, relu, gelu, sigmoid, softplus, dropout, silu, exp) and the key
+ * mask's attention bias. Each backward adds into the input grads; a
+ * broadcast operand's grad sums over the dims it repeats along. */
 #include <math.h>
 
 #include "engine/engine.h"
@@ -485,5 +485,118 @@ ast_tensor *ast_cpu_dropout(ast_ctx *c, ast_tensor *x, float p)
     ast_parallel_for(x->size, AST_PAR_GRAIN, dropout_range, &a);
     ast_record(c, &(ast_node){.op = "dropout", .backward = dropout_backward, .out = y, .in = {x}, .n_in = 1,
                               .saved = a.keep, .farg = {a.scale}});
+    return y;
+}
+
+/* ---- ABI 2.1: silu, exp, key_mask_bias ------------------------------------ */
+
+/* silu(x) = x sigmoid(x): the same float operations as mul(x, sigmoid(x)),
+ * so the two agree bit for bit. Finite for every finite x: sigmoid is in
+ * [0, 1], so |silu(x)| <= |x|. */
+static void silu_range(void *arg, int64_t lo, int64_t hi)
+{
+    const unary_args *a = arg;
+    const float *restrict x = a->x;
+    float *restrict y = a->y;
+    for (int64_t i = lo; i < hi; i++) y[i] = x[i] * stable_sigmoid(x[i]);
+}
+
+/* silu'(x) = s + x s (1 - s) = s (1 + x t), s = sigmoid(x), t = 1 - s =
+ * sigmoid(-x). Both come from e = exp(-|x|), so t is not the cancelling
+ * 1 - s (which loses all digits of x t for large positive x) and nothing
+ * overflows: s, t in [0, 1] and s x t is bounded. Recomputing s from x costs
+ * one vectorised exp; saving it would cost a tensor and the same reads. */
+static void silu_backward_range(void *arg, int64_t lo, int64_t hi)
+{
+    const unary_args *a = arg;
+    const float *restrict x = a->x, *restrict gy = a->gy;
+    float *restrict gx = a->y;
+    const int assign = a->assign;
+    for (int64_t i = lo; i < hi; i++) {
+        float e = ast_expf(-fabsf(x[i])), inv = 1.0f / (1.0f + e);
+        float s = (x[i] >= 0.0f ? 1.0f : e) * inv, t = (x[i] >= 0.0f ? e : 1.0f) * inv;
+        float g = gy[i] * s * (1.0f + x[i] * t);
+        gx[i] = assign ? g : gx[i] + g;
+    }
+}
+
+static void silu_backward(ast_ctx *c, const ast_node *n)
+{
+    unary_args a = unary_grad(c, n);
+    if (a.y) ast_parallel_for(n->out->size, AST_PAR_GRAIN, silu_backward_range, &a);
+}
+
+ast_tensor *ast_cpu_silu(ast_ctx *c, ast_tensor *x)
+{
+    ast_tensor *y = same_shape(c, x);
+    ast_parallel_for(x->size, AST_PAR_GRAIN, silu_range, &(unary_args){.x = x->data, .y = y->data});
+    record_unary(c, "silu", silu_backward, x, y);
+    return y;
+}
+
+/* ast_expf is within 2 ulp of exp wherever the result is a normal float
+ * (tests/test_fastmath.c), overflows to +inf above 88.72 where expf does,
+ * and returns 0 below -87.34, where expf's result is subnormal (< 1.2e-38
+ * absolute): adequate for an op, and it vectorises. */
+static void exp_range(void *arg, int64_t lo, int64_t hi)
+{
+    const unary_args *a = arg;
+    const float *restrict x = a->x;
+    float *restrict y = a->y;
+    for (int64_t i = lo; i < hi; i++) y[i] = ast_expf(x[i]);
+}
+
+/* d e^x / dx = e^x: the output itself, saved for free. */
+static void exp_backward_range(void *arg, int64_t lo, int64_t hi)
+{
+    const unary_args *a = arg;
+    const float *restrict y = a->x, *restrict gy = a->gy;
+    float *restrict gx = a->y;
+    const int assign = a->assign;
+    for (int64_t i = lo; i < hi; i++) {
+        float g = gy[i] * y[i];
+        gx[i] = assign ? g : gx[i] + g;
+    }
+}
+
+static void exp_backward(ast_ctx *c, const ast_node *n)
+{
+    unary_args a = unary_grad(c, n);
+    a.x = n->out->data;
+    if (a.y) ast_parallel_for(n->out->size, AST_PAR_GRAIN, exp_backward_range, &a);
+}
+
+ast_tensor *ast_cpu_exp(ast_ctx *c, ast_tensor *x)
+{
+    ast_tensor *y = same_shape(c, x);
+    ast_parallel_for(x->size, AST_PAR_GRAIN, exp_range, &(unary_args){.x = x->data, .y = y->data});
+    record_unary(c, "exp", exp_backward, x, y);
+    return y;
+}
+
+/* farg[0]: masked_logit, the derivative of every output by its mask element. */
+static void key_mask_bias_backward(ast_ctx *c, const ast_node *n)
+{
+    int assign;
+    float *gm = ast_grad_fresh(c, n->in[0], &assign);
+    const float *gy = n->out->grad, l = n->farg[0];
+    for (int64_t i = 0; gm && i < n->out->size; i++) gm[i] = assign ? gy[i] * l : gm[i] + gy[i] * l;
+}
+
+/* mask [B, N] -> [B, 1, 1, N], the element order unchanged. m * L - L is
+ * affine(reshape(mask), L, -L) operation for operation (x * scale + shift,
+ * and adding -L is subtracting L), so it replaces the plugins' hand-written
+ * version bit for bit, for any mask values: 1 -> +0, 0 -> -L. A mask has
+ * B * N elements, too few to pay for the thread pool. */
+ast_tensor *ast_cpu_key_mask_bias(ast_ctx *c, ast_tensor *mask, float masked_logit)
+{
+    char s[64];
+    AST_ASSERT(mask->ndim == 2, "key_mask_bias: mask %s is not [B, N]", ast_shape_str(mask, s, sizeof s));
+    AST_ASSERT(isfinite(masked_logit), "key_mask_bias: masked_logit %g is not finite", (double)masked_logit);
+    ast_tensor *y = ast_empty(c, 4, (int64_t[]){mask->shape[0], 1, 1, mask->shape[1]});
+    const float *m = mask->data;
+    for (int64_t i = 0; i < mask->size; i++) y->data[i] = m[i] * masked_logit - masked_logit;
+    ast_record(c, &(ast_node){.op = "key_mask_bias", .backward = key_mask_bias_backward, .out = y, .in = {mask},
+                              .n_in = 1, .farg = {masked_logit}});
     return y;
 }

@@ -1,0 +1,125 @@
+/* The backend interface (engine/backend.h): backends by name, a step whose
+ * arena comes from the backend's buffers and whose addresses repeat, a
+ * model built from host ops running unchanged on a second backend, and the
+ * clear refusal of a fused op that has no kernel for the chosen backend. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "config/config.h"
+#include "engine/backend.h"
+#include "model_fixture.h"
+
+/* A second backend for the tests: the CPU kernels and host memory under
+ * another name, counting the buffers it hands out. */
+static int buffers_made;
+
+static void *second_alloc(const ast_backend *b, size_t bytes)
+{
+    buffers_made++;
+    const ast_backend *cpu = ast_backend_cpu();
+    return cpu->buffer_alloc(cpu, bytes);
+}
+
+static void second_free(const ast_backend *b, void *buffer) { ast_backend_cpu()->buffer_free(b, buffer); }
+
+static const ast_backend *second(void)
+{
+    static ast_backend b;
+    if (!b.name) {
+        b = *ast_backend_cpu();
+        b.name = "second";
+        b.buffer_alloc = second_alloc;
+        b.buffer_free = second_free;
+        cr_assert_eq(ast_backend_register(&b), 0);
+    }
+    return &b;
+}
+
+Test(backend, found_by_name_and_listed)
+{
+    cr_assert_eq(ast_backend_find("cpu"), ast_backend_cpu());
+    cr_assert_null(ast_backend_find("tpu"));
+    const ast_backend *b = second();
+    cr_assert_eq(ast_backend_find("second"), b);
+    cr_assert_eq(ast_backend_register(b), -1, "a name is registered once");
+    cr_assert_str_eq(ast_backend_names(), "cpu|second");
+}
+
+/* The step arena is carved in the same order every step, so a step's
+ * tensors sit at the same addresses every time (what graph capture needs). */
+Test(backend, a_steps_addresses_repeat)
+{
+    ast_model_config cfg;
+    ast_model_config_base(&cfg, 12);
+    ast_model *m = mf_model(&cfg, 3);
+    ast_ctx *c = ast_ctx_new_on(ast_model_backend(m), 5);
+    float *first[2] = {0};
+    for (int step = 0; step < 3; step++) {
+        ast_ctx_reset(c);
+        ast_tensor *x = ast_zeros(c, 3, (int64_t[]){2, 6, 12}), *t = ast_zeros(c, 2, (int64_t[]){2, 1});
+        ast_tensor *p = ast_zeros(c, 3, (int64_t[]){2, 6, 3});
+        ast_model_out o = ast_model_forward(m, c, x, t, p, NULL, NULL, NULL);
+        ast_backward(c, ast_mean(c, o.expression));
+        if (step == 0) first[0] = o.expression->data, first[1] = o.positions->data;
+        else cr_assert(o.expression->data == first[0] && o.positions->data == first[1], "step %d moved", step);
+    }
+    ast_ctx_free(c);
+    ast_model_free(m);
+}
+
+static ast_model_out forward_on(ast_model *m, ast_ctx *c)
+{
+    int64_t B = 2, N = 7, G = 12;
+    ast_tensor *x = ast_zeros(c, 3, (int64_t[]){B, N, G}), *p = ast_zeros(c, 3, (int64_t[]){B, N, 3});
+    ast_tensor *t = ast_zeros(c, 2, (int64_t[]){B, 1});
+    for (int64_t i = 0; i < x->size; i++) x->data[i] = (float)((i * 37) % 11) / 11.0f;
+    for (int64_t i = 0; i < p->size; i++) p->data[i] = (float)((i * 13) % 7) / 7.0f - 0.5f;
+    t->data[0] = 0.25f, t->data[1] = 0.75f;
+    return ast_model_forward(m, c, x, t, p, NULL, NULL, NULL);
+}
+
+/* Linear attention and the dense FFN are built from host ops only: they
+ * run on any backend, and here give the CPU's numbers bit for bit. */
+Test(backend, ops_only_plugins_run_unchanged_on_another_backend)
+{
+    ast_model_config cfg;
+    ast_model_config_base(&cfg, 12);
+    ast_model *on_cpu = mf_model(&cfg, 9);
+    cfg.device = second()->name;
+    ast_model *on_second = mf_model(&cfg, 9);
+    cr_assert_eq(ast_model_backend(on_second), second());
+    ast_ctx *a = ast_ctx_new_on(ast_model_backend(on_cpu), 1), *b;
+    buffers_made = 0;
+    b = ast_ctx_new_on(ast_model_backend(on_second), 1);
+    cr_assert_gt(buffers_made, 0, "the arena comes from the backend's buffers");
+    ast_model_out x = forward_on(on_cpu, a), y = forward_on(on_second, b);
+    cr_assert_eq(memcmp(x.expression->data, y.expression->data, (size_t)x.expression->size * sizeof(float)), 0);
+    cr_assert_eq(memcmp(x.positions->data, y.positions->data, (size_t)x.positions->size * sizeof(float)), 0);
+    ast_ctx_free(a), ast_ctx_free(b);
+    ast_model_free(on_cpu), ast_model_free(on_second);
+}
+
+/* The tiled gated attention is a fused op with a CPU kernel only. */
+Test(backend, a_fused_op_without_a_kernel_is_refused_clearly)
+{
+    ast_model_config cfg;
+    ast_model_config_base(&cfg, 12);
+    mf_gated(&cfg, "headwise");
+    cfg.device = second()->name;
+    ast_error e = {{0}};
+    cr_assert_null(ast_model_new(&cfg, 1, &e));
+    cr_assert(strstr(e.msg, "fused op 'gated_attention' has no kernel for backend 'second' (it has: cpu)"), "%s",
+              e.msg);
+}
+
+Test(backend, the_config_names_a_backend_of_this_build)
+{
+    ast_error e = {{0}};
+    ast_cfg *cfg = ast_cfg_load_string("device: gpu0\n", "run.yaml", &e);
+    cr_assert_not_null(cfg, "%s", e.msg);
+    ast_model_config mc;
+    cr_assert_eq(ast_cfg_model(cfg, 12, &mc, &e), -1);
+    cr_assert(strstr(e.msg, "run.yaml:1:9: device: 'gpu0' is not a backend of this build; choose one of cpu"), "%s",
+              e.msg);
+    ast_cfg_free(cfg);
+}
