@@ -180,7 +180,7 @@ static void plugin_step_fn(void *ud)
     ast_fwd_args args = {.layer = 0};
     ast_tensor *y = s->desc->forward(s->self, s->c, x, &args);
     ast_tensor *loss = ast_mse(s->c, y, ast_tensor_from(s->c, 3, s->shape, s->target), NULL);
-    ast_tensor *extra = ast_ctx_extra_loss(s->c);
+    ast_tensor *extra = ast_model_extra_loss(s->c);
     ast_backward(s->c, extra ? ast_add(s->c, loss, extra) : loss);
     ast_adamw_step(s->opt, BENCH_LR);
 }
