@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/crash.h"
 #include "config/config.h"
 #include "cli.h"
 #include "commands.h"
@@ -47,6 +48,7 @@ static int unknown_command(const char *name)
 int main(int argc, char **argv)
 {
     const char *value[N_OPTS];
+    ast_crash_install(); /* a plugin that crashes or exits is named */
     /* Global options are flags, so the command is the first non-option. */
     int cmd = 1;
     while (cmd < argc && argv[cmd][0] == '-') cmd++;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/crash.h"
 #include "engine/backend.h"
 #include "engine/profile.h"
 
@@ -199,7 +200,10 @@ void ast_backward_seed(ast_ctx *c, ast_tensor *out, const float *dout)
         const ast_node *n = &c->tape[i];
         if (!n->out->grad) continue;
         double t0 = c->profile ? ast_profile_now() : 0.0;
+        ast_crash_scope saved;
+        ast_crash_enter(&saved, "backward of op", n->op, NULL, -1);
         n->backward(c, n);
+        ast_crash_leave(&saved);
         if (c->profile) ast_profile_backward(c->profile, n->op, ast_profile_now() - t0);
     }
     if (c->profile) ast_profile_mark(c->profile);

@@ -23,6 +23,7 @@ typedef struct model_lin {
 /* A plugin instance (one per layer) and how many parameters it registered. */
 typedef struct model_plugin {
     const ast_plugin_desc *desc;
+    const char *path; /* its file, to name it if it crashes */
     void *self;
     int64_t numel;
 } model_plugin;

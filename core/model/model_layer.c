@@ -3,6 +3,7 @@
  * residuals, and the diffusion-time branch. */
 #include <math.h>
 
+#include "base/crash.h"
 #include "model_internal.h"
 
 static int plugin_create(model_plugin *mp, const ast_plugin *pl, const ast_model *m, const char *scope,
@@ -16,7 +17,11 @@ static int plugin_create(model_plugin *mp, const ast_plugin *pl, const ast_model
     ast_create_args a = {.host = ast_host_table(), .scope = ast_scope_new(p, scope), .dims = dims, .opts = opts,
                          .backend = backend};
     mp->desc = ast_plugin_desc_of(pl);
+    mp->path = ast_plugin_path(pl);
+    ast_crash_scope saved;
+    ast_crash_enter(&saved, "create of plugin", mp->desc->name, mp->path, dims->layer);
     mp->self = mp->desc->create(&a, err, sizeof err);
+    ast_crash_leave(&saved);
     if (!mp->self) {
         ast_error_set(e, "%s plugin '%s' could not be built for layer %d: %s", ast_kind_name(mp->desc->kind),
                       mp->desc->name, dims->layer, err[0] ? err : "no reason given");
@@ -24,6 +29,17 @@ static int plugin_create(model_plugin *mp, const ast_plugin *pl, const ast_model
     }
     mp->numel = ast_params_numel(p) - before;
     return 0;
+}
+
+/* A plugin's forward, named for the crash report while it runs. */
+static ast_tensor *plugin_forward(const model_plugin *mp, ast_ctx *c, ast_tensor *x, const ast_fwd_args *a, int layer)
+{
+    ast_crash_scope saved;
+    ast_crash_enter(&saved, mp->desc->kind == AST_KIND_ATTENTION ? "forward of attention plugin" : "forward of ffn plugin",
+                    mp->desc->name, mp->path, layer);
+    ast_tensor *y = mp->desc->forward(mp->self, c, x, a);
+    ast_crash_leave(&saved);
+    return y;
 }
 
 static void layer_dims(ast_layer_dims *d, const ast_model_config *cfg, int index)
@@ -114,7 +130,7 @@ static wrapper_out attn_wrapper(const model_layer *l, const model_run *r, model_
     ast_tensor *parts[] = {te, repeat_over_cells(c, ty, in.x->shape[1]), tp};
     ast_tensor *h = model_apply(c, ast_concat(c, parts, 3), &l->concat);
     model_tap(r, h, "layer%d.attn_core_in", l->index);
-    h = l->attn.desc->forward(l->attn.self, c, h, args);
+    h = plugin_forward(&l->attn, c, h, args, l->index);
     model_tap(r, h, "layer%d.attn_core_out", l->index);
 
     wrapper_out w = {model_apply(c, h, &l->head_expr), model_apply(c, h, &l->head_pos), ty};
@@ -173,7 +189,7 @@ model_state model_layer_forward(const model_layer *l, const model_run *r, model_
 
     ast_tensor *x1 = residual_norm(r, in.x, w.x, &l->norm1);
     int first_loss = ast_ctx_n_losses(r->c);
-    ast_tensor *f = l->ffn.desc->forward(l->ffn.self, r->c, x1, &args);
+    ast_tensor *f = plugin_forward(&l->ffn, r->c, x1, &args, l->index);
     out.x = residual_norm(r, x1, f, &l->norm2);
     out.y = time_branch(l, r, in.y, w.y);
 

@@ -8,7 +8,8 @@ EXTRA_DIST += core/plugin/README.md
 LOADER_FIXTURE_LINK = $(PLUGIN_LINK) -rpath /nowhere
 check_LTLIBRARIES += tests/plugins/attn_fixture.la tests/plugins/attn_badabi.la \
 	tests/plugins/attn_newminor.la tests/plugins/attn_noentry.la tests/plugins/attn_wrongkind.la \
-	tests/plugins/attn_badopts.la tests/plugins/monitor_legacy.la tests/plugins/attn_abi20.la
+	tests/plugins/attn_badopts.la tests/plugins/monitor_legacy.la tests/plugins/attn_abi20.la \
+	tests/plugins/ffn_evil.la
 tests_plugins_attn_fixture_la_SOURCES = tests/plugins/attn_fixture.c
 tests_plugins_attn_fixture_la_CPPFLAGS = $(PLUGIN_CPP)
 tests_plugins_attn_fixture_la_LDFLAGS = $(LOADER_FIXTURE_LINK)
@@ -37,6 +38,16 @@ tests_plugins_attn_abi20_la_CPPFLAGS = -I$(top_srcdir)/tests/plugins/abi-2.0
 tests_plugins_attn_abi20_la_LDFLAGS = $(LOADER_FIXTURE_LINK)
 EXTRA_DIST += tests/plugins/abi-2.0/alphast/plugin.h tests/plugins/abi-2.0/alphast/abi_layout.h \
 	tests/plugins/abi-2.0/alphast/ops.def
+
+tests_plugins_ffn_evil_la_SOURCES = tests/plugins/ffn_evil.c
+tests_plugins_ffn_evil_la_CPPFLAGS = $(PLUGIN_CPP)
+tests_plugins_ffn_evil_la_LDFLAGS = $(LOADER_FIXTURE_LINK)
+
+check_PROGRAMS += tests/test_plugin_faults
+tests_test_plugin_faults_SOURCES = tests/test_plugin_faults.c
+tests_test_plugin_faults_CFLAGS = $(TEST_CC)
+tests_test_plugin_faults_LDADD = $(TEST_LIBS)
+EXTRA_DIST += tests/data/faults/tiny.yaml
 
 check_PROGRAMS += tests/test_abi
 tests_test_abi_SOURCES = tests/test_abi.c

@@ -1,7 +1,9 @@
 /* Loading plugins with libltdl: each (kind, name) is opened once, its ABI
  * and descriptor checked, and kept until ast_plugins_shutdown. */
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "plugin_internal.h"
 
@@ -81,12 +83,33 @@ static void no_such_plugin(ast_plugin_kind kind, const char *name, ast_error *e)
     ast_strlist_free(&names);
 }
 
+/* Why the module at stem did not open. libltdl reports "file not found"
+ * for any file its loaders cannot open, which hides the real reason when a
+ * shared object is there but is not loadable: ask the dynamic loader itself
+ * (dlopen, diagnosis only) for its message (bad ELF header, missing symbol,
+ * wrong architecture). */
+static void open_error(const ast_plugin *p, const char *stem, ast_error *e)
+{
+    const char *kind = ast_kind_name(p->kind), *why = lt_dlerror();
+    char path[4096];
+    snprintf(path, sizeof path, "%s.so", stem);
+    if (!access(path, F_OK)) {
+        void *h = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
+        const char *dl = h ? NULL : dlerror();
+        if (h) dlclose(h);
+        ast_error_set(e, "cannot load %s plugin '%s' from %s: %s; rebuild it as a shared object for this "
+                      "machine, or remove it", kind, p->name, path, dl ? dl : why ? why : "unknown error");
+        return;
+    }
+    ast_error_set(e, "cannot load %s plugin '%s' from %s: %s", kind, p->name, stem, why ? why : "unknown error");
+}
+
 int ast_plugin_open(ast_plugin *p, const char *stem, ast_error *e)
 {
     char why[768];
     const char *kind = ast_kind_name(p->kind);
     if (!(p->handle = lt_dlopenext(stem))) {
-        ast_error_set(e, "cannot load %s plugin '%s' from %s: %s", kind, p->name, stem, lt_dlerror());
+        open_error(p, stem, e);
         return 0;
     }
     const lt_dlinfo *info = lt_dlgetinfo(p->handle);

@@ -29,6 +29,17 @@ static int is_dir(const char *path)
     return !stat(path, &st) && S_ISDIR(st.st_mode);
 }
 
+/* Anyone who can write a plugin directory can replace the code alphast
+ * runs, so say so once per directory (a sticky /tmp-like directory still
+ * lets every user add new files). */
+static void warn_if_world_writable(const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) || !(st.st_mode & S_IWOTH)) return;
+    ast_log(AST_LOG_WARN, "plugin directory %s is writable by every user, so anyone can replace the code alphast "
+            "loads from it; run chmod o-w '%s' or move the plugins", dir, dir);
+}
+
 static int add_env_dirs(ast_strlist *dirs, ast_error *e)
 {
     const char *env = getenv("ALPHAST_PLUGIN_PATH");
@@ -36,7 +47,7 @@ static int add_env_dirs(ast_strlist *dirs, ast_error *e)
     int ok = 1;
     for (char *d = strtok_r(copy, ":", &save); d && ok; d = strtok_r(NULL, ":", &save)) {
         ok = is_dir(d);
-        if (ok) ast_strlist_push(dirs, d);
+        if (ok) warn_if_world_writable(d), ast_strlist_push(dirs, d);
         else ast_error_set(e, "ALPHAST_PLUGIN_PATH: '%s' is not a directory; set it to a colon-separated list of plugin directories", d);
     }
     free(copy);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/crash.h"
 #include "plugin/loader.h"
 #include "engine/sink.h"
 #include "train_internal.h"
@@ -87,7 +88,10 @@ void train_monitors_observe(ast_trainer *t, ast_phase phase)
         if (!m->sink) m->sink = ast_sink_new(t->metrics, m->desc->name);
         ast_sink_set_step(m->sink, o.step, o.epoch);
         o.sink = m->sink;
+        ast_crash_scope saved;
+        ast_crash_enter(&saved, "observe of monitor plugin", m->desc->name, NULL, -1);
         m->desc->observe(m->self, &o);
+        ast_crash_leave(&saved);
     }
 }
 
@@ -112,7 +116,10 @@ static void *build_monitor(const ast_plugin *p, const ast_cfg_plugin *cp, ast_er
     void *self = NULL;
     if (ast_plugin_options(p, cp->opts, cp->n_opts, opts, e)) {
         char err[512] = "";
-        self = d->create(&(ast_create_args){.host = ast_host_table(), .opts = opts}, err, sizeof err);
+        ast_crash_scope saved;
+        ast_crash_enter(&saved, "create of monitor plugin", d->name, ast_plugin_path(p), -1);
+        self = d->create(&(ast_create_args){.host = ast_host_table(), .opts = opts, .backend = "cpu"}, err, sizeof err);
+        ast_crash_leave(&saved);
         if (!self)
             ast_error_set(e, "%s: monitor '%s' could not be built: %s", cp->where, cp->name,
                           err[0] ? err : "no reason given");
