@@ -3,8 +3,6 @@
  * shared experts, expert-choice routing, aux-loss-free bias balancing and
  * time-conditioned routing as options. Padded cells (fwd mask) are neither
  * routed nor counted in the balance statistics. */
-#include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "moe.h"
@@ -48,124 +46,86 @@ static const ast_option_spec moe_options[] = {
                               "add a projection of the diffusion-time embedding to the router logits"},
 };
 
-/* The fused ops this plugin implements on host memory, per backend. */
-static const ast_kernel moe_kernels[] = {
-    {"moe_combine", "cpu", (ast_kernel_fn)moe_combine},
-};
-#define MOE_N_KERNELS(table) ((int)(sizeof(table) / sizeof((table)[0])))
-
-static int read_opts(const ast_create_args *a, moe_opts *o, char *err, size_t errlen)
+/* The options as an instance keeps them. */
+static moe_opts read_opts(const ast_create_args *a)
 {
     const ast_optval *v = a->opts;
-    o->num_experts = (int)v[OPT_NUM_EXPERTS].i;
-    o->top_k = (int)v[OPT_TOP_K].i;
-    o->lb_weight = (float)v[OPT_LB_WEIGHT].f;
-    o->noise_eps = (float)v[OPT_NOISE_EPS].f;
-    o->capacity_factor = (float)v[OPT_CAPACITY_FACTOR].f;
-    o->num_shared = (int)v[OPT_NUM_SHARED].i;
-    o->router = (moe_router_kind)v[OPT_ROUTER].i;
-    o->balance = (moe_balance_kind)v[OPT_BALANCE].i;
-    o->bias_rate = (float)v[OPT_BIAS_RATE].f;
-    o->time_conditioned = (int)v[OPT_TIME_CONDITIONED].i;
-    int split = a->dims->d_ff / o->num_experts;
-    o->hidden = v[OPT_EXPERT_HIDDEN].i == 0 ? (split > 1 ? split : 1) : a->dims->d_ff;
-    if (o->top_k > o->num_experts) {
-        snprintf(err, errlen, "top_k (%d) must not exceed num_experts (%d)", o->top_k, o->num_experts);
-        return 0;
-    }
-    if (o->balance == MOE_BALANCE_BIAS && o->router == MOE_ROUTER_EXPERT_CHOICE) {
-        snprintf(err, errlen, "balance: bias needs router: topk (expert_choice is balanced by construction)");
-        return 0;
-    }
-    if (o->time_conditioned && a->dims->d_time < 1) {
-        snprintf(err, errlen, "time_conditioned needs a time embedding (d_time %d)", a->dims->d_time);
-        return 0;
-    }
-    return 1;
+    moe_opts o = {
+        .num_experts = (int)v[OPT_NUM_EXPERTS].i,
+        .top_k = (int)v[OPT_TOP_K].i,
+        .num_shared = (int)v[OPT_NUM_SHARED].i,
+        .lb_weight = (float)v[OPT_LB_WEIGHT].f,
+        .noise_eps = (float)v[OPT_NOISE_EPS].f,
+        .capacity_factor = (float)v[OPT_CAPACITY_FACTOR].f,
+        .bias_rate = (float)v[OPT_BIAS_RATE].f,
+        .router = (moe_router_kind)v[OPT_ROUTER].i,
+        .balance = (moe_balance_kind)v[OPT_BALANCE].i,
+        .time_conditioned = (int)v[OPT_TIME_CONDITIONED].i,
+    };
+    int split = a->dims->d_ff / o.num_experts;
+    o.hidden = v[OPT_EXPERT_HIDDEN].i == 0 ? (split > 1 ? split : 1) : a->dims->d_ff;
+    return o;
 }
 
 /* Parameters in the reference state_dict order (docs/model.md §2.10 d), then the
  * router's time projection and the shared experts, which it does not have. */
 static void register_params(moe *m, const ast_create_args *a)
 {
-    const ast_host *h = m->h;
     int n = m->o.num_experts, d = m->d_model;
-    float a_in = 1.0f / sqrtf((float)d);
     for (int j = 0; j < n; j++)
-        moe_expert_init(h, a->scope, "expression_ffn.ffn.experts", j, d, m->o.hidden, &m->experts[j]);
-    m->gate = h->param(a->scope, "expression_ffn.ffn.router.gate.weight", 2, (int64_t[]){n, d}, AST_INIT_UNIFORM, a_in);
-    m->w_noise = h->param(a->scope, "expression_ffn.ffn.router.w_noise.weight", 2, (int64_t[]){n, d},
-                          AST_INIT_UNIFORM, a_in);
-    if (m->o.time_conditioned) {
-        int t = a->dims->d_time;
-        float a_t = 1.0f / sqrtf((float)t);
-        m->time_w = h->param(a->scope, "expression_ffn.ffn.router.time_proj.weight", 2, (int64_t[]){n, t},
-                             AST_INIT_UNIFORM, a_t);
-        m->time_b = h->param(a->scope, "expression_ffn.ffn.router.time_proj.bias", 1, (int64_t[]){n},
-                             AST_INIT_UNIFORM, a_t);
-    }
+        moe_expert_init(a->scope, "expression_ffn.ffn.experts", j, d, m->o.hidden, &m->experts[j]);
+    m->gate = ast_linear_params(a->scope, "expression_ffn.ffn.router.gate", d, n, 0);
+    m->w_noise = ast_linear_params(a->scope, "expression_ffn.ffn.router.w_noise", d, n, 0);
+    if (m->o.time_conditioned)
+        m->time_proj = ast_linear_params(a->scope, "expression_ffn.ffn.router.time_proj", a->dims->d_time, n, 1);
     for (int j = 0; j < m->o.num_shared; j++)
-        moe_expert_init(h, a->scope, "expression_ffn.ffn.shared_experts", j, d, m->o.hidden, &m->shared[j]);
+        moe_expert_init(a->scope, "expression_ffn.ffn.shared_experts", j, d, m->o.hidden, &m->shared[j]);
 }
 
-static void moe_destroy(void *self)
-{
-    moe *m = self;
-    if (!m) return;
-    free(m->experts);
-    free(m->shared);
-    free(m);
-}
+/* Defined at the end of the file; create() looks up its kernels. */
+static const ast_plugin_desc moe_desc;
 
 static void *moe_create(const ast_create_args *a, char *err, size_t errlen)
 {
-    moe *m = calloc(1, sizeof *m);
-    if (!m) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    m->h = a->host;
+    moe_opts o = read_opts(a);
+    const char *backend = a->backend ? a->backend : "cpu";
+    AST_REQUIRE(o.top_k <= o.num_experts, err, errlen, "top_k (%d) must not exceed num_experts (%d)", o.top_k,
+                o.num_experts);
+    AST_REQUIRE(o.balance != MOE_BALANCE_BIAS || o.router != MOE_ROUTER_EXPERT_CHOICE, err, errlen,
+                "balance: bias needs router: topk (expert_choice is balanced by construction)");
+    AST_REQUIRE(!o.time_conditioned || a->dims->d_time >= 1, err, errlen,
+                "time_conditioned needs a time embedding (d_time %d)", a->dims->d_time);
+    moe_combine_fn combine =
+        (moe_combine_fn)ast_kernel_find(moe_desc.kernels, moe_desc.n_kernels, "moe_combine", backend);
+    AST_REQUIRE(combine, err, errlen, "no moe_combine kernel for backend '%s' (it has: cpu)", backend);
+    moe *m = calloc(1, sizeof *m + (size_t)(o.num_experts + o.num_shared) * sizeof *m->experts);
+    AST_REQUIRE(m, err, errlen, "out of memory");
+    m->o = o;
     m->d_model = a->dims->d_model;
     m->dropout = a->dims->dropout;
-    if (!read_opts(a, &m->o, err, errlen)) {
-        moe_destroy(m);
-        return NULL;
-    }
-    m->experts = calloc((size_t)m->o.num_experts, sizeof *m->experts);
-    m->shared = calloc((size_t)m->o.num_shared, sizeof *m->shared);
-    if (!m->experts || (m->o.num_shared && !m->shared)) {
-        snprintf(err, errlen, "out of memory");
-        moe_destroy(m);
-        return NULL;
-    }
-    const char *backend = a->backend ? a->backend : "cpu";
-    m->combine = (moe_combine_fn)ast_kernel_find(moe_kernels, MOE_N_KERNELS(moe_kernels), "moe_combine", backend);
-    if (!m->combine) {
-        snprintf(err, errlen, "no moe_combine kernel for backend '%s' (it has: cpu)", backend);
-        moe_destroy(m);
-        return NULL;
-    }
+    m->combine = combine;
+    m->shared = m->experts + o.num_experts;
     register_params(m, a);
     /* Not trained but saved (checkpoints, best.safetensors), so a resumed
      * run and evaluation route with the bias training left. */
-    if (m->o.balance == MOE_BALANCE_BIAS)
-        m->sel_bias = m->h->buffer(a->scope, "expression_ffn.ffn.router.selection_bias", 1,
-                                   (int64_t[]){m->o.num_experts});
+    if (o.balance == MOE_BALANCE_BIAS)
+        m->sel_bias = ast_buffer(a->scope, "expression_ffn.ffn.router.selection_bias", 1, (int64_t[]){o.num_experts});
     return m;
 }
+
+static void moe_destroy(void *self) { free(self); }
 
 /* Flattens x [B, N, E] to rows and keeps the valid ones (mask != 0);
  * returns the kept row indices, or NULL when every row is valid. */
 static const int32_t *select_tokens(const moe *m, ast_ctx *c, ast_tensor *x, const ast_fwd_args *a, moe_tokens *tk)
 {
-    const ast_host *h = m->h;
     int64_t rows = x->size / m->d_model, per_set = x->ndim > 2 ? x->shape[x->ndim - 2] : rows;
-    ast_tensor *flat = h->ops->reshape(c, x, 2, (int64_t[]){rows, m->d_model});
+    ast_tensor *flat = ast_reshape(c, x, 2, (int64_t[]){rows, m->d_model});
     const ast_tensor *mask = a ? a->mask : NULL;
-    MOE_REQUIRE(h, !mask || mask->size == rows, "mask has %lld entries for %lld cells", (long long)mask->size,
+    MOE_REQUIRE(!mask || mask->size == rows, "mask has %lld entries for %lld cells", (long long)mask->size,
                 (long long)rows);
-    int32_t *keep = h->alloc(c, (size_t)rows * sizeof *keep);
-    int32_t *batch = h->alloc(c, (size_t)rows * sizeof *batch);
+    int32_t *keep = ast_alloc(c, (size_t)rows * sizeof *keep);
+    int32_t *batch = ast_alloc(c, (size_t)rows * sizeof *batch);
     int64_t n = 0;
     for (int64_t r = 0; r < rows; r++) {
         if (mask && mask->data[r] == 0.0f) continue;
@@ -174,7 +134,7 @@ static const int32_t *select_tokens(const moe *m, ast_ctx *c, ast_tensor *x, con
     }
     tk->n = n;
     tk->batch = batch;
-    tk->x = n == rows ? flat : h->ops->gather_rows(c, flat, keep, n);
+    tk->x = n == rows ? flat : ast_gather_rows(c, flat, keep, n);
     return n == rows ? NULL : keep;
 }
 
@@ -184,10 +144,10 @@ static void publish_set_stats(const moe *m, ast_ctx *c, int layer, const moe_tok
                               int64_t sets)
 {
     int n = m->o.num_experts;
-    float *v = m->h->alloc(c, (size_t)(sets * n) * sizeof *v);
+    float *v = ast_alloc(c, (size_t)(sets * n) * sizeof *v);
     for (int e = 0; e < n; e++)
         for (int64_t p = r->offset[e]; p < r->offset[e + 1]; p++) v[tk->batch[r->token[p]] * n + e] += 1.0f;
-    m->h->stat(c, "moe.set_tokens_per_expert", layer, v, (int)(sets * n));
+    ast_publish_stat(c, "moe.set_tokens_per_expert", layer, v, (int)(sets * n));
 }
 
 /* For monitors, per layer: moe.tokens_per_expert [n] (kept assignments),
@@ -197,49 +157,47 @@ static void publish_set_stats(const moe *m, ast_ctx *c, int layer, const moe_tok
 static void publish_stats(const moe *m, ast_ctx *c, int layer, const moe_routing *r, ast_tensor *probs,
                           ast_tensor *aux)
 {
-    const ast_host *h = m->h;
     int n = m->o.num_experts;
     int64_t tokens = probs->shape[0];
-    float *v = h->alloc(c, (size_t)n * sizeof *v);
+    float *v = ast_alloc(c, (size_t)n * sizeof *v);
     for (int e = 0; e < n; e++) v[e] = (float)(r->offset[e + 1] - r->offset[e]);
-    h->stat(c, "moe.tokens_per_expert", layer, v, n);
+    ast_publish_stat(c, "moe.tokens_per_expert", layer, v, n);
     for (int e = 0; e < n; e++) {
         double s = 0.0;
         for (int64_t t = 0; t < tokens; t++) s += probs->data[t * n + e];
         v[e] = (float)(s / (double)tokens);
     }
-    h->stat(c, "moe.router_prob_mean", layer, v, n);
+    ast_publish_stat(c, "moe.router_prob_mean", layer, v, n);
     float dropped = (float)r->dropped, aux_value = aux ? aux->data[0] : 0.0f;
-    h->stat(c, "moe.dropped_tokens", layer, &dropped, 1);
-    h->stat(c, "moe.aux_loss", layer, &aux_value, 1);
+    ast_publish_stat(c, "moe.dropped_tokens", layer, &dropped, 1);
+    ast_publish_stat(c, "moe.aux_loss", layer, &aux_value, 1);
 }
 
 static ast_tensor *moe_forward(void *self, ast_ctx *c, ast_tensor *x, const ast_fwd_args *a)
 {
     moe *m = self;
-    const ast_host *h = m->h;
     moe_tokens tk;
     const int32_t *valid = select_tokens(m, c, x, a, &tk);
-    if (tk.n == 0) return h->ops->zeros(c, x->ndim, x->shape);
+    if (tk.n == 0) return ast_zeros(c, x->ndim, x->shape);
 
     ast_tensor *logits = moe_router_logits(m, c, &tk, a ? a->time : NULL);
-    ast_tensor *probs = h->ops->softmax(c, logits, -1);
+    ast_tensor *probs = ast_softmax(c, logits, -1);
     moe_routing r;
     moe_route(m, c, logits, probs, &r);
     ast_tensor *y = moe_dispatch(m, c, &tk, &r);
-    for (int j = 0; j < m->o.num_shared; j++) y = h->ops->add(c, y, moe_expert_forward(m, c, &m->shared[j], tk.x));
+    for (int j = 0; j < m->o.num_shared; j++) y = ast_add(c, y, moe_expert_forward(m, c, &m->shared[j], tk.x));
 
     ast_tensor *aux = NULL;
     if (m->o.balance == MOE_BALANCE_LOSS) {
         aux = moe_balance_loss(m, c, logits, probs);
-        h->add_loss(c, "moe_aux", aux);
+        ast_add_loss(c, "moe_aux", aux);
     }
-    if (m->o.balance == MOE_BALANCE_BIAS && h->training(c)) moe_update_bias(m, &r, tk.n);
+    if (m->o.balance == MOE_BALANCE_BIAS && ast_training(c)) moe_update_bias(m, &r, tk.n);
     publish_stats(m, c, a ? a->layer : -1, &r, probs, aux);
     publish_set_stats(m, c, a ? a->layer : -1, &tk, &r, x->ndim > 2 ? x->shape[0] : 1);
 
-    if (valid) y = h->ops->scatter_add_rows(c, y, valid, NULL, x->size / m->d_model);
-    return h->ops->reshape(c, y, x->ndim, x->shape);
+    if (valid) y = ast_scatter_add_rows(c, y, valid, NULL, x->size / m->d_model);
+    return ast_reshape(c, y, x->ndim, x->shape);
 }
 
 /* What one token uses (docs/model.md §2.11 "Activated"): the router and k experts,
@@ -247,7 +205,9 @@ static ast_tensor *moe_forward(void *self, ast_ctx *c, ast_tensor *x, const ast_
 static int64_t moe_active_params(void *self)
 {
     const moe *m = self;
-    int64_t router = m->gate->size + m->w_noise->size + (m->time_w ? m->time_w->size + m->time_b->size : 0);
+    const ast_weights *t = &m->time_proj;
+    int64_t router = m->gate.weight->size + m->w_noise.weight->size;
+    if (t->weight) router += t->weight->size + t->bias->size;
     int64_t expert = moe_expert_numel(&m->experts[0]);
     return router + (int64_t)(m->o.top_k + m->o.num_shared) * expert;
 }
@@ -262,8 +222,9 @@ static const ast_plugin_desc moe_desc = {
     .destroy = moe_destroy,
     .forward = moe_forward,
     .active_params = moe_active_params,
-    .kernels = moe_kernels,
-    .n_kernels = MOE_N_KERNELS(moe_kernels),
+    .kernels = (const ast_kernel[]){{"moe_combine", "cpu", (ast_kernel_fn)moe_combine}},
+    .n_kernels = 1,
 };
 
+AST_API_DEFINE;
 AST_PLUGIN_DEFINE(moe_desc)

@@ -1,20 +1,20 @@
 /* Internal interface of the mixture-of-experts FFN plugin (docs/model.md §2.7):
  * the instance, the routing decision of one forward, and the pieces
- * (experts, router, dispatch) that ffn_moe.c puts together. Everything
- * goes through the host table; nothing here links the alphast core. */
+ * (experts, router, dispatch, combine) that ffn_moe.c puts together. */
 #ifndef ALPHAST_PLUGIN_MOE_H
 #define ALPHAST_PLUGIN_MOE_H
 
 #include <stdlib.h>
 
-#include "alphast/plugin.h"
+#include "alphast/plugin_api.h"
+#include "moe_combine.h"
 
 /* A broken caller contract (a programming error, like a core shape
  * assertion): say what and stop. */
-#define MOE_REQUIRE(h, cond, ...)                                                      \
+#define MOE_REQUIRE(cond, ...)                                                         \
     do {                                                                               \
         if (!(cond)) {                                                                 \
-            (h)->log(AST_LOG_ERROR, "ffn moe: " __VA_ARGS__);                          \
+            ast_log(AST_LOG_ERROR, "ffn moe: " __VA_ARGS__);                           \
             abort();                                                                   \
         }                                                                              \
     } while (0)
@@ -24,7 +24,7 @@ typedef enum moe_balance_kind { MOE_BALANCE_LOSS, MOE_BALANCE_BIAS, MOE_BALANCE_
 
 /* One expert: w2(Dropout(ReLU(w1(x)))). */
 typedef struct moe_expert {
-    ast_tensor *w1, *b1, *w2, *b2;
+    ast_weights w1, w2;
 } moe_expert;
 
 typedef struct moe_opts {
@@ -35,23 +35,18 @@ typedef struct moe_opts {
     int time_conditioned;
 } moe_opts;
 
-/* The combine's kernel (moe_combine.c is the CPU one): see moe_combine below. */
-typedef void (*moe_combine_fn)(const ast_host *h, ast_ctx *c, ast_tensor *out, ast_tensor *y, ast_tensor *weights,
-                               const int32_t *token, const int32_t *weight);
-
 typedef struct moe {
-    const ast_host *h;
     moe_opts o;
     int d_model;
     float dropout;
-    moe_expert *experts; /* [num_experts] */
-    moe_expert *shared;  /* [num_shared] */
-    ast_tensor *gate, *w_noise;  /* [n, E], no bias */
-    ast_tensor *time_w, *time_b; /* [n, T], [n]; only when time_conditioned */
+    ast_weights gate, w_noise; /* [n, E], no bias */
+    ast_weights time_proj;     /* [n, T] and [n]; only when time_conditioned */
     /* [n] balance: bias only (else NULL): a host buffer, so checkpoints
      * and best.safetensors keep it; added to the logits for selection only. */
     ast_tensor *sel_bias;
     moe_combine_fn combine; /* the kernel of the fused combine for this instance's backend */
+    moe_expert *shared;     /* [num_shared]: the tail of experts */
+    moe_expert experts[];   /* [num_experts] routed, then the shared ones */
 } moe;
 
 /* The valid tokens of one forward, flattened to rows. */
@@ -76,8 +71,7 @@ typedef struct moe_routing {
 } moe_routing;
 
 /* moe_expert.c */
-void moe_expert_init(const ast_host *h, ast_scope *s, const char *prefix, int j, int d_model, int hidden,
-                     moe_expert *e);
+void moe_expert_init(ast_scope *s, const char *prefix, int j, int d_model, int hidden, moe_expert *e);
 ast_tensor *moe_expert_forward(const moe *m, ast_ctx *c, const moe_expert *e, ast_tensor *x);
 int64_t moe_expert_numel(const moe_expert *e);
 
@@ -88,16 +82,12 @@ ast_tensor *moe_balance_loss(const moe *m, ast_ctx *c, ast_tensor *logits, ast_t
 void moe_update_bias(moe *m, const moe_routing *r, int64_t tokens);
 
 /* moe_dispatch.c */
-void moe_sort_pairs(ast_ctx *c, const ast_host *h, int n_experts, const int32_t *expert, const int32_t *token,
-                    const int32_t *weight, int64_t n, int64_t capacity, moe_routing *r);
+void moe_sort_pairs(ast_ctx *c, int n_experts, const int32_t *expert, const int32_t *token, const int32_t *weight,
+                    int64_t n, int64_t capacity, moe_routing *r);
 ast_tensor *moe_dispatch(const moe *m, ast_ctx *c, const moe_tokens *tk, const moe_routing *r);
 
-/* moe_combine.c: out[token[i]] += weights[weight[i]] * y[i] for every row i
- * of y [rows, E], recorded on the tape with out as its output; several
- * calls may add into one out. token and weight live for the step. A fused
- * op on host memory: the descriptor lists it as the "moe_combine" kernel
- * for "cpu", and the instance calls it through moe.combine. */
-void moe_combine(const ast_host *h, ast_ctx *c, ast_tensor *out, ast_tensor *y, ast_tensor *weights,
-                 const int32_t *token, const int32_t *weight);
+/* moe_combine.c: moe_combine (moe_combine.h), the fused op on host memory
+ * that the descriptor lists as the "moe_combine" kernel for "cpu"; the
+ * instance calls it through moe.combine. */
 
 #endif

@@ -10,7 +10,6 @@
 #include "moe.h"
 
 typedef struct combine_saved {
-    const ast_host *h;
     const int32_t *token;  /* [rows of y] */
     const int32_t *weight; /* [rows of y] */
     int split;             /* no token and no weight twice: rows may run on different threads */
@@ -61,8 +60,8 @@ static void combine_backward(ast_ctx *c, const ast_node *n)
 {
     const combine_saved *s = n->saved;
     ast_tensor *y = n->in[0], *w = n->in[1];
-    combine_args a = {s, y->data, w->data, n->out->grad, NULL, s->h->grad(c, y), s->h->grad(c, w), y->shape[1]};
-    s->h->parallel_for(y->shape[0], row_grain(s, y->shape[0], a.d), combine_backward_range, &a);
+    combine_args a = {s, y->data, w->data, n->out->grad, NULL, ast_grad(c, y), ast_grad(c, w), y->shape[1]};
+    ast_parallel_for(y->shape[0], row_grain(s, y->shape[0], a.d), combine_backward_range, &a);
 }
 
 static void combine_range(void *arg, int64_t lo, int64_t hi)
@@ -75,29 +74,29 @@ static void combine_range(void *arg, int64_t lo, int64_t hi)
 /* A bad row is a broken routing (a programming error): stop before the
  * backward would write outside the gradients. Returns whether every token
  * and every weight appears at most once. */
-static int check_rows(const ast_host *h, ast_ctx *c, const ast_tensor *out, const ast_tensor *y,
-                      const ast_tensor *weights, const int32_t *token, const int32_t *weight)
+static int check_rows(ast_ctx *c, const ast_tensor *out, const ast_tensor *y, const ast_tensor *weights,
+                      const int32_t *token, const int32_t *weight)
 {
-    MOE_REQUIRE(h, out->ndim == 2 && y->ndim == 2 && y->shape[1] == out->shape[1],
+    MOE_REQUIRE(out->ndim == 2 && y->ndim == 2 && y->shape[1] == out->shape[1],
                 "combine: expert output [%lld, %lld] into [%lld, %lld]", (long long)y->shape[0],
                 (long long)y->shape[1], (long long)out->shape[0], (long long)out->shape[1]);
-    unsigned char *seen_token = h->alloc(c, (size_t)out->shape[0]), *seen_weight = h->alloc(c, (size_t)weights->size);
+    unsigned char *seen_token = ast_alloc(c, (size_t)out->shape[0]), *seen_weight = ast_alloc(c, (size_t)weights->size);
     int distinct = 1;
     for (int64_t i = 0; i < y->shape[0]; i++) {
-        MOE_REQUIRE(h, token[i] >= 0 && token[i] < out->shape[0] && weight[i] >= 0 && weight[i] < weights->size,
+        MOE_REQUIRE(token[i] >= 0 && token[i] < out->shape[0] && weight[i] >= 0 && weight[i] < weights->size,
                     "combine: row %lld routes token %d with weight %d", (long long)i, token[i], weight[i]);
         distinct &= !seen_token[token[i]]++ & !seen_weight[weight[i]]++;
     }
     return distinct;
 }
 
-void moe_combine(const ast_host *h, ast_ctx *c, ast_tensor *out, ast_tensor *y, ast_tensor *weights,
-                 const int32_t *token, const int32_t *weight)
+void moe_combine(ast_ctx *c, ast_tensor *out, ast_tensor *y, ast_tensor *weights, const int32_t *token,
+                 const int32_t *weight)
 {
-    combine_saved *s = h->alloc(c, sizeof *s);
-    *s = (combine_saved){h, token, weight, check_rows(h, c, out, y, weights, token, weight)};
+    combine_saved *s = ast_alloc(c, sizeof *s);
+    *s = (combine_saved){token, weight, check_rows(c, out, y, weights, token, weight)};
     combine_args a = {.s = s, .y = y->data, .w = weights->data, .out = out->data, .d = out->shape[1]};
-    h->parallel_for(y->shape[0], row_grain(s, y->shape[0], a.d), combine_range, &a);
-    h->record(c, &(ast_node){.op = "moe_combine", .backward = combine_backward, .out = out, .in = {y, weights},
+    ast_parallel_for(y->shape[0], row_grain(s, y->shape[0], a.d), combine_range, &a);
+    ast_record(c, &(ast_node){.op = "moe_combine", .backward = combine_backward, .out = out, .in = {y, weights},
                              .n_in = 2, .saved = s});
 }

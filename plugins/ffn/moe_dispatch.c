@@ -8,13 +8,13 @@
 /* Stable counting sort of n candidate assignments by expert; an expert
  * keeps at most `capacity` of them, in candidate order, and the rest are
  * counted in r->dropped. r->load counts the candidates per expert. */
-void moe_sort_pairs(ast_ctx *c, const ast_host *h, int n_experts, const int32_t *expert, const int32_t *token,
-                    const int32_t *weight, int64_t n, int64_t capacity, moe_routing *r)
+void moe_sort_pairs(ast_ctx *c, int n_experts, const int32_t *expert, const int32_t *token, const int32_t *weight,
+                    int64_t n, int64_t capacity, moe_routing *r)
 {
-    unsigned char *keep = h->alloc(c, (size_t)n);
-    int64_t *cursor = h->alloc(c, (size_t)(n_experts + 1) * sizeof *cursor);
-    r->offset = h->alloc(c, (size_t)(n_experts + 1) * sizeof *r->offset);
-    r->load = h->alloc(c, (size_t)n_experts * sizeof *r->load);
+    unsigned char *keep = ast_alloc(c, (size_t)n);
+    int64_t *cursor = ast_alloc(c, (size_t)(n_experts + 1) * sizeof *cursor);
+    r->offset = ast_alloc(c, (size_t)(n_experts + 1) * sizeof *r->offset);
+    r->load = ast_alloc(c, (size_t)n_experts * sizeof *r->load);
     r->dropped = 0;
     for (int64_t i = 0; i < n; i++) {
         int e = expert[i];
@@ -26,8 +26,8 @@ void moe_sort_pairs(ast_ctx *c, const ast_host *h, int n_experts, const int32_t 
     for (int e = 0; e < n_experts; e++) r->offset[e + 1] += r->offset[e];
     r->n_pairs = r->offset[n_experts];
     for (int e = 0; e < n_experts; e++) cursor[e] = r->offset[e];
-    r->token = h->alloc(c, (size_t)r->n_pairs * sizeof *r->token);
-    r->weight = h->alloc(c, (size_t)r->n_pairs * sizeof *r->weight);
+    r->token = ast_alloc(c, (size_t)r->n_pairs * sizeof *r->token);
+    r->weight = ast_alloc(c, (size_t)r->n_pairs * sizeof *r->weight);
     for (int64_t i = 0; i < n; i++) {
         if (!keep[i]) continue;
         int64_t p = cursor[expert[i]]++;
@@ -42,14 +42,13 @@ void moe_sort_pairs(ast_ctx *c, const ast_host *h, int n_experts, const int32_t 
  * the work follows the assignments, not experts x tokens. */
 ast_tensor *moe_dispatch(const moe *m, ast_ctx *c, const moe_tokens *tk, const moe_routing *r)
 {
-    const ast_host *h = m->h;
-    ast_tensor *out = h->ops->zeros(c, 2, (int64_t[]){tk->n, m->d_model});
+    ast_tensor *out = ast_zeros(c, 2, (int64_t[]){tk->n, m->d_model});
     for (int e = 0; e < m->o.num_experts; e++) {
         int64_t start = r->offset[e], count = r->offset[e + 1] - start;
         if (!count) continue;
         const int32_t *rows = r->token + start;
-        ast_tensor *y = moe_expert_forward(m, c, &m->experts[e], h->ops->gather_rows(c, tk->x, rows, count));
-        m->combine(h, c, out, y, r->weights, rows, r->weight + start);
+        ast_tensor *y = moe_expert_forward(m, c, &m->experts[e], ast_gather_rows(c, tk->x, rows, count));
+        m->combine(c, out, y, r->weights, rows, r->weight + start);
     }
     return out;
 }

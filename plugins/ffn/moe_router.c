@@ -30,22 +30,21 @@ static void noise_range(void *arg, int64_t lo, int64_t hi)
 
 ast_tensor *moe_router_logits(const moe *m, ast_ctx *c, const moe_tokens *tk, ast_tensor *time)
 {
-    const ast_host *h = m->h;
     int n = m->o.num_experts;
-    ast_tensor *logits = h->ops->linear(c, tk->x, m->gate, NULL);
-    float noise_eps = h->scheduled(c, "moe.router_noise", m->o.noise_eps);
-    if (h->training(c) && noise_eps > 0.0f) {
-        ast_tensor *scale = h->ops->softplus(c, h->ops->linear(c, tk->x, m->w_noise, NULL));
-        ast_tensor *eps = h->ops->zeros(c, 2, (int64_t[]){tk->n, n});
-        h->parallel_for(eps->size, 4096, noise_range, &(noise_args){eps->data, h->rng_u64(c), noise_eps});
-        logits = h->ops->add(c, logits, h->ops->mul(c, eps, scale));
+    ast_tensor *logits = ast_linear(c, tk->x, m->gate.weight, NULL);
+    float noise_eps = ast_ctx_scheduled(c, "moe.router_noise", m->o.noise_eps);
+    if (ast_training(c) && noise_eps > 0.0f) {
+        ast_tensor *scale = ast_softplus(c, ast_linear(c, tk->x, m->w_noise.weight, NULL));
+        ast_tensor *eps = ast_zeros(c, 2, (int64_t[]){tk->n, n});
+        ast_parallel_for(eps->size, 4096, noise_range, &(noise_args){eps->data, ast_rng_u64(c), noise_eps});
+        logits = ast_add(c, logits, ast_mul(c, eps, scale));
     }
     if (m->o.time_conditioned) {
-        MOE_REQUIRE(h, time && time->ndim == 2 && time->shape[1] == m->time_w->shape[1],
+        MOE_REQUIRE(time && time->ndim == 2 && time->shape[1] == m->time_proj.weight->shape[1],
                     "time_conditioned needs the time embedding [B, %lld] in the forward args",
-                    (long long)m->time_w->shape[1]);
-        ast_tensor *per_set = h->ops->linear(c, time, m->time_w, m->time_b);
-        logits = h->ops->add(c, logits, h->ops->gather_rows(c, per_set, tk->batch, tk->n));
+                    (long long)m->time_proj.weight->shape[1]);
+        ast_tensor *per_set = ast_linear(c, time, m->time_proj.weight, m->time_proj.bias);
+        logits = ast_add(c, logits, ast_gather_rows(c, per_set, tk->batch, tk->n));
     }
     return logits;
 }
@@ -83,14 +82,13 @@ static int64_t capacity_of(double assignments, double factor, int n)
  * Weights = softmax over the k selected logits, gathered from the logits. */
 static void route_top_k(const moe *m, ast_ctx *c, ast_tensor *logits, moe_routing *r)
 {
-    const ast_host *h = m->h;
     int n = m->o.num_experts, k = m->o.top_k;
     int64_t tokens = logits->shape[0], pairs = tokens * k;
-    int32_t *expert = h->alloc(c, (size_t)pairs * sizeof *expert);
-    int32_t *token = h->alloc(c, (size_t)pairs * sizeof *token);
-    int32_t *weight = h->alloc(c, (size_t)pairs * sizeof *weight);
-    int32_t *flat = h->alloc(c, (size_t)pairs * sizeof *flat);
-    int32_t *chosen = h->alloc(c, (size_t)k * sizeof *chosen);
+    int32_t *expert = ast_alloc(c, (size_t)pairs * sizeof *expert);
+    int32_t *token = ast_alloc(c, (size_t)pairs * sizeof *token);
+    int32_t *weight = ast_alloc(c, (size_t)pairs * sizeof *weight);
+    int32_t *flat = ast_alloc(c, (size_t)pairs * sizeof *flat);
+    int32_t *chosen = ast_alloc(c, (size_t)k * sizeof *chosen);
     for (int64_t t = 0; t < tokens; t++) {
         top_k(logits->data + t * n, m->sel_bias ? m->sel_bias->data : NULL, n, k, chosen);
         for (int s = 0; s < k; s++) {
@@ -102,11 +100,11 @@ static void route_top_k(const moe *m, ast_ctx *c, ast_tensor *logits, moe_routin
         }
     }
     int64_t cap = m->o.capacity_factor > 0.0f ? capacity_of((double)pairs, m->o.capacity_factor, n) : pairs;
-    moe_sort_pairs(c, h, n, expert, token, weight, pairs, cap, r);
+    moe_sort_pairs(c, n, expert, token, weight, pairs, cap, r);
 
-    ast_tensor *column = h->ops->reshape(c, logits, 2, (int64_t[]){tokens * n, 1});
-    ast_tensor *picked = h->ops->reshape(c, h->ops->gather_rows(c, column, flat, pairs), 2, (int64_t[]){tokens, k});
-    r->weights = h->ops->reshape(c, h->ops->softmax(c, picked, -1), 2, (int64_t[]){pairs, 1});
+    ast_tensor *column = ast_reshape(c, logits, 2, (int64_t[]){tokens * n, 1});
+    ast_tensor *picked = ast_reshape(c, ast_gather_rows(c, column, flat, pairs), 2, (int64_t[]){tokens, k});
+    r->weights = ast_reshape(c, ast_softmax(c, picked, -1), 2, (int64_t[]){pairs, 1});
 }
 
 typedef struct scored {
@@ -126,17 +124,16 @@ static int by_score_desc(const void *pa, const void *pb)
  * weights each by that probability. Tokens nobody picks are "dropped". */
 static void route_expert_choice(const moe *m, ast_ctx *c, ast_tensor *probs, moe_routing *r)
 {
-    const ast_host *h = m->h;
     int n = m->o.num_experts;
     int64_t tokens = probs->shape[0];
     int64_t cap = capacity_of((double)tokens * m->o.top_k, 1.0, n);
     if (cap > tokens) cap = tokens;
     int64_t pairs = cap * n;
-    int32_t *expert = h->alloc(c, (size_t)pairs * sizeof *expert);
-    int32_t *token = h->alloc(c, (size_t)pairs * sizeof *token);
-    int32_t *weight = h->alloc(c, (size_t)pairs * sizeof *weight);
-    scored *order = h->alloc(c, (size_t)tokens * sizeof *order);
-    unsigned char *picked = h->alloc(c, (size_t)tokens);
+    int32_t *expert = ast_alloc(c, (size_t)pairs * sizeof *expert);
+    int32_t *token = ast_alloc(c, (size_t)pairs * sizeof *token);
+    int32_t *weight = ast_alloc(c, (size_t)pairs * sizeof *weight);
+    scored *order = ast_alloc(c, (size_t)tokens * sizeof *order);
+    unsigned char *picked = ast_alloc(c, (size_t)tokens);
     for (int e = 0; e < n; e++) {
         for (int64_t t = 0; t < tokens; t++) order[t] = (scored){probs->data[t * n + e], (int32_t)t};
         qsort(order, (size_t)tokens, sizeof *order, by_score_desc);
@@ -148,10 +145,10 @@ static void route_expert_choice(const moe *m, ast_ctx *c, ast_tensor *probs, moe
             picked[t] = 1;
         }
     }
-    moe_sort_pairs(c, h, n, expert, token, weight, pairs, pairs, r);
+    moe_sort_pairs(c, n, expert, token, weight, pairs, pairs, r);
     r->dropped = 0;
     for (int64_t t = 0; t < tokens; t++) r->dropped += !picked[t];
-    r->weights = h->ops->reshape(c, probs, 2, (int64_t[]){tokens * n, 1});
+    r->weights = ast_reshape(c, probs, 2, (int64_t[]){tokens * n, 1});
 }
 
 void moe_route(const moe *m, ast_ctx *c, ast_tensor *logits, ast_tensor *probs, moe_routing *r)
@@ -176,15 +173,14 @@ static int argmax(const float *v, int n)
  * schedules it. */
 ast_tensor *moe_balance_loss(const moe *m, ast_ctx *c, ast_tensor *logits, ast_tensor *probs)
 {
-    const ast_host *h = m->h;
     int n = m->o.num_experts;
     int64_t tokens = logits->shape[0];
-    ast_tensor *argmax_count = h->ops->zeros(c, 1, (int64_t[]){n});
+    ast_tensor *argmax_count = ast_zeros(c, 1, (int64_t[]){n});
     for (int64_t t = 0; t < tokens; t++) argmax_count->data[argmax(logits->data + t * n, n)] += 1.0f;
-    ast_tensor *prob_sum = h->ops->sum_axis(c, probs, 0);
-    ast_tensor *dot = h->ops->sum(c, h->ops->mul(c, prob_sum, argmax_count));
-    float weight = h->scheduled(c, "moe.load_balance_weight", m->o.lb_weight);
-    return h->ops->affine(c, dot, weight * (float)n / ((float)tokens * (float)tokens), 0.0f);
+    ast_tensor *prob_sum = ast_sum_axis(c, probs, 0);
+    ast_tensor *dot = ast_sum(c, ast_mul(c, prob_sum, argmax_count));
+    float weight = ast_ctx_scheduled(c, "moe.load_balance_weight", m->o.lb_weight);
+    return ast_affine(c, dot, weight * (float)n / ((float)tokens * (float)tokens), 0.0f);
 }
 
 /* DeepSeek-V3's aux-loss-free balancing: nudge each expert's selection bias
