@@ -54,6 +54,15 @@ static int read_inputs(ast_ctx *c, const ast_st_file *f, fwd_inputs *in, ast_err
     }
     const int64_t *s = ast_st_shape(f, i);
     int64_t b = s[0], n = s[1];
+    /* An empty batch has nothing to predict; the model's layers assume
+     * at least one cell (the GEMMs of an empty one used to divide by 0). */
+    if (b < 1 || n < 1 || s[2] < 1) {
+        char got[64];
+        ast_error_set(e, "%s: tensor 'expression' has shape %s, with no %s; forward needs B >= 1 sets of N >= 1 "
+                      "cells and G >= 1 genes", ast_st_path(f), ast_st_shape_str(3, s, got, sizeof got),
+                      b < 1 ? "set (B = 0)" : n < 1 ? "cell (N = 0)" : "gene (G = 0)");
+        return -1;
+    }
     in->mask = NULL;
     if (!(in->expression = read_input(c, f, "expression", 3, s, e)) ||
         !(in->positions = read_input(c, f, "positions", 3, (int64_t[]){b, n, 3}, e)) ||

@@ -14,7 +14,7 @@
 #include "commands.h"
 #include "sweep_pool.h"
 
-enum { OPT_OUT, OPT_JOBS, OPT_THREADS, OPT_FAIL_FAST, OPT_KEEP_GOING, OPT_DRY_RUN, N_OPTS };
+enum { OPT_OUT, OPT_JOBS, OPT_THREADS, OPT_FAIL_FAST, OPT_KEEP_GOING, OPT_DRY_RUN, OPT_TRUST, N_OPTS };
 
 static const cli_option options[N_OPTS] = {
     [OPT_OUT] = {"out", 'o', "DIR", "sweep directory (default: sweeps/<the sweep's name>)"},
@@ -23,17 +23,21 @@ static const cli_option options[N_OPTS] = {
     [OPT_FAIL_FAST] = {"fail-fast", 0, NULL, "at the first failed run, stop the running ones and start no more"},
     [OPT_KEEP_GOING] = {"keep-going", 0, NULL, "finish every run even when some fail (the default)"},
     [OPT_DRY_RUN] = {"dry-run", 'n', NULL, "list the runs, their overrides and states; run nothing"},
+    [OPT_TRUST] = {"trust-script", 0, NULL,
+                   "give a script you trust Lua's full library: processes, files, native code (or ALPHAST_TRUST_SWEEP=1)"},
 };
 
 static const cli_spec spec = {
     .name = "sweep",
-    .usage = "[--out DIR] [--jobs N] [--threads N] [--fail-fast | --keep-going] [--dry-run] SCRIPT.lua",
+    .usage = "[--out DIR] [--jobs N] [--threads N] [--fail-fast | --keep-going] [--dry-run] [--trust-script] SCRIPT.lua",
     .about = "Runs the sweep a Lua script declares (docs/sweeps.md): every (config, seed) is one\n"
              "`alphast-run train` process, N at a time, in DIR/runs/<name>-<hash>; their states go\n"
              "to DIR/ledger.jsonl. Running the script again resumes: done runs are skipped, interrupted\n"
              "ones continue from their checkpoints, failed ones are retried. Several runners may share\n"
              "DIR without running anything twice. Ctrl-C stops cleanly; exit status 0 when every run\n"
-             "is done, 1 when some failed, 130 when interrupted.",
+             "is done, 1 when some failed, 130 when interrupted.\n"
+             "The script runs restricted: no processes, file writing or native code, and a budget of\n"
+             "instructions and memory. --trust-script lifts the restriction for a script you trust.",
     .options = options,
     .n_options = N_OPTS,
     .max_args = 1,
@@ -108,7 +112,10 @@ static void report(const char *dir)
 static int run(const char **v, const char *script)
 {
     ast_error e = {""};
-    ast_sweep *s = ast_sweep_load(script, &e);
+    ast_sweep_limits limits;
+    if (ast_sweep_limits_from_env(&limits, &e) < 0) return cli_fail(&e);
+    limits.trusted |= v[OPT_TRUST] != NULL;
+    ast_sweep *s = ast_sweep_load_limited(script, &limits, &e);
     if (!s) return cli_fail(&e);
     sweep_opts o;
     int rc = resolve_opts(v, s, &o);

@@ -12,7 +12,7 @@
 #include "commands.h"
 #include "run_setup.h"
 
-enum { OPT_CONFIG, OPT_DATA, OPT_OUT, OPT_FRESH, OPT_QUIET, OPT_SCHEDULE, N_OPTS };
+enum { OPT_CONFIG, OPT_DATA, OPT_OUT, OPT_FRESH, OPT_QUIET, OPT_SCHEDULE, OPT_TRUST, N_OPTS };
 
 static const cli_option options[N_OPTS] = {
     [OPT_CONFIG] = {"config", 'c', "FILE", "run configuration (default: the bundled configs/starmap.yaml)"},
@@ -21,11 +21,12 @@ static const cli_option options[N_OPTS] = {
     [OPT_FRESH] = {"fresh", 0, NULL, "start over even if DIR holds a checkpoint"},
     [OPT_QUIET] = {"quiet", 'q', NULL, "no progress bar"},
     [OPT_SCHEDULE] = {"schedule", 0, "SCRIPT:RUN", "the Lua schedules of run RUN of a sweep script (docs/sweeps.md)"},
+    [OPT_TRUST] = {"trust-script", 0, NULL, "evaluate the --schedule script with Lua's full standard library"},
 };
 
 static const cli_spec spec = {
     .name = "train",
-    .usage = "[--config FILE] [--data FILE] [--out DIR] [--fresh] [--schedule SCRIPT:RUN] [KEY=VALUE ...]",
+    .usage = "[--config FILE] [--data FILE] [--out DIR] [--fresh] [--schedule SCRIPT:RUN [--trust-script]] [KEY=VALUE ...]",
     .about = "Trains AlphaSTomics on a spatial transcriptomics dataset: neighbourhood sets of\n"
              "cells, diffusion on expression and/or positions (training_mode), AdamW.\n"
              "KEY=VALUE arguments override the config (training.epochs=5, attention=gated).\n"
@@ -38,18 +39,23 @@ static const cli_spec spec = {
     .max_args = 64,
 };
 
-/* SCRIPT:RUN -> the sweep script, evaluated afresh, with RUN's schedule
- * bound to tc. */
-static ast_sweep *load_schedule(const char *arg, ast_train_config *tc, ast_error *e)
+/* SCRIPT:RUN -> the sweep script with RUN's schedule bound to tc. The
+ * schedule's functions are closures of the script, which cannot cross the
+ * exec from `alphast-run sweep`, so this process evaluates the script
+ * once more, within the same limits (restricted unless trusted). */
+static ast_sweep *load_schedule(const char *arg, int trust, ast_train_config *tc, ast_error *e)
 {
     const char *colon = strrchr(arg, ':');
     if (!colon || colon == arg || !colon[1]) {
         ast_error_set(e, "--schedule %s: expected SCRIPT.lua:RUN (a run id that `alphast-run sweep --dry-run` lists)", arg);
         return NULL;
     }
+    ast_sweep_limits limits;
+    if (ast_sweep_limits_from_env(&limits, e) < 0) return NULL;
+    limits.trusted |= trust;
     char *script = ast_xstrdup(arg);
     script[colon - arg] = 0;
-    ast_sweep *s = ast_sweep_load(script, e);
+    ast_sweep *s = ast_sweep_load_limited(script, &limits, e);
     free(script);
     if (s && ast_sweep_bind_schedule(s, colon + 1, tc, e) < 0) {
         ast_sweep_free(s);
@@ -103,7 +109,7 @@ static int train(const char **v, const char **args, int n_args, ast_error *e)
         ast_train_config_from_cfg(cfg, &tc, e) < 0 || !(m = ast_model_new(&mc, tc.seed, e)) || !(yaml = ast_cfg_dump_string(cfg, e)))
         goto done;
     tc.progress = !v[OPT_QUIET];
-    if (v[OPT_SCHEDULE] && !(sweep = load_schedule(v[OPT_SCHEDULE], &tc, e))) goto done;
+    if (v[OPT_SCHEDULE] && !(sweep = load_schedule(v[OPT_SCHEDULE], v[OPT_TRUST] != NULL, &tc, e))) goto done;
     if (!v[OPT_OUT]) {
         char *copy = ast_xstrdup(cfg_path), *base = basename(copy), *dot = strrchr(base, '.');
         if (dot) *dot = 0;

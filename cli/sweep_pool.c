@@ -158,7 +158,7 @@ static void child_env(pool *p)
     p->envp[k] = p->thread_vars[1];
 }
 
-/* alphast-run train --config BASE --out DIR [--schedule SCRIPT:ID] OVERRIDES... */
+/* alphast-run train --config BASE --out DIR [--schedule SCRIPT:ID [--trust-script]] OVERRIDES... */
 static char **train_argv(const pool *p, const slot *s, const char *dir)
 {
     const ast_sweep_run *r = s->run;
@@ -175,6 +175,8 @@ static char **train_argv(const pool *p, const slot *s, const char *dir)
         argv[k++] = ast_xstrdup("--schedule");
         argv[k] = ast_xmalloc(n);
         snprintf(argv[k++], n, "%s:%s", p->sweep->script, r->id);
+        /* The run evaluates the script again: with the trust it had here. */
+        if (p->sweep->trusted) argv[k++] = ast_xstrdup("--trust-script");
     }
     for (int i = 0; i < r->n_overrides; i++) argv[k++] = ast_xstrdup(r->overrides[i]);
     return argv;

@@ -6,7 +6,11 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$top/_build}
 cd "$top"
 if ! [ -x configure ] || [ configure.ac -nt configure ]; then
-  autoreconf -fi >"${TMPDIR:-/tmp}/alphast-autoreconf.log" 2>&1 || { cat "${TMPDIR:-/tmp}/alphast-autoreconf.log"; exit 1; }
+  # A fresh private log: a fixed name in a shared /tmp could be a link
+  # another user planted, which root would then write through.
+  log=$(mktemp "${TMPDIR:-/tmp}/alphast-autoreconf.XXXXXX")
+  trap 'rm -f "$log"' EXIT
+  autoreconf -fi >"$log" 2>&1 || { cat "$log"; exit 1; }
 fi
 mkdir -p "$build"
 cd "$build"

@@ -148,3 +148,24 @@ Test(cli, bad_plugin_path_fails_with_one_line)
                              "set it to a colon-separated list of plugin directories\n");
     cr_assert_str_empty(r->out);
 }
+
+/* Hostile configs and overrides: one line naming the place, exit status 1,
+ * no crash (30,000 levels used to overflow the stack; a key that is not
+ * UTF-8 made the dumper free twice). */
+Test(cli, hostile_configs_and_overrides_fail_with_one_located_line)
+{
+    run_result *r = run("train --config " ALPHAST_SOURCE_DIR "/tests/data/config_bad/deep_nesting_30000.yaml");
+    cr_assert_eq(r->status, 1, "%s", r->err);
+    assert_has(r->err, "deep_nesting_30000.yaml:1:67: nesting deeper than 64 levels; ");
+    cr_assert_eq(lines(r->err), 1, "%s", r->err);
+    r = run("train --config " ALPHAST_SOURCE_DIR "/tests/data/sweeps/tiny.yaml 'attention.gat\x93\xa0pe=x'");
+    cr_assert_eq(r->status, 1, "%s", r->err);
+    cr_assert_str_eq(r->err, "alphast-run: override:1:14: attention.gat\\x93\\xa0pe: the key path is not valid UTF-8 "
+                             "text (byte 0x93 at column 14); write key names in UTF-8 without control characters\n");
+}
+
+Test(cli, sweep_and_train_offer_the_trust_opt_in)
+{
+    assert_has(run("sweep --help")->out, "--trust-script");
+    assert_has(run("train --help")->out, "--trust-script");
+}

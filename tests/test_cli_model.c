@@ -198,3 +198,44 @@ Test(cli_model, forward_names_what_is_missing)
     ast_st_close(io);
     tmp_files_remove(&t);
 }
+
+/* Inputs of B sets of N cells of the golden model's G genes, all zeros. */
+static void write_empty_inputs(const ast_st_file *io, const char *path, int64_t b, int64_t n)
+{
+    int i = ast_st_find(io, "in.noisy_expression");
+    cr_assert_geq(i, 0);
+    int64_t g = ast_st_shape(io, i)[2];
+    static float zeros[64]; /* t [B, 1] is not empty when only N is 0 */
+    ast_st_writer *w = ast_st_writer_new();
+    ast_st_writer_add(w, "expression", AST_ST_F32, 3, (int64_t[]){b, n, g}, zeros);
+    ast_st_writer_add(w, "positions", AST_ST_F32, 3, (int64_t[]){b, n, 3}, zeros);
+    ast_st_writer_add(w, "t", AST_ST_F32, 2, (int64_t[]){b, 1}, zeros);
+    ast_st_writer_add(w, "node_mask", AST_ST_F32, 2, (int64_t[]){b, n}, zeros);
+    ast_error e = {""};
+    cr_assert_eq(ast_st_writer_write(w, path, &e), 0, "%s", e.msg);
+    ast_st_writer_free(w);
+}
+
+/* B = 0 or N = 0 died of SIGFPE in the GEMM split (issue 11 item 8). */
+Test(cli_model, forward_refuses_empty_inputs)
+{
+    char path[1024], weights[1024];
+    ast_error e = {""};
+    ast_st_file *io = ast_st_open(golden(path, sizeof path, "gated_moe.io.safetensors"), &e);
+    cr_assert_not_null(io, "%s", e.msg);
+    const int64_t shapes[2][2] = {{0, 5}, {2, 0}};
+    const char *why[2] = {"with no set (B = 0)", "with no cell (N = 0)"};
+    for (int k = 0; k < 2; k++) {
+        tmp_files t;
+        tmp_files_make(&t);
+        write_empty_inputs(io, t.inputs, shapes[k][0], shapes[k][1]);
+        cli_run *r = run("forward -c %s/model/gated_moe.yaml -w %s -i %s -o %s", env("ALPHAST_TEST_DATA"),
+                         golden(weights, sizeof weights, "gated_moe.weights.safetensors"), t.inputs, t.out);
+        cr_assert_eq(r->status, 1, "%s", r->text);
+        assert_has(r->text, "tensor 'expression' has shape [");
+        assert_has(r->text, why[k]);
+        cr_assert_neq(access(t.out, F_OK), 0, "no output on failure");
+        tmp_files_remove(&t);
+    }
+    ast_st_close(io);
+}

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "config/config_impl.h" /* the tree API, to build what loading refuses */
 #include "model/model.h"
 
 static ast_cfg *load_reference(void)
@@ -453,4 +454,148 @@ Test(config, dump_and_reload_keeps_every_value)
     free(text);
     ast_cfg_free(again);
     ast_cfg_free(cfg);
+}
+
+/* ---- hostile input: depth, encodings, the dumper --------------------------------- */
+
+static char *data_path(const char *name, char *buf, size_t size)
+{
+    const char *dir = getenv("ALPHAST_TEST_DATA");
+    cr_assert(dir, "ALPHAST_TEST_DATA is not set");
+    snprintf(buf, size, "%s/%s", dir, name);
+    return buf;
+}
+
+/* "a: " and `depth` - 1 nested flow sequences: the root mapping is level 1. */
+static char *nested(int depth)
+{
+    char *text = malloc((size_t)depth * 2 + 16);
+    int n = sprintf(text, "a: ");
+    for (int i = 1; i < depth; i++) text[n++] = '[';
+    for (int i = 1; i < depth; i++) text[n++] = ']';
+    strcpy(text + n, "\n");
+    return text;
+}
+
+Test(config, nesting_30000_deep_is_a_located_error_not_a_stack_overflow)
+{
+    char path[1024];
+    ast_error e = {{0}};
+    cr_assert_null(ast_cfg_load_file(data_path("config_bad/deep_nesting_30000.yaml", path, sizeof path), &e));
+    cr_assert(strstr(e.msg, "deep_nesting_30000.yaml:1:67: nesting deeper than 64 levels; "), "%s", e.msg);
+
+    char *ok = nested(AST_CFG_MAX_DEPTH), *deep = nested(AST_CFG_MAX_DEPTH + 1);
+    cr_assert_null(ast_cfg_load_string(ok, "t.yaml", &e));
+    cr_assert(strstr(e.msg, "t.yaml:1:1: a: unknown key;"), "parsed: the limit itself is allowed; %s", e.msg);
+    cr_assert_null(ast_cfg_load_string(deep, "t.yaml", &e));
+    cr_assert_str_eq(e.msg, "t.yaml:1:67: nesting deeper than 64 levels; a config needs a few levels (plugin "
+                            "options one or two more): check for unclosed brackets or flatten the value");
+    free(ok), free(deep);
+}
+
+Test(config, a_deep_override_counts_its_key_path_and_leaves_the_config_alone)
+{
+    ast_cfg *cfg = load("training:\n  epochs: 5\n");
+    char *value = malloc(70000);
+    strcpy(value, "training.scheduler=");
+    size_t n = strlen(value);
+    for (int i = 0; i < 30000; i++) value[n++] = '[';
+    value[n] = '\0';
+    ast_error e = {{0}};
+    cr_assert_eq(ast_cfg_override(cfg, value, &e), -1);
+    /* training.scheduler sits at level 3: its value may open 61 more */
+    cr_assert(strstr(e.msg, "override:1:63: nesting deeper than 64 levels; "), "%s", e.msg);
+    cr_assert_null(ast_cfg_get(cfg, "training.scheduler"));
+    free(value);
+    ast_cfg_free(cfg);
+}
+
+Test(config, text_that_is_not_utf8_is_located_in_files_values_and_key_paths)
+{
+    char path[1024];
+    ast_error e = {{0}};
+    cr_assert_null(ast_cfg_load_file(data_path("config_bad/nonutf8_key.yaml", path, sizeof path), &e));
+    cr_assert(strstr(e.msg, "nonutf8_key.yaml:3:4: invalid leading UTF-8 octet (byte 0x93 at byte 25); the text is "
+                            "not valid UTF-8: save the file as UTF-8"), "%s", e.msg);
+    load_fails("training:\n  epochs: \"\a\"\n", "t.yaml:2:12: control characters are not allowed (character 0x07 "
+                                               "at byte 21); remove the character or write it as an escape in a "
+                                               "double-quoted string");
+    ast_cfg *cfg = load("attention: gated\n");
+    override_fails(cfg, "attention.gate_type=head\x93wise",
+                   "override:1:5: attention.gate_type: invalid leading UTF-8 octet (byte 0x93 at byte 4); the value "
+                   "is not valid UTF-8: write it in UTF-8");
+    override_fails(cfg, "attention.x\x93\xa0y=1",
+                   "override:1:12: attention.x\\x93\\xa0y: the key path is not valid UTF-8 text (byte 0x93 at "
+                   "column 12); write key names in UTF-8 without control characters");
+    override_fails(cfg, "attention.a\tb=1",
+                   "override:1:12: attention.a\\x09b: the key path is not valid UTF-8 text (control character 0x09 "
+                   "at column 12); write key names in UTF-8 without control characters");
+    ast_cfg_free(cfg);
+}
+
+/* The reproducer's overrides (a fuzzer's find): each one fails cleanly or
+ * applies, and the config dumps afterwards. */
+Test(config, the_non_utf8_override_reproducer_leaves_a_dumpable_config)
+{
+    char path[1024], line[256];
+    FILE *f = fopen(data_path("config_bad/override_nonutf8_key.txt", path, sizeof path), "r");
+    cr_assert(f, "%s", path);
+    ast_cfg *cfg = load_reference();
+    int refused = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        ast_error e = {{0}};
+        if (ast_cfg_override(cfg, line, &e) < 0) refused++;
+    }
+    fclose(f);
+    cr_assert_eq(refused, 2);
+    ast_error e = {{0}};
+    char *text = ast_cfg_dump_string(cfg, &e);
+    cr_assert(text, "%s", e.msg);
+    free(text);
+    ast_cfg_free(cfg);
+}
+
+/* Loading and overrides refuse such text first; a tree built any other way
+ * (here through the internal tree API) must still dump safely: libyaml
+ * refuses the scalar, and the refused event used to be emitted again and
+ * its strings freed twice. */
+Test(config, the_dumper_refuses_text_that_is_not_utf8_without_freeing_twice)
+{
+    ast_cfg *cfg = load("attention: {name: gated}\ntraining:\n  epochs: 5\n");
+    ast_cfg_node *map = (ast_cfg_node *)ast_cfg_get(cfg, "attention");
+    ast_cfg_node *v = cfg_node_new(AST_CFG_SCALAR, "t.yaml", 7, 9);
+    v->value = strdup("1");
+    cfg_node_attach(map, "x\x93\xa0y", v);
+    ast_error e = {{0}};
+    cr_assert_null(ast_cfg_dump_string(cfg, &e));
+    cr_assert_str_eq(e.msg, "t.yaml:7:9: attention.x\\x93\\xa0y: the key is not valid UTF-8 text, so the config "
+                            "cannot be written; write keys and values in UTF-8");
+    cfg_node_detach(v);
+    cfg_node_free(v);
+
+    ast_cfg_node *epochs = (ast_cfg_node *)ast_cfg_get(cfg, "training.epochs");
+    free((char *)epochs->value);
+    epochs->value = strdup("5\xff");
+    cr_assert_null(ast_cfg_dump_string(cfg, &e));
+    cr_assert_str_eq(e.msg, "t.yaml:3:11: training.epochs: the value is not valid UTF-8 text, so the config cannot "
+                            "be written; write keys and values in UTF-8");
+    ast_cfg_free(cfg);
+}
+
+Test(config, text_checks_accept_utf8_and_refuse_the_rest)
+{
+    static const char good[] = "attention.gate_type \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80";
+    cr_assert_eq(ast_cfg_bad_text(good, strlen(good)), -1);
+    cr_assert_eq(ast_cfg_bad_text("ab\x80", 3), 2, "a lone continuation byte");
+    cr_assert_eq(ast_cfg_bad_text("\xc0\xaf", 2), 0, "an overlong '/'");
+    cr_assert_eq(ast_cfg_bad_text("\xed\xa0\x80", 3), 0, "a surrogate");
+    cr_assert_eq(ast_cfg_bad_text("\xf4\x90\x80\x80", 4), 0, "past U+10FFFF");
+    cr_assert_eq(ast_cfg_bad_text("ab\xe2\x82", 4), 2, "cut short");
+    cr_assert_eq(ast_cfg_bad_text("a\0b", 3), 1, "NUL is a control character");
+    char out[16];
+    ast_cfg_escape("\xc3\xa9\x01x\xff", out, sizeof out);
+    cr_assert_str_eq(out, "\xc3\xa9\\x01x\\xff");
+    ast_cfg_escape("abcdefghijklmnopqrstuvwxyz", out, sizeof out);
+    cr_assert_str_eq(out, "abcdefghijkl...");
 }

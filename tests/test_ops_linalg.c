@@ -102,3 +102,32 @@ Test(ops_linalg, no_tape_when_grad_is_off)
     ast_ctx_free(c);
     ast_params_free(p);
 }
+
+/* Empty shapes: a forward of B = 0 sets or N = 0 cells reaches the GEMM
+ * with m or n = 0 (the split's grain divided by zero: SIGFPE), and k = 0
+ * must still give C = beta C (OpenBLAS refuses lda = 0). */
+Test(ops_linalg, gemm_of_empty_shapes_is_safe)
+{
+    float a[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, b[12] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    float c[12], bias[3] = {0.5f, -1.0f, 2.0f};
+    for (int i = 0; i < 12; i++) c[i] = 7.0f;
+    ast_sgemm(0, 0, 0, 3, 4, 1.0f, a, 4, b, 3, 0.0f, c, 3); /* m = 0 */
+    ast_sgemm(0, 0, 4, 0, 3, 1.0f, a, 3, b, 1, 0.0f, c, 1); /* n = 0 */
+    ast_sgemm(1, 1, 0, 0, 0, 1.0f, a, 1, b, 1, 0.0f, c, 1);
+    for (int i = 0; i < 12; i++) cr_assert_eq(c[i], 7.0f, "C has no element: c[%d] untouched", i);
+    ast_sgemm(0, 0, 4, 3, 0, 1.0f, a, 0, b, 3, 2.0f, c, 3); /* k = 0: C = beta C */
+    for (int i = 0; i < 12; i++) cr_assert_eq(c[i], 14.0f, "c[%d] = %g", i, c[i]);
+    c[5] = NAN;
+    ast_sgemm(0, 1, 4, 3, 0, 1.0f, a, 0, b, 0, 0.0f, c, 3); /* beta = 0 clears, NaN too */
+    for (int i = 0; i < 12; i++) cr_assert_eq(c[i], 0.0f, "c[%d] = %g", i, c[i]);
+    ast_sgemm_bias(0, 1, 4, 3, 0, 1.0f, a, 0, b, 0, 0.0f, c, 3, bias);
+    for (int i = 0; i < 12; i++) cr_assert_eq(c[i], bias[i % 3], "c[%d] = %g", i, c[i]);
+
+    ast_ctx *ctx = ast_ctx_new(0); /* a linear layer over 0 rows: output [0, 4] */
+    ast_tensor *x = ast_zeros(ctx, 2, (int64_t[]){0, 5}), *w = ast_zeros(ctx, 2, (int64_t[]){4, 5});
+    ast_tensor *y = ast_linear(ctx, x, w, ast_zeros(ctx, 1, (int64_t[]){4}));
+    cr_assert_eq(y->ndim, 2);
+    cr_assert_eq(y->shape[0], 0);
+    cr_assert_eq(y->shape[1], 4);
+    ast_ctx_free(ctx);
+}

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -454,6 +455,30 @@ Test(sweep, ledger_lines_round_trip_and_a_torn_line_is_skipped)
     free(text);
 }
 
+/* A full disk cut an append short: the next line must not be glued to the
+ * fragment (it was, and the run's 'done' line was lost with it). */
+Test(sweep, a_ledger_line_after_a_torn_one_stands_alone)
+{
+    char *dir = tmp_dir(), path[512];
+    ast_error e = {""};
+    snprintf(path, sizeof path, "%s/ledger.jsonl", dir);
+    FILE *f = fopen(path, "w");
+    fputs("{\"time\":1,\"run\":\"A-1\",\"state\":\"runn", f); /* the disk filled up mid-line */
+    fclose(f);
+    ast_ledger_entry en = {.run = "A-1", .config_name = "A", .hash = "1", .dir = "runs/A-1", .seed = 3,
+                           .state = AST_RUN_DONE, .exit_code = 0};
+    cr_assert_eq(ast_ledger_append(dir, &en, &e), 0, "%s", e.msg);
+    cr_assert_eq(ast_ledger_append(dir, &en, &e), 0, "%s", e.msg);
+    ast_ledger *l = ledger(dir);
+    cr_assert_eq(last_state(l, "A-1"), AST_RUN_DONE);
+    cr_assert_eq(ast_ledger_count(l, "A-1", AST_RUN_DONE), 2, "both appended lines read back");
+    ast_ledger_free(l);
+    char *text = slurp(path);
+    cr_assert(strstr(text, "\"state\":\"runn\n{\"time\""), "the fragment ends its own line:\n%s", text);
+    cr_assert_null(strstr(text, "\n\n"), "no empty line when the ledger ends whole:\n%s", text);
+    free(text);
+}
+
 /* ---- running sweeps ------------------------------------------------------------------ */
 
 Test(sweep, a_failed_run_stops_nothing_unless_fail_fast, .timeout = 60)
@@ -643,4 +668,263 @@ Test(sweep, a_killed_sweep_resumes_only_the_missing_runs, .timeout = 120)
     free(log);
     ast_ledger_free(l);
     ast_sweep_free(s);
+}
+
+/* ---- what a script may do (docs/sweeps.md) ---------------------------------------------- */
+
+static ast_sweep_limits limits(int trusted)
+{
+    ast_sweep_limits l;
+    ast_error e = {""};
+    cr_assert_eq(ast_sweep_limits_from_env(&l, &e), 0, "%s", e.msg);
+    l.trusted = trusted;
+    return l;
+}
+
+static ast_sweep *load_limited_fails(const char *script, const ast_sweep_limits *l, ast_error *e)
+{
+    ast_sweep *s = ast_sweep_load_limited(script, l, e);
+    cr_assert_null(s, "%s loaded", script);
+    return s;
+}
+
+/* ALPHAST_TEST_SCRATCH: where the scripts that write are pointed. */
+static char *scratch(void)
+{
+    char *dir = tmp_dir();
+    setenv("ALPHAST_TEST_SCRATCH", dir, 1);
+    return dir;
+}
+
+static int exists(const char *dir, const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return access(path, F_OK) == 0;
+}
+
+Test(sweep, a_restricted_script_cannot_start_processes_or_write_files)
+{
+    char *dir = scratch();
+    unsetenv("ALPHAST_TRUST_SWEEP");
+    ast_error e = {""};
+    load_fails(SCRIPTS "restricted_os_execute.lua", &e);
+    assert_has(e.msg, "restricted_os_execute.lua:3: os.execute is not available to a sweep script: it runs restricted "
+                      "(no processes, file writing or native code); for a script you trust, run `alphast-run sweep "
+                      "--trust-script`");
+    assert_has(e.msg, "ALPHAST_TRUST_SWEEP=1 (docs/sweeps.md)");
+    load_fails(SCRIPTS "restricted_io_write.lua", &e);
+    assert_has(e.msg, "restricted_io_write.lua:3: io.open('");
+    assert_has(e.msg, "/victim.txt', 'w'): a restricted sweep script opens files for reading only (mode 'r')");
+    cr_assert(!exists(dir, "ran_a_process") && !exists(dir, "victim.txt"), "the scripts did nothing");
+    ast_sweep_limits l = limits(0);
+    ast_sweep *s = ast_sweep_load_limited(SCRIPTS "pure_library.lua", &l, &e);
+    cr_assert(s, "%s", e.msg);
+    cr_assert_eq(s->trusted, 0);
+    ast_cfg *cfg = resolved(&s->runs[0]);
+    cr_assert_eq(ast_cfg_int(cfg, "training.epochs"), 2, "the helper module ran");
+    ast_cfg_free(cfg);
+    ast_sweep_free(s);
+}
+
+Test(sweep, a_restricted_script_has_no_way_around_the_restriction)
+{
+    static const char *const attempts[][2] = {
+        {"debug.sethook()", "debug.sethook is not available to a sweep script"},
+        {"package.loadlib('libc.so.6', 'system')", "package.loadlib is not available"},
+        {"require('os').remove('x')", "os.remove is not available"},
+        {"load(string.dump(function() end), 'x', 'b')", "load: binary chunks (mode 'b') are not available"},
+        {"load('os.exit(1)')()", "os.exit is not available"},
+        {"io.lines('/dev/stdin')", "io.lines('/dev/stdin'): a restricted sweep script reads regular files only"},
+        {"dofile('x.lua')", "dofile is not available"},
+        {"setmetatable({}, {__gc = function() end})", "setmetatable: __gc finalizers are not available"},
+        {"require '../escape'", "require '../escape': not a module name"},
+        {"print(getmetatable(io).__index)", "attempt to index a boolean value"},
+    };
+    char *dir = tmp_dir(), script[512], tiny[512];
+    snprintf(script, sizeof script, "%s/attempt.lua", dir);
+    snprintf(tiny, sizeof tiny, "%s/tiny.yaml", dir);
+    cr_assert_eq(symlink(SCRIPTS "tiny.yaml", tiny), 0);
+    for (size_t i = 0; i < sizeof attempts / sizeof *attempts; i++) {
+        FILE *f = fopen(script, "w");
+        fprintf(f, "local a = require 'alphast'\n%s\na.sweep{base = 'tiny.yaml'}\n", attempts[i][0]);
+        fclose(f);
+        ast_sweep_limits l = limits(0);
+        ast_error e = {""};
+        cr_assert_null(ast_sweep_load_limited(script, &l, &e), "%s was allowed", attempts[i][0]);
+        assert_has(e.msg, attempts[i][1]);
+    }
+}
+
+Test(sweep, a_trusted_script_has_the_full_library, .timeout = 30)
+{
+    char *dir = scratch();
+    ast_sweep_limits l = limits(1);
+    ast_error e = {""};
+    ast_sweep *s = ast_sweep_load_limited(SCRIPTS "restricted_os_execute.lua", &l, &e);
+    cr_assert(s, "%s", e.msg);
+    cr_assert_eq(s->trusted, 1);
+    cr_assert(exists(dir, "ran_a_process"));
+    ast_sweep_free(s);
+    setenv("ALPHAST_TRUST_SWEEP", "1", 1);
+    s = ast_sweep_load(SCRIPTS "restricted_io_write.lua", &e);
+    unsetenv("ALPHAST_TRUST_SWEEP");
+    cr_assert(s, "%s", e.msg);
+    cr_assert(exists(dir, "victim.txt"));
+    ast_sweep_free(s);
+    setenv("ALPHAST_TRUST_SWEEP", "yes", 1);
+    cr_assert_null(ast_sweep_load(SCRIPTS "restricted_io_write.lua", &e));
+    unsetenv("ALPHAST_TRUST_SWEEP");
+    cr_assert_str_eq(e.msg, "ALPHAST_TRUST_SWEEP=yes: expected 1 (trust sweep scripts) or 0");
+}
+
+Test(sweep, an_endless_loop_meets_the_instruction_budget, .timeout = 30)
+{
+    ast_sweep_limits l = limits(0);
+    l.script_instructions = 1000000;
+    static const char *const scripts[] = {SCRIPTS "endless_loop.lua", SCRIPTS "endless_pcall_loop.lua"};
+    for (int i = 0; i < 2; i++) {
+        ast_error e = {""};
+        load_limited_fails(scripts[i], &l, &e);
+        assert_has(e.msg, ".lua:3: the sweep script ran more than 1000000 Lua instructions (an endless loop?); if it "
+                          "needs more, set ALPHAST_SWEEP_INSTRUCTIONS (docs/sweeps.md)");
+    }
+    /* the default budget through the CLI, and the variable that sets it */
+    char out[256], *text;
+    snprintf(out, sizeof out, "%s/out", tmp_dir());
+    cr_assert_eq(cli("sweep --dry-run " SCRIPTS "endless_loop.lua", out), 1);
+    assert_has(text = slurp(out), "endless_loop.lua:3: the sweep script ran more than 1000000000 Lua instructions");
+    free(text);
+    setenv("ALPHAST_SWEEP_INSTRUCTIONS", "2e6", 1);
+    cr_assert_eq(cli("sweep --dry-run " SCRIPTS "endless_loop.lua", out), 1);
+    unsetenv("ALPHAST_SWEEP_INSTRUCTIONS");
+    assert_has(text = slurp(out), "ran more than 2000000 Lua instructions");
+    free(text);
+}
+
+Test(sweep, an_endless_schedule_fails_its_run_and_hangs_nothing, .timeout = 60)
+{
+    ast_sweep_limits l = limits(0);
+    l.schedule_instructions = 100000;
+    ast_error e = {""};
+    ast_sweep *s = ast_sweep_load_limited(SCRIPTS "endless_schedule.lua", &l, &e);
+    cr_assert(s, "%s", e.msg);
+    ast_train_config tc = {0};
+    cr_assert_eq(ast_sweep_bind_schedule(s, s->runs[0].id, &tc, &e), 0, "%s", e.msg);
+    ast_schedule_values v = {0};
+    for (int call = 0; call < 2; call++) { /* a second call has a budget of its own */
+        cr_assert_eq(tc.schedule(tc.schedule_ud, 0, 0, &v, &e), -1);
+        assert_has(e.msg, "schedule.lr(step 0, epoch 0) failed: ");
+        assert_has(e.msg, "endless_schedule.lua:4: the schedule ran more than 100000 Lua instructions (an endless "
+                          "loop?); if it needs more, set ALPHAST_SCHEDULE_INSTRUCTIONS (docs/sweeps.md)");
+    }
+    ast_sweep_free(s);
+
+    /* the training process gets the same budget, from the environment */
+    char *dir = tmp_dir(), args[512], out[256], path[512];
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(args, sizeof args, "sweep --out %s " SCRIPTS "endless_schedule.lua", dir);
+    setenv("ALPHAST_SCHEDULE_INSTRUCTIONS", "1e5", 1);
+    cr_assert_eq(cli(args, out), 1);
+    unsetenv("ALPHAST_SCHEDULE_INSTRUCTIONS");
+    s = load(SCRIPTS "endless_schedule.lua");
+    char *log = slurp(run_path(path, dir, &s->runs[0], "train.log"));
+    assert_has(log, "the schedule ran more than 100000 Lua instructions");
+    free(log);
+    ast_sweep_free(s);
+}
+
+/* The pattern backtracks inside one C call for hours: the wall-clock
+ * backstop ends the process with a message. In a child, which it ends. */
+Test(sweep, a_library_call_that_never_returns_meets_the_wall_clock, .timeout = 30)
+{
+    int err[2];
+    cr_assert_eq(pipe(err), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive a test that timed out */
+        dup2(err[1], STDERR_FILENO);
+        ast_sweep_limits l = limits(0);
+        l.script_seconds = 1;
+        ast_error e = {""};
+        ast_sweep_load_limited(SCRIPTS "pattern_bomb.lua", &l, &e);
+        _exit(0); /* not reached */
+    }
+    close(err[1]);
+    char msg[1024] = "";
+    ssize_t n = read(err[0], msg, sizeof msg - 1);
+    msg[n > 0 ? n : 0] = '\0';
+    cr_assert_eq(wait_status(pid), 1);
+    assert_has(msg, "pattern_bomb.lua: the sweep script ran for more than 1 s, stuck inside a library function (a "
+                    "string pattern that backtracks without end?); stopped");
+}
+
+Test(sweep, sweep_names_that_are_not_a_directory_name_are_refused)
+{
+    ast_error e = {""};
+    load_fails(SCRIPTS "name_dotdot.lua", &e);
+    assert_has(e.msg, "name_dotdot.lua:3: sweep: name '..' is '.' or '..', an existing directory; the name is the "
+                      "sweep's directory (sweeps/<name>): use letters, digits, '-', '_' and '.', not '.' or '..'");
+    static const char *const names[][2] = {
+        {"\".\"", "name '.' is '.' or '..'"},       {"\"a/b\"", "name 'a/b' contains '/'"},
+        {"\"a\\0b\"", "contains a NUL byte"},       {"\"a\\nb\"", "name 'a\\x0ab' is not valid UTF-8 text or contains"},
+        {"\"\"", "name '' is empty"},               {"\"x\\255\"", "name 'x\\xff' is not valid UTF-8"},
+        {"{}", "sweep: name must be a string, not a table"},
+    };
+    char *dir = tmp_dir(), script[512];
+    snprintf(script, sizeof script, "%s/named.lua", dir);
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        FILE *f = fopen(script, "w");
+        fprintf(f, "require('alphast').sweep{name = %s, base = '%stiny.yaml'}\n", names[i][0], SCRIPTS);
+        fclose(f);
+        load_fails(script, &e);
+        assert_has(e.msg, names[i][1]);
+    }
+    snprintf(script, sizeof script, "%s/..lua", dir); /* the default name would be "." */
+    FILE *f = fopen(script, "w");
+    fprintf(f, "require('alphast').sweep{base = '%stiny.yaml'}\n", SCRIPTS);
+    fclose(f);
+    load_fails(script, &e);
+    assert_has(e.msg, "..lua: the sweep's name comes from the file name: name '.' is '.' or '..'");
+}
+
+Test(sweep, a_key_that_is_not_utf8_is_an_error_not_a_double_free)
+{
+    ast_error e = {""};
+    load_fails(SCRIPTS "bad_utf8_key.lua", &e);
+    assert_has(e.msg, "bad_utf8_key.lua:3: sweep: configs.A: override:1:12: attention.x\\x93\\xa0y: the key path is "
+                      "not valid UTF-8 text (byte 0x93 at column 12); write key names in UTF-8 without control "
+                      "characters");
+    char *dir = tmp_dir(), script[512];
+    snprintf(script, sizeof script, "%s/values.lua", dir);
+    FILE *f = fopen(script, "w");
+    fprintf(f, "local t = {}; t[1] = t\nrequire('alphast').sweep{base = '%stiny.yaml', configs = {A = {ffn = t}}}\n",
+            SCRIPTS);
+    fclose(f);
+    load_fails(script, &e);
+    assert_has(e.msg, "values.lua:2: a config value nested deeper than 64 tables (does a table contain itself?)");
+}
+
+/* The training processes of scheduled runs evaluate the script again (its
+ * schedule functions cannot cross exec), once each, with the trust the
+ * sweep had; runs without schedules never do. */
+Test(sweep, the_script_is_evaluated_once_per_process_with_the_sweep_s_trust, .timeout = 90)
+{
+    char *dir = scratch(), args[512], out[256], evals[512], *text;
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(args, sizeof args, "sweep --out %s/sweep " SCRIPTS "count_evals.lua", dir);
+    cr_assert_eq(cli(args, out), 1, "restricted by default");
+    assert_has(text = slurp(out), "io.open('");
+    free(text);
+    snprintf(args, sizeof args, "sweep --trust-script --jobs 2 --out %s/sweep " SCRIPTS "count_evals.lua", dir);
+    int status = cli(args, out);
+    text = slurp(out);
+    cr_assert_eq(status, 0, "%s", text);
+    free(text);
+    snprintf(evals, sizeof evals, "%s/evaluations.txt", dir);
+    text = slurp(evals);
+    int n = 0;
+    for (char *p = text; (p = strstr(p, "evaluated")); p++) n++;
+    cr_assert_eq(n, 1 + 4, "the sweep, then each of its 4 scheduled runs once:\n%s", text);
+    free(text);
 }

@@ -47,8 +47,8 @@ static double *train_in(const char *dir, int epochs, int64_t *n, ast_train_resul
     cr_assert(ast_trainer_resume(t, &e) >= 0, "%s", e.msg);
     cr_assert(ast_trainer_run(t, r, &e) == 0, "%s", e.msg);
     *n = ast_trainer_n_losses(t);
-    double *losses = malloc((size_t)*n * sizeof *losses);
-    memcpy(losses, ast_trainer_losses(t), (size_t)*n * sizeof *losses);
+    double *losses = malloc((size_t)(*n + 1) * sizeof *losses);
+    if (*n) memcpy(losses, ast_trainer_losses(t), (size_t)*n * sizeof *losses); /* NULL after no step */
     ast_trainer_free(t);
     ast_model_free(m);
     train_setup_close(&f);
@@ -330,4 +330,275 @@ Test(train, resuming_needs_the_buffers_in_the_checkpoint, .timeout = 60)
     ast_trainer_free(t);
     ast_model_free(m);
     train_setup_close(&f);
+}
+
+/* ---- issue 11: the run's bookkeeping and damaged checkpoints ---------------- */
+
+/* summary.json's number for `key` (NAN if absent). */
+static double summary_number(const char *dir, const char *key)
+{
+    char *text = slurp(dir, "summary.json"), pat[64];
+    snprintf(pat, sizeof pat, "\"%s\": ", key);
+    const char *at = strstr(text, pat);
+    double v = at ? strtod(at + strlen(pat), NULL) : NAN;
+    free(text);
+    return v;
+}
+
+/* The training seconds dir's checkpoint saved. */
+static double saved_seconds(const char *dir)
+{
+    char path[256];
+    ast_error e = {""};
+    snprintf(path, sizeof path, "%s/checkpoint.safetensors", dir);
+    ast_st_file *ck = ast_st_open(path, &e);
+    cr_assert(ck, "%s", e.msg);
+    cr_assert(ast_st_metadata(ck, "seconds"));
+    double v = strtod(ast_st_metadata(ck, "seconds"), NULL);
+    ast_st_close(ck);
+    return v;
+}
+
+Test(train, summary_describes_the_whole_run_across_invocations, .timeout = 60)
+{
+    /* A sweep killed after a run's last checkpoint runs it again: that
+     * invocation trains no step, and its summary said 0 steps/s (the
+     * report then averaged the zeros into the config's step time). */
+    char *dir = train_tmp_dir("train");
+    int64_t n;
+    ast_train_result first, again, more;
+    free(train_in(dir, 1, &n, &first));
+    double saved = saved_seconds(dir);
+    cr_assert(saved > 0 && saved <= first.seconds, "%g of %g", saved, first.seconds);
+    free(train_in(dir, 2, &n, &more));
+    cr_assert_eq(n, 3);
+    /* Time after the last checkpoint (its own write, the summary) is not
+     * saved: each invocation adds to the checkpointed seconds. */
+    cr_assert_gt(more.seconds, saved, "seconds add up: %g after %g", more.seconds, saved);
+    saved = saved_seconds(dir);
+    free(train_in(dir, 2, &n, &again));
+    cr_assert_eq(n, 0, "nothing left to train");
+    cr_assert_eq(again.steps, 6);
+    cr_assert_geq(again.seconds, saved);
+    cr_assert_leq(again.seconds, more.seconds + 1.0);
+    cr_assert_gt(again.steps_per_second, 0.0);
+    cr_assert_float_eq(again.steps_per_second, 6.0 / again.seconds, 1e-6 * again.steps_per_second);
+    cr_assert_float_eq(summary_number(dir, "steps_per_second"), again.steps_per_second,
+                       1e-3 + 1e-4 * again.steps_per_second);
+    cr_assert_float_eq(summary_number(dir, "seconds"), again.seconds, 2e-3);
+    cr_assert_eq(summary_number(dir, "invocations"), 3);
+    cr_assert_gt(summary_number(dir, "peak_arena_bytes"), 0, "the arena peak of the invocations that trained");
+}
+
+/* Rewrites dir's checkpoint with metadata `key` set to value (NULL: removed). */
+static void edit_checkpoint(const char *dir, const char *key, const char *value)
+{
+    char path[256];
+    ast_error e = {""};
+    snprintf(path, sizeof path, "%s/checkpoint.safetensors", dir);
+    ast_st_file *f = ast_st_open(path, &e);
+    cr_assert(f, "%s", e.msg);
+    ast_st_writer *w = ast_st_writer_new();
+    float **data = calloc((size_t)ast_st_count(f), sizeof *data);
+    for (int i = 0; i < ast_st_count(f); i++) {
+        data[i] = malloc(ast_st_nbytes(f, i) + 4);
+        memcpy(data[i], ast_st_data(f, i), ast_st_nbytes(f, i));
+        ast_st_writer_add(w, ast_st_name(f, i), AST_ST_F32, ast_st_ndim(f, i), ast_st_shape(f, i), data[i]);
+    }
+    for (int i = 0; i < ast_st_metadata_count(f); i++)
+        if (strcmp(ast_st_metadata_key(f, i), key))
+            ast_st_writer_metadata(w, ast_st_metadata_key(f, i), ast_st_metadata_value(f, i));
+    if (value) ast_st_writer_metadata(w, key, value);
+    cr_assert_eq(ast_st_writer_write(w, path, &e), 0, "%s", e.msg);
+    ast_st_writer_free(w);
+    for (int i = 0; i < ast_st_count(f); i++) free(data[i]);
+    free(data);
+    ast_st_close(f);
+}
+
+/* Resuming dir: 1 on success, else -1 with the message in msg. */
+static int resume_in(const char *dir, char *msg, size_t n)
+{
+    fixture f;
+    fixture_open(&f, 3);
+    ast_error e = {""};
+    ast_model *m = ast_model_new(&f.mc, f.tc.seed, &e);
+    ast_trainer *t = ast_trainer_new(m, &f.d, f.sp, &f.tc, dir, NULL, &e);
+    cr_assert(t, "%s", e.msg);
+    int rc = ast_trainer_resume(t, &e);
+    snprintf(msg, n, "%s", e.msg);
+    ast_trainer_free(t);
+    ast_model_free(m);
+    train_setup_close(&f);
+    return rc;
+}
+
+static long file_size(const char *dir, const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "%s missing", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fclose(f);
+    return n;
+}
+
+Test(train, checkpoint_metadata_out_of_range_is_refused_naming_the_field, .timeout = 120)
+{
+    /* epoch 1e300 trained forever, metrics_bytes 1e11 grew metrics.jsonl
+     * to a 100 GB sparse file, step nan was taken as a step. */
+    static const char *const cases[][3] = {
+        {"epoch", "1e300", "integer in 0..2147483646"},
+        {"epoch", "-1", "integer in 0.."},
+        {"step", "nan", "'step' is 'nan'"},
+        {"step", "0", "integer in 1..2147483647"}, /* fewer steps than epochs */
+        {"optimizer_step", "4", "integer in 3..3"},
+        {"best_epoch", "3", "integer in -1..0"},
+        {"bad_epochs", "1", "integer in 0..0"},
+        {"best_val", "nan", "'best_val' is 'nan'"},
+        {"last_train", "inf", "'last_train' is 'inf'"},
+        {"metrics_bytes", "1e11", "'metrics_bytes' is '1e11'"},
+        {"metrics_bytes", "100000000000", "metrics.jsonl holds only"},
+        {"metrics_bytes", "10", "ends no line"},
+        {"data_rng", "0 0 0 0 0 0", "'data_rng'"},
+        {"ctx_rng", "1 2 3 4 7 0", "'ctx_rng'"},
+        {"seconds", "-1", "'seconds' is '-1'"},
+        {"timed_steps", "4", "integer in 0..3"},
+        {"step", NULL, "'step' is missing"},
+    };
+    char *dir = train_tmp_dir("train"), ref[256], msg[2048];
+    int64_t n;
+    ast_train_result r;
+    free(train_in(dir, 1, &n, &r));
+    snprintf(ref, sizeof ref, "%s/checkpoint.good", dir);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "cp %s/checkpoint.safetensors %s", dir, ref);
+    cr_assert_eq(system(cmd), 0);
+    long log_size = file_size(dir, "metrics.jsonl");
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        snprintf(cmd, sizeof cmd, "cp %s %s/checkpoint.safetensors", ref, dir);
+        cr_assert_eq(system(cmd), 0);
+        edit_checkpoint(dir, cases[i][0], cases[i][1]);
+        cr_assert_eq(resume_in(dir, msg, sizeof msg), -1, "%s=%s was accepted", cases[i][0], cases[i][1]);
+        cr_assert(strstr(msg, "checkpoint.safetensors: checkpoint field '"), "%s", msg);
+        cr_assert(strstr(msg, cases[i][2]), "%s=%s: '%s' not in: %s", cases[i][0], cases[i][1], cases[i][2], msg);
+        cr_assert(strstr(msg, "--fresh"), "the fix: %s", msg);
+        cr_assert_eq(file_size(dir, "metrics.jsonl"), log_size, "%s=%s changed the log", cases[i][0], cases[i][1]);
+    }
+    /* A checkpoint from before the bookkeeping fields still resumes. */
+    snprintf(cmd, sizeof cmd, "cp %s %s/checkpoint.safetensors", ref, dir);
+    cr_assert_eq(system(cmd), 0);
+    const char *added[] = {"seconds", "timed_steps", "peak_arena_bytes", "invocations"};
+    for (int i = 0; i < 4; i++) edit_checkpoint(dir, added[i], NULL);
+    cr_assert_eq(resume_in(dir, msg, sizeof msg), 1, "%s", msg);
+}
+
+/* Rewrites dir's checkpoint with element 1 of tensor `negate` set to -1
+ * (NULL: none) and, if `extra`, one more tensor of that name. */
+static void rewrite_tensors(const char *dir, const char *negate, const char *extra)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/checkpoint.safetensors", dir);
+    ast_error e = {""};
+    ast_st_file *f = ast_st_open(path, &e);
+    cr_assert(f, "%s", e.msg);
+    ast_st_writer *w = ast_st_writer_new();
+    float **data = calloc((size_t)ast_st_count(f), sizeof *data), one[1] = {1.0f};
+    for (int i = 0; i < ast_st_count(f); i++) {
+        data[i] = malloc(ast_st_nbytes(f, i) + 4);
+        memcpy(data[i], ast_st_data(f, i), ast_st_nbytes(f, i));
+        if (negate && !strcmp(ast_st_name(f, i), negate)) data[i][1] = -1.0f;
+        ast_st_writer_add(w, ast_st_name(f, i), AST_ST_F32, ast_st_ndim(f, i), ast_st_shape(f, i), data[i]);
+    }
+    if (extra) ast_st_writer_add(w, extra, AST_ST_F32, 1, (int64_t[]){1}, one);
+    for (int i = 0; i < ast_st_metadata_count(f); i++)
+        ast_st_writer_metadata(w, ast_st_metadata_key(f, i), ast_st_metadata_value(f, i));
+    cr_assert_eq(ast_st_writer_write(w, path, &e), 0, "%s", e.msg);
+    ast_st_writer_free(w);
+    for (int i = 0; i < ast_st_count(f); i++) free(data[i]);
+    free(data);
+    ast_st_close(f);
+}
+
+Test(train, checkpoint_tensors_the_model_cannot_use_are_refused, .timeout = 60)
+{
+    char *dir = train_tmp_dir("train"), ref[256], cmd[600], msg[2048];
+    int64_t n;
+    ast_train_result r;
+    free(train_in(dir, 1, &n, &r));
+    snprintf(ref, sizeof ref, "%s/checkpoint.good", dir);
+    snprintf(cmd, sizeof cmd, "cp %s/checkpoint.safetensors %s", dir, ref);
+    cr_assert_eq(system(cmd), 0);
+    /* A negative second moment makes AdamW's square root NaN. */
+    rewrite_tensors(dir, "optimizer.exp_avg_sq.mlp_in_expression.0.weight", NULL);
+    cr_assert_eq(resume_in(dir, msg, sizeof msg), -1);
+    cr_assert(strstr(msg, "'optimizer.exp_avg_sq.mlp_in_expression.0.weight' holds -1 at element 1"), "%s", msg);
+    /* A tensor of no parameter: the checkpoint of another model (a layer
+     * more) was resumed, the extra layer dropped without a word. */
+    snprintf(cmd, sizeof cmd, "cp %s %s/checkpoint.safetensors", ref, dir);
+    cr_assert_eq(system(cmd), 0);
+    rewrite_tensors(dir, NULL, "transformer_layers.1.extra.weight");
+    cr_assert_eq(resume_in(dir, msg, sizeof msg), -1);
+    cr_assert(strstr(msg, "tensor 'transformer_layers.1.extra.weight' belongs to no parameter of this model"), "%s",
+              msg);
+}
+
+Test(train, non_finite_loss_in_the_first_epoch_names_no_checkpoint, .timeout = 60)
+{
+    char *dir = train_tmp_dir("train");
+    fixture fx;
+    fixture_open(&fx, 2);
+    ast_error e = {""};
+    ast_model *m = ast_model_new(&fx.mc, fx.tc.seed, &e);
+    ast_trainer *t = ast_trainer_new(m, &fx.d, fx.sp, &fx.tc, dir, NULL, &e);
+    cr_assert(t, "%s", e.msg);
+    ast_params_at(ast_model_params(m), 0)->data[0] = NAN;
+    ast_train_result r;
+    cr_assert(ast_trainer_run(t, &r, &e) < 0);
+    cr_assert(strstr(e.msg, "step 1: the loss is not finite"), "%s", e.msg);
+    cr_assert(strstr(e.msg, "No checkpoint was written"), "%s", e.msg);
+    cr_assert_null(strstr(e.msg, "checkpoint.safetensors"), "there is none: %s", e.msg);
+    ast_trainer_free(t);
+    ast_model_free(m);
+    train_setup_close(&fx);
+}
+
+/* ast_trainer_new's error with the fixture changed by `change`. */
+static void expect_new_fails(void (*change)(fixture *), const char *needle)
+{
+    fixture fx;
+    fixture_open(&fx, 1);
+    change(&fx);
+    ast_error e = {""};
+    ast_model *m = ast_model_new(&fx.mc, fx.tc.seed, &e);
+    ast_trainer *t = ast_trainer_new(m, &fx.d, fx.sp, &fx.tc, train_tmp_dir("train"), NULL, &e);
+    cr_assert_null(t, "accepted; wanted '%s'", needle);
+    cr_assert(strstr(e.msg, needle), "'%s' not in: %s", needle, e.msg);
+    ast_model_free(m);
+    train_setup_close(&fx);
+}
+
+static void huge_set(fixture *f) { f->tc.set_size = 1000000; }
+static void one_test_cell(fixture *f) { f->sp[AST_SPLIT_TEST].n = 1; }
+static void huge_val_sets(fixture *f) { f->tc.val_sets = 2000000000; }
+
+/* set_size 1e6 ran 34 s, then died of memory. */
+Test(train, a_set_size_beyond_the_split_is_refused_naming_the_key, .timeout = 60)
+{
+    expect_new_fails(huge_set, "data.set_size: 1000000 cells per set, but the training split's largest slice has 3200 "
+                               "cells (3200 in the split); use at most 3200, or 0 for whole slices");
+}
+
+/* A 1-cell test split scored every metric 0.0000. */
+Test(train, a_test_split_too_small_to_evaluate_is_refused, .timeout = 60)
+{
+    expect_new_fails(one_test_cell, "the test split has 1 cell, but evaluation needs at least 3");
+}
+
+/* A batch beyond memory died with a byte count and no cause. */
+Test(train, a_batch_beyond_memory_names_its_keys, .timeout = 60)
+{
+    expect_new_fails(huge_val_sets, "out of memory: the validation batch (training.val_sets x data.set_size x genes)");
 }

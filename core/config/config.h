@@ -100,6 +100,21 @@ char *ast_cfg_dump_string(const ast_cfg *cfg, ast_error *e);
 void ast_cfg_fail(ast_error *e, const char *file, int line, int col, const char *path, const char *fmt, ...)
     AST_PRINTF(6, 7);
 
+/* How deep a config may nest (the root mapping is level 1, a key path's
+ * levels count for an override's value). The schema is about 4 levels deep
+ * and plugin options one or two more; the limit keeps the recursive
+ * parser, validator and dumper far from the end of the C stack. */
+#define AST_CFG_MAX_DEPTH 64
+
+/* The offset of the first byte of s[0..n) that is not valid UTF-8 or is a
+ * control character (tab included), or -1 when every byte is fine: keys and
+ * names that do not come through libyaml (overrides, sweep scripts) are
+ * checked with it. */
+long ast_cfg_bad_text(const char *s, size_t n);
+/* s for a message: bytes outside printable ASCII and valid UTF-8 appear
+ * as \xNN; truncated to size (with "..."). */
+void ast_cfg_escape(const char *s, char *out, size_t size);
+
 /* The name messages use for the config (its file name). */
 const char *ast_cfg_name(const ast_cfg *cfg);
 /* The schema default of a key as YAML text; NULL if it has none. */

@@ -12,4 +12,5 @@ check_PROGRAMS += tests/test_config
 tests_test_config_SOURCES = tests/test_config.c
 tests_test_config_CFLAGS = $(TEST_CC)
 tests_test_config_LDADD = $(TEST_LIBS)
-EXTRA_DIST += tests/data/reference_config.yaml
+EXTRA_DIST += tests/data/reference_config.yaml tests/data/config_bad/deep_nesting_30000.yaml \
+	tests/data/config_bad/nonutf8_key.yaml tests/data/config_bad/override_nonutf8_key.txt

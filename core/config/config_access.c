@@ -67,6 +67,54 @@ void ast_cfg_plugin_of(const ast_cfg_node *n, ast_cfg_plugin *out)
     }
 }
 
+/* ---- text from outside YAML ------------------------------------------------ */
+
+/* The length of the UTF-8 sequence that starts s (n bytes left), 0 if it
+ * is not one: overlong forms, surrogates and code points past U+10FFFF
+ * are refused as libyaml refuses them. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    if (c < 0x80) return 1;
+    size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+    if (!len || c > 0xf4 || len > n) return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((s[i] & 0xc0) != 0x80) return 0;
+    if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xf0 && s[1] < 0x90)) return 0; /* overlong */
+    if ((c == 0xed && s[1] > 0x9f) || (c == 0xf4 && s[1] > 0x8f)) return 0; /* surrogate, > U+10FFFF */
+    return len;
+}
+
+long ast_cfg_bad_text(const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        size_t len = utf8_len(u + i, n - i);
+        if (!len || u[i] < 0x20 || u[i] == 0x7f) return (long)i;
+        i += len;
+    }
+    return -1;
+}
+
+void ast_cfg_escape(const char *s, char *out, size_t size)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t n = strlen(s), k = 0;
+    for (size_t i = 0; i < n && size > 8;) {
+        size_t len = utf8_len(u + i, n - i);
+        int plain = len > 1 || (len == 1 && u[i] >= 0x20 && u[i] != 0x7f);
+        if (k + (plain ? len : 4) + 4 > size) {
+            memcpy(out + k, "...", 3), k += 3;
+            break;
+        }
+        if (plain)
+            memcpy(out + k, s + i, len), k += len, i += len;
+        else
+            k += (size_t)snprintf(out + k, size - k, "\\x%02x", u[i]), i++;
+    }
+    if (size) out[size > 8 ? k : 0] = '\0';
+}
+
 /* ---- overrides ------------------------------------------------------------------ */
 
 typedef struct target {
@@ -81,12 +129,29 @@ static int fail_override(ast_error *e, const char *path, const char *msg)
     return -1;
 }
 
+/* A key path is not parsed by libyaml, so nothing else stops bytes that
+ * the dumper (and every JSON and YAML file of the run) cannot write. */
+static int check_path_text(const char *path, ast_error *e)
+{
+    long bad = ast_cfg_bad_text(path, strlen(path));
+    if (bad < 0) return 0;
+    char shown[512];
+    unsigned char c = (unsigned char)path[bad];
+    ast_cfg_escape(path, shown, sizeof shown);
+    ast_cfg_fail(e, CFG_OVERRIDE_FILE, 1, (int)bad + 1, shown,
+                 "the key path is not valid UTF-8 text (%s 0x%02x at column %ld); write key names in UTF-8 "
+                 "without control characters",
+                 c < 0x20 || c == 0x7f ? "control character" : "byte", c, bad + 1);
+    return -1;
+}
+
 /* Splits the path and checks every level against the schema. */
 static int resolve(const char *path, target *t, ast_error *e)
 {
     char prefix[1024] = "";
     const cfg_key *k = NULL;
     memset(t, 0, sizeof *t);
+    if (check_path_text(path, e) < 0) return -1;
     for (const char *p = path; *p; t->n++) {
         size_t len = strcspn(p, ".");
         if (t->n == MAX_DEPTH || len == 0 || len >= sizeof t->parts[0])

@@ -118,14 +118,39 @@ typedef struct parser {
     yaml_parser_t yp;
     const char *file;
     const char *base; /* key path of the document's root, for messages */
+    const char *text; /* the input, to place reader errors */
+    size_t len;
+    int depth;        /* collections open around the current node, counting the base path's levels */
     ast_error *e;
 } parser;
+
+/* libyaml's reader refuses bad bytes before any token exists, so its
+ * problem_mark is empty: the line and column come from the byte offset. */
+static void fail_reader(parser *ps, const char *path)
+{
+    const yaml_parser_t *y = &ps->yp;
+    size_t at = y->problem_offset < ps->len ? y->problem_offset : ps->len;
+    int line = 1, col = 1;
+    for (size_t i = 0; i < at; i++, col++)
+        if (ps->text[i] == '\n') line++, col = 0;
+    int utf8 = y->problem && strstr(y->problem, "UTF-8");
+    const char *fix = !utf8 ? "remove the character or write it as an escape in a double-quoted string"
+                      : strcmp(ps->file, CFG_OVERRIDE_FILE) ? "the text is not valid UTF-8: save the file as UTF-8"
+                                                            : "the value is not valid UTF-8: write it in UTF-8";
+    ast_cfg_fail(ps->e, ps->file, line, col, path, "%s (%s0x%02x at byte %zu); %s",
+                 y->problem ? y->problem : "unreadable input", utf8 ? "byte " : "character ",
+                 (unsigned)y->problem_value, at, fix);
+}
 
 static int next_event(parser *ps, yaml_event_t *ev, const char *path)
 {
     if (yaml_parser_parse(&ps->yp, ev)) return 0;
     if (!*path) path = ps->base;
     const yaml_parser_t *y = &ps->yp;
+    if (y->error == YAML_READER_ERROR) {
+        fail_reader(ps, path);
+        return -1;
+    }
     ast_cfg_fail(ps->e, ps->file, (int)y->problem_mark.line + 1, (int)y->problem_mark.column + 1, path,
              "YAML syntax error: %s%s%s; check the indentation, the ': ' after each key and the quotes",
              y->problem ? y->problem : "unreadable input", y->context ? " " : "",
@@ -148,6 +173,24 @@ static int is_null(const yaml_event_t *ev)
 }
 
 static int parse_items(parser *ps, ast_cfg_node *n);
+
+/* Each level is a C stack frame of parse_node and parse_items (and later
+ * of the validator and the dumper): YAML nested 30,000 deep overflowed the
+ * stack, so nesting stops at AST_CFG_MAX_DEPTH with a located error. */
+static int parse_collection(parser *ps, ast_cfg_node *n)
+{
+    if (ps->depth >= AST_CFG_MAX_DEPTH) {
+        ast_cfg_fail(ps->e, ps->file, n->line, n->col, "",
+                     "nesting deeper than %d levels; a config needs a few levels (plugin options one or two "
+                     "more): check for unclosed brackets or flatten the value",
+                     AST_CFG_MAX_DEPTH);
+        return -1;
+    }
+    ps->depth++;
+    int rc = parse_items(ps, n);
+    ps->depth--;
+    return rc;
+}
 
 /* Builds the node that starts with `ev` under parent (NULL: the root) and
  * reads the rest of it. */
@@ -178,7 +221,7 @@ static ast_cfg_node *parse_node(parser *ps, yaml_event_t *ev, ast_cfg_node *pare
         free((char *)n->path);
         n->path = ast_xstrdup(ps->base);
     }
-    if ((n->kind == AST_CFG_MAP || n->kind == AST_CFG_SEQ) && parse_items(ps, n) < 0) {
+    if ((n->kind == AST_CFG_MAP || n->kind == AST_CFG_SEQ) && parse_collection(ps, n) < 0) {
         if (!parent) cfg_node_free(n);
         return NULL;
     }
@@ -265,9 +308,18 @@ fail:
     return NULL;
 }
 
+/* The levels of a key path ("training.scheduler" is 2, "" is 0): an
+ * override's value sits that deep in the config. */
+static int path_depth(const char *path)
+{
+    int n = *path ? 1 : 0;
+    for (const char *p = path; *p; p++) n += *p == '.' || *p == '[';
+    return n;
+}
+
 ast_cfg_node *cfg_parse(const char *text, size_t len, const char *file, const char *path, ast_error *e)
 {
-    parser ps = {.file = file, .base = path, .e = e};
+    parser ps = {.file = file, .base = path, .text = text, .len = len, .depth = path_depth(path), .e = e};
     AST_ASSERT(yaml_parser_initialize(&ps.yp), "libyaml parser initialisation failed");
     yaml_parser_set_input_string(&ps.yp, (const unsigned char *)text, len);
     ast_cfg_node *root = parse_document(&ps);

@@ -42,6 +42,12 @@ typedef struct ast_dataset {
 /* Raw counts and coordinates, validated (shapes, finite values, at least
  * one cell). Errors name the file, the HDF5 path or line, and the fix. */
 int ast_data_read_h5ad(const char *path, const ast_data_opts *o, ast_dataset *out, ast_error *e);
+/* ast_data_read_h5ad runs this parse in a child process that is killed
+ * after $ALPHAST_H5AD_TIMEOUT seconds (default 60; libhdf5 can loop
+ * forever on a damaged file) and whose crash is an error, not ours; with
+ * ALPHAST_H5AD_TIMEOUT=0 it calls this directly. Here, in the calling
+ * process and unbounded: for the child, debuggers and fuzz targets. */
+int ast_data_read_h5ad_direct(const char *path, const ast_data_opts *o, ast_dataset *out, ast_error *e);
 int ast_data_read_csv(const char *path, const ast_data_opts *o, ast_dataset *out, ast_error *e);
 /* By extension: .h5ad -> h5ad, anything else -> CSV/TSV (gzip allowed). */
 int ast_data_read(const char *path, const ast_data_opts *o, ast_dataset *out, ast_error *e);

@@ -1,8 +1,15 @@
 # data: reading tissue (AnnData .h5ad through libhdf5, CSV), preprocessing,
 # splits, set sampling and the preprocessing cache.
 libalphast_la_SOURCES += core/data/data.h core/data/data_h5ad.c core/data/data_csv.c core/data/data_prep.c \
-	core/data/data_sets.c core/data/data_cache.c
+	core/data/data_sets.c core/data/data_cache.c core/data/data_h5ad_child.c
 EXTRA_DIST += core/data/README.md
+# Damaged AnnData files the reader must refuse cleanly (tests/data/h5ad_bad/README.md).
+EXTRA_DIST += tests/data/h5ad_bad/README.md tests/data/h5ad_bad/mkmin.py \
+	tests/data/h5ad_bad/var_index_2d.h5ad tests/data/h5ad_bad/shape_attr_5.h5ad \
+	tests/data/h5ad_bad/enc_vlen_array.h5ad tests/data/h5ad_bad/enc_fixed_array.h5ad \
+	tests/data/h5ad_bad/indptr_nonmono.h5ad tests/data/h5ad_bad/indptr_negative.h5ad \
+	tests/data/h5ad_bad/negative_shape.h5ad tests/data/h5ad_bad/hdf5-hang-H5HG_read.h5ad \
+	tests/data/h5ad_bad/lsan-hdf5-leak.h5ad
 
 check_PROGRAMS += tests/test_data
 tests_test_data_SOURCES = tests/test_data.c
@@ -13,3 +20,6 @@ tests_test_data_LDADD = $(TEST_LIBS) $(HDF5_LIBS)
 nobase_dist_pkgdata_DATA = configs/starmap.yaml configs/visium.yaml \
 	data/starmap3d/starmap3d.h5ad data/starmap3d/expr.txt.gz data/starmap3d/loc.txt data/starmap3d/README.md \
 	data/visium_prostate/visium_prostate.h5ad data/visium_prostate/README.md
+# Malformed CSV inputs (tests/test_data.c, csv_bad): the reproducers of issue 11.
+EXTRA_DIST += tests/data/csv_bad/c10_negative_counts_nan.csv tests/data/csv_bad/c15_dup_x_col.csv \
+	tests/data/csv_bad/c19_gzip_trunc_at_line.csv.gz tests/data/csv_bad/ubsan-null-offset-grow.fuzz

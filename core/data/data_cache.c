@@ -15,7 +15,9 @@
 #include "base/hash.h"
 
 /* Bump when the layout or the preprocessing code changes what is stored. */
-#define CACHE_FORMAT "alphast-data-cache 1"
+/* 2: the readers validate what 1 accepted (negative counts, repeated coordinate columns, truncated
+ * gzip, damaged .h5ad sizes), so data cached by 1 is read again. */
+#define CACHE_FORMAT "alphast-data-cache 2"
 
 const char *ast_data_default_cache_dir(char *buf, size_t n)
 {

@@ -3,6 +3,7 @@
  * in a separate file (the STARmap layout). Separator: tab if the header
  * has one, else comma, else runs of white space. */
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,22 +17,63 @@ typedef struct reader {
     long line;
     char *buf;
     size_t cap;
-    char sep; /* '\t', ',' or ' ' (white space) */
+    char sep;      /* '\t', ',' or ' ' (white space) */
+    int nonneg;    /* counts: negative values are errors (log-normalisation would make them NaN) */
+    ast_error *e;  /* where next_line reports a read error */
+    int failed;    /* next_line's NULL was a read error, not the end of the file */
 } reader;
 
-/* Next line without its newline, any length; NULL at end of file. */
+/* gzgets takes an int size; a longer line is no table alphast can use. */
+#define MAX_LINE ((size_t)1 << 30)
+
+/* why: what is wrong with line r->line + 1. */
+static char *read_failed(reader *r, const char *why)
+{
+    ast_error_set(r->e, "%s:%ld: %s", r->path, r->line + 1, why);
+    r->failed = 1;
+    return NULL;
+}
+
+/* gzgets answers NULL both at the end and on an error: a gzip stream cut
+ * short is Z_BUF_ERROR ("unexpected end of file"), and without this
+ * check the lines before the cut trained as if they were the whole file.
+ * zlib may know of the cut before handing out the lines it decoded, so
+ * the error names no line. */
+static int stream_failed(reader *r)
+{
+    int err;
+    const char *msg = gzerror(r->f, &err);
+    if (err == Z_OK || err == Z_STREAM_END) return 0;
+    size_t n = strlen(r->path);
+    if (!strncmp(msg, r->path, n) && !strncmp(msg + n, ": ", 2)) msg += n + 2; /* zlib prefixes the path */
+    ast_error_set(r->e, "%s: read error: %s; the file is truncated or damaged (check it with gzip -t, or copy it "
+                  "again)", r->path, err == Z_ERRNO ? strerror(errno) : msg);
+    r->failed = 1;
+    return 1;
+}
+
+/* Next line without its newline, any length; NULL at end of file or, with
+ * r->failed set and r->e filled, on a read error. */
 static char *next_line(reader *r)
 {
     size_t len = 0;
+    if (r->failed) return NULL;
     if (!r->buf) r->buf = ast_xmalloc(r->cap = 1 << 16);
     for (;;) {
-        if (!gzgets(r->f, r->buf + len, (int)(r->cap - len))) {
+        z_off_t before = gztell(r->f);
+        char *got = gzgets(r->f, r->buf + len, (int)(r->cap - len));
+        if (stream_failed(r)) return NULL;
+        if (!got) {
             if (!len) return NULL;
             break;
         }
-        len += strlen(r->buf + len);
+        size_t n = strlen(r->buf + len);
+        /* gzgets copies NUL bytes too: strlen would silently glue lines. */
+        if ((z_off_t)n != gztell(r->f) - before) return read_failed(r, "a NUL byte: this is not a text table");
+        len += n;
         if (len && r->buf[len - 1] == '\n') break;
         if (len + 1 < r->cap) continue; /* end of file without newline: loop ends on NULL */
+        if (r->cap >= MAX_LINE) return read_failed(r, "a line longer than 1 GiB");
         r->buf = ast_xrealloc(r->buf, r->cap *= 2);
     }
     while (len && (r->buf[len - 1] == '\n' || r->buf[len - 1] == '\r')) r->buf[--len] = 0;
@@ -87,12 +129,28 @@ static int parse_number(const reader *r, const char *s, int col, float *out, ast
     return 1;
 }
 
+/* An expression value: a number, and a count (not negative) when the
+ * reader says so; `gene` and `cell` name the entry (cell may be NULL). */
+static int parse_count(const reader *r, const char *s, int col, const char *gene, const char *cell, float *out,
+                       ast_error *e)
+{
+    if (!parse_number(r, s, col, out, e)) return 0;
+    if (r->nonneg && *out < 0.0f) {
+        ast_error_set(e, "%s:%ld: column %d (gene '%s'%s%s%s): count %s is negative; expression must be raw "
+                      "counts (or set data.preprocessing.log_normalize: false for values already normalised)",
+                      r->path, r->line, col + 1, gene, cell ? ", cell '" : "", cell ? cell : "", cell ? "'" : "", s);
+        return 0;
+    }
+    return 1;
+}
+
 static int open_reader(reader *r, const char *path, ast_error *e)
 {
     memset(r, 0, sizeof *r);
     r->path = path;
+    r->e = e;
     r->f = gzopen(path, "rb");
-    if (!r->f) ast_error_set(e, "%s: cannot open for reading", path);
+    if (!r->f) ast_error_set(e, "%s: cannot open for reading: %s", path, strerror(errno));
     return r->f != NULL;
 }
 
@@ -123,7 +181,9 @@ typedef struct rows {
 
 static float *grow(rows *m, int64_t add)
 {
-    if (m->n + add > m->cap) m->v = ast_xrealloc(m->v, (size_t)(m->cap = (m->n + add) * 2) * sizeof(float));
+    /* Never NULL + offset, even for add = 0 (undefined behaviour, UBSan). */
+    if (!m->v || m->n + add > m->cap)
+        m->v = ast_xrealloc(m->v, (size_t)(m->cap = (m->n + add) * 2 + 1) * sizeof(float));
     float *p = m->v + m->n;
     m->n += add;
     return p;
@@ -136,62 +196,112 @@ static int is_number(const char *s)
     return end != s && !*end;
 }
 
+/* The columns of a cells x genes header. */
+typedef struct table {
+    char **header;
+    int nh;
+    int coord_col[3]; /* x, y, z; -1: none */
+    int id_col;       /* 1 if column 1 holds cell ids */
+    int *gene_col;
+    char **genes;
+    int ng;
+} table;
+
+static void table_free(table *tb)
+{
+    for (int i = 0; i < tb->nh; i++) free(tb->header[i]);
+    for (int g = 0; tb->genes && g < tb->ng; g++) free(tb->genes[g]);
+    free(tb->header), free(tb->genes), free(tb->gene_col);
+}
+
+/* x and y columns, maybe z; a second column of one coordinate (x twice,
+ * or x and X) would silently replace the first. */
+static int find_coords(const reader *r, table *tb, ast_error *e)
+{
+    for (int i = 0; i < tb->nh; i++) {
+        int c = is_coord_name(tb->header[i]) - 1, was = c >= 0 ? tb->coord_col[c] : -1;
+        if (was >= 0) {
+            ast_error_set(e, "%s:1: column %d ('%s') repeats the coordinate of column %d ('%s'); keep one x, one y "
+                          "and at most one z column (rename or drop the other)", r->path, i + 1, tb->header[i],
+                          was + 1, tb->header[was]);
+            return -1;
+        }
+        if (c >= 0) tb->coord_col[c] = i;
+    }
+    if (tb->coord_col[0] < 0 || tb->coord_col[1] < 0) {
+        ast_error_set(e, "%s:1: no x and y columns in the header; name the coordinate columns x, y (and z)", r->path);
+        return -1;
+    }
+    return 0;
+}
+
+/* The first row decides whether column 1 is an id (not a number); every
+ * other column that is not a coordinate is a gene. */
+static int pick_genes(const reader *r, table *tb, char **f, ast_error *e)
+{
+    const int *cc = tb->coord_col;
+    tb->id_col = cc[0] != 0 && cc[1] != 0 && cc[2] != 0 && !is_number(f[0]);
+    for (int i = 0; i < tb->nh; i++)
+        if (i != cc[0] && i != cc[1] && i != cc[2] && (i > 0 || !tb->id_col))
+            tb->gene_col[tb->ng] = i, tb->genes[tb->ng++] = ast_xstrdup(tb->header[i]);
+    if (!tb->ng)
+        ast_error_set(e, "%s:1: no gene columns, only coordinates%s; add the expression columns", r->path,
+                      tb->id_col ? " and cell ids" : "");
+    return tb->ng > 0;
+}
+
+/* One row's genes and coordinates. */
+static int read_row(const reader *r, char **f, const table *tb, rows *ex, rows *po, ast_error *e)
+{
+    float *x = grow(ex, tb->ng), *p = grow(po, 3);
+    const char *cell = tb->id_col ? f[0] : NULL;
+    for (int g = 0; g < tb->ng; g++)
+        if (!parse_count(r, f[tb->gene_col[g]], tb->gene_col[g], tb->genes[g], cell, &x[g], e)) return 0;
+    p[2] = 0.0f;
+    for (int c = 0; c < 3; c++)
+        if (tb->coord_col[c] >= 0 && !parse_number(r, f[tb->coord_col[c]], tb->coord_col[c], &p[c], e)) return 0;
+    return 1;
+}
+
 /* cells x genes: the header names the columns; x/y/z columns are the
  * coordinates, a first column holding non-numbers is the cell id, every
  * other column is a gene. */
 static int read_cells_by_genes(reader *r, ast_dataset *d, ast_error *e)
 {
     char **f = NULL, *line = next_line(r);
-    int cap = 0, ok = 0, ng = 0, nh, first = 1;
+    int cap = 0, ok = 0;
     if (!line) {
-        ast_error_set(e, "%s: empty file", r->path);
+        if (!r->failed) ast_error_set(e, "%s: empty file", r->path);
         return 0;
     }
     r->sep = detect_sep(line);
-    nh = split(line, r->sep, &f, &cap);
-    int coord_col[3] = {-1, -1, -1}, *gene_col = ast_xcalloc((size_t)nh, sizeof(int));
-    char **header = ast_xcalloc((size_t)nh, sizeof *header), **genes = ast_xcalloc((size_t)nh, sizeof *genes);
-    for (int i = 0; i < nh; i++) {
-        header[i] = ast_xstrdup(f[i]);
-        int c = is_coord_name(f[i]);
-        if (c) coord_col[c - 1] = i;
-    }
+    table tb = {.coord_col = {-1, -1, -1}};
+    tb.nh = split(line, r->sep, &f, &cap);
+    tb.header = ast_xcalloc((size_t)tb.nh + 1, sizeof *tb.header);
+    tb.genes = ast_xcalloc((size_t)tb.nh + 1, sizeof *tb.genes);
+    tb.gene_col = ast_xcalloc((size_t)tb.nh + 1, sizeof *tb.gene_col);
+    for (int i = 0; i < tb.nh; i++) tb.header[i] = ast_xstrdup(f[i]);
     rows ex = {0}, po = {0};
-    if (coord_col[0] < 0 || coord_col[1] < 0) {
-        ast_error_set(e, "%s:1: no x and y columns in the header; name the coordinate columns x, y (and z)", r->path);
-        goto done;
-    }
+    if (find_coords(r, &tb, e) < 0) goto done;
     while ((line = next_line(r))) {
         if (!*line) continue;
         int n = split(line, r->sep, &f, &cap);
-        if (n != nh) {
-            ast_error_set(e, "%s:%ld: %d fields, but the header has %d", r->path, r->line, n, nh);
+        if (n != tb.nh) {
+            ast_error_set(e, "%s:%ld: %d fields, but the header has %d", r->path, r->line, n, tb.nh);
             goto done;
         }
-        if (first) { /* the first row decides whether column 1 is an id */
-            for (int i = 0; i < nh; i++)
-                if (i != coord_col[0] && i != coord_col[1] && i != coord_col[2] && (i > 0 || is_number(f[0])))
-                    gene_col[ng] = i, genes[ng++] = ast_xstrdup(header[i]);
-            first = 0;
-        }
-        float *x = grow(&ex, ng), *p = grow(&po, 3);
-        for (int g = 0; g < ng; g++)
-            if (!parse_number(r, f[gene_col[g]], gene_col[g], &x[g], e)) goto done;
-        p[2] = 0.0f;
-        d->coord_dims = coord_col[2] >= 0 ? 3 : 2;
-        for (int c = 0; c < 3; c++)
-            if (coord_col[c] >= 0 && !parse_number(r, f[coord_col[c]], coord_col[c], &p[c], e)) goto done;
+        if ((!tb.ng && !pick_genes(r, &tb, f, e)) || !read_row(r, f, &tb, &ex, &po, e)) goto done;
     }
+    if (r->failed) goto done;
+    d->coord_dims = tb.coord_col[2] >= 0 ? 3 : 2;
     d->n_cells = po.n / 3;
-    d->n_genes = ng;
-    d->expr = ex.v, d->pos = po.v, d->genes = genes;
-    ex.v = po.v = NULL, genes = NULL;
+    d->n_genes = tb.ng;
+    d->expr = ex.v, d->pos = po.v, d->genes = tb.genes;
+    ex.v = po.v = NULL, tb.genes = NULL;
     ok = 1;
 done:
-    for (int i = 0; i < nh; i++) free(header[i]);
-    if (genes)
-        for (int g = 0; g < ng; g++) free(genes[g]);
-    free(header), free(genes), free(gene_col), free(ex.v), free(po.v), free(f);
+    table_free(&tb);
+    free(ex.v), free(po.v), free(f);
     return ok;
 }
 
@@ -202,7 +312,7 @@ static int read_genes_by_cells(reader *r, ast_dataset *d, ast_error *e)
     int cap = 0;
     char *line = next_line(r);
     if (!line) {
-        ast_error_set(e, "%s: empty file", r->path);
+        if (!r->failed) ast_error_set(e, "%s: empty file", r->path);
         return 0;
     }
     r->sep = detect_sep(line);
@@ -210,6 +320,11 @@ static int read_genes_by_cells(reader *r, ast_dataset *d, ast_error *e)
     rows t = {0};
     char **genes = NULL;
     int ng = 0;
+    if (cells < 1 || (cells == 1 && !*f[0])) {
+        ast_error_set(e, "%s:1: line 1 names no cells; the genes x cells layout starts with a line of cell ids",
+                      r->path);
+        goto fail;
+    }
     while ((line = next_line(r))) {
         if (!*line) continue;
         int n = split(line, r->sep, &f, &cap);
@@ -222,7 +337,12 @@ static int read_genes_by_cells(reader *r, ast_dataset *d, ast_error *e)
         genes[ng++] = ast_xstrdup(f[0]);
         float *x = grow(&t, cells);
         for (int64_t c = 0; c < cells; c++)
-            if (!parse_number(r, f[c + 1], (int)c + 1, &x[c], e)) goto fail;
+            if (!parse_count(r, f[c + 1], (int)c + 1, f[0], NULL, &x[c], e)) goto fail;
+    }
+    if (r->failed) goto fail;
+    if (!ng) {
+        ast_error_set(e, "%s: no gene rows after line 1; the genes x cells layout has one line per gene", r->path);
+        goto fail;
     }
     d->n_cells = cells, d->n_genes = ng, d->genes = genes;
     d->expr = ast_xmalloc((size_t)(cells * ng) * sizeof(float));
@@ -260,6 +380,7 @@ static int read_coords_file(const char *path, ast_dataset *d, ast_error *e)
         d->coord_dims = n;
         i++;
     }
+    ok = ok && !r.failed;
     if (ok && i != d->n_cells) {
         ast_error_set(e, "%s: %lld coordinate rows for %lld cells", path, (long long)i, (long long)d->n_cells);
         ok = 0;
@@ -274,6 +395,7 @@ int ast_data_read_csv(const char *path, const ast_data_opts *o, ast_dataset *out
     reader r;
     memset(out, 0, sizeof *out);
     if (!open_reader(&r, path, e)) return -1;
+    r.nonneg = o->log_normalize;
     int ok = o->genes_by_cells ? read_genes_by_cells(&r, out, e) : read_cells_by_genes(&r, out, e);
     close_reader(&r);
     if (ok && out->n_cells < 1) {

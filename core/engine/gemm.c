@@ -41,17 +41,36 @@ static void sgemm_cols(void *arg, int64_t lo, int64_t hi)
  * costs more than a second thread saves (measured at the demo size). */
 #define GEMM_GRAIN_FLOPS (1 << 19)
 
+/* k = 0: op(A) op(B) is an empty sum, so C = beta C, or the bias rows.
+ * OpenBLAS cannot say it: it rejects lda = 0, which k = 0 gives. beta = 0
+ * writes zeros, as BLAS does, rather than 0 * C (NaN where C holds NaN). */
+static void sgemm_empty_sum(int m, int n, float beta, float *cmat, int ldc, const float *bias)
+{
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t j = 0; j < n; j++) {
+            float *c = cmat + r * ldc + j;
+            *c = bias ? bias[j] : beta == 0.0f ? 0.0f : beta * *c;
+        }
+}
+
 /* Split along C's longer side, so each part packs the smaller operand share.
  * With a bias, each part first fills its block of C with it (beta is then 1):
  * one pass over the block while it is in cache, and one hand-off. */
 void ast_sgemm_bias(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
                     const float *b, int ldb, float beta, float *cmat, int ldc, const float *bias)
 {
+    /* Empty shapes (a batch of 0 sets, a set of 0 cells): C has no element
+     * for m or n = 0, and the grain below would divide by 0 (SIGFPE). */
+    if (m <= 0 || n <= 0) return;
+    if (k <= 0) {
+        sgemm_empty_sum(m, n, beta, cmat, ldc, bias);
+        return;
+    }
     ast_parallel_threads(); /* the pool sets OpenBLAS to one thread when it starts */
     if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
     gemm_args g = {trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, bias ? 1.0f : beta, a, b, cmat, bias};
     int by_rows = m >= n;
-    int64_t line_flops = (int64_t)(by_rows ? n : m) * (k ? k : 1);
+    int64_t line_flops = (int64_t)(by_rows ? n : m) * k;
     int64_t grain = line_flops >= GEMM_GRAIN_FLOPS ? 1 : GEMM_GRAIN_FLOPS / line_flops;
     ast_parallel_for(by_rows ? m : n, grain, by_rows ? sgemm_rows : sgemm_cols, &g);
 }

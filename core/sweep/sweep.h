@@ -5,7 +5,9 @@
  * schedules the training loop calls before each optimiser step.
  *
  * The script runs in an embedded Lua 5.4 state with the `alphast` module
- * (require "alphast", or the global `alphast`). Script errors (syntax,
+ * (require "alphast", or the global `alphast`), restricted unless trusted:
+ * no processes, file writing or native code, and a budget of instructions
+ * and memory (ast_sweep_limits). Script errors (syntax,
  * runtime, bad config keys) come back as one message with the Lua traceback
  * ("sweep.lua:12: training.epochs: ...\nstack traceback: ..."). */
 #ifndef ALPHAST_SWEEP_H
@@ -31,6 +33,28 @@ typedef struct ast_sweep_run {
 
 typedef struct ast_sweep_lua ast_sweep_lua;
 
+/* What a script may do (docs/sweeps.md, "What a sweep script may do"). */
+typedef struct ast_sweep_limits {
+    int trusted;                   /* 1: the full Lua standard library (processes, files, native code) */
+    int64_t script_instructions;   /* Lua VM instructions for evaluating the script, its requires included */
+    int64_t schedule_instructions; /* Lua VM instructions for one call of a schedule function */
+    int64_t memory_bytes;          /* Lua heap while script code runs */
+    /* Wall-clock backstops for what no instruction count sees (a library
+     * function that never returns): past them the process says why and exits. */
+    double script_seconds, schedule_seconds;
+} ast_sweep_limits;
+
+#define AST_SWEEP_SCRIPT_INSTRUCTIONS 1000000000LL /* about a second or ten of pure Lua */
+#define AST_SWEEP_SCHEDULE_INSTRUCTIONS 10000000LL /* a few ms, before every optimiser step */
+#define AST_SWEEP_MEMORY_BYTES (1LL << 30)
+#define AST_SWEEP_SCRIPT_SECONDS 600.0
+#define AST_SWEEP_SCHEDULE_SECONDS 60.0
+
+/* The defaults, changed by ALPHAST_TRUST_SWEEP=1, ALPHAST_SWEEP_INSTRUCTIONS,
+ * ALPHAST_SCHEDULE_INSTRUCTIONS and ALPHAST_SWEEP_MEMORY_MB; -1 with e set
+ * when one of them is malformed. */
+int ast_sweep_limits_from_env(ast_sweep_limits *l, ast_error *e);
+
 typedef struct ast_sweep {
     char *script; /* absolute path */
     char *name;   /* sweep{name=} or the script's base name */
@@ -38,11 +62,14 @@ typedef struct ast_sweep {
     int n_runs;
     int jobs, threads; /* sweep{jobs=, threads=}; 0 when the script leaves them out */
     int report;        /* sweep{report=true} */
+    int trusted;        /* evaluated with the full standard library */
     ast_sweep_lua *lua; /* the script's state, alive for its schedules */
 } ast_sweep;
 
-/* Runs the script; NULL with e set (message and traceback) when it fails
- * or declares no sweep. */
+/* Runs the script once, within `limits`; NULL with e set (message and
+ * traceback) when it fails, goes over a limit or declares no sweep. */
+ast_sweep *ast_sweep_load_limited(const char *script, const ast_sweep_limits *limits, ast_error *e);
+/* The same with ast_sweep_limits_from_env. */
 ast_sweep *ast_sweep_load(const char *script, ast_error *e);
 void ast_sweep_free(ast_sweep *s);
 

@@ -17,9 +17,32 @@
 
 struct ast_sweep_lua {
     lua_State *L;
-    char *dir;        /* the script's directory, for relative config paths */
+    char *dir;        /* the script's directory, for relative config paths and require */
+    const char *script; /* the sweep's script path, for messages */
     int schedule_ref; /* registry ref of the bound run's schedule table */
+    ast_sweep_limits limits;
+    /* The phase of script code now running (sweep_phase_begin): its name for
+     * messages, or NULL between phases, when no Lua code may run. */
+    const char *phase;
+    const char *budget_var; /* the environment variable that raises the budget */
+    int64_t budget, used;   /* VM instructions allowed in the phase and run so far */
+    size_t heap;            /* bytes the Lua state holds */
+    int over_memory;        /* an allocation in the phase was refused */
 };
+
+/* ---- the sandbox (sweep_sandbox.c) ------------------------------------------- */
+
+/* A Lua state whose memory and instructions are counted in sl. */
+lua_State *sweep_new_state(ast_sweep_lua *sl);
+/* The restricted standard library (or the full one when sl->limits.trusted)
+ * and the alphast module. */
+void sweep_open_libs(ast_sweep_lua *sl, lua_CFunction open_module);
+/* Script code may run from here: at most `budget` VM instructions (then an
+ * error naming `what` and budget_var), limits.memory_bytes of heap and
+ * `seconds` of wall time (then the process exits with a message). */
+void sweep_phase_begin(ast_sweep_lua *sl, const char *what, int64_t budget, const char *budget_var, double seconds);
+/* Ends the phase; adds the memory hint to e when `failed` for memory. */
+void sweep_phase_end(ast_sweep_lua *sl, int failed, ast_error *e);
 
 /* The sweep being loaded (sweep{} fills it). */
 ast_sweep *sweep_of(lua_State *L);
@@ -74,6 +97,9 @@ int sweep_uniform(lua_State *L);
 int sweep_log_uniform(lua_State *L);
 int sweep_int(lua_State *L);
 int sweep_declare(lua_State *L); /* alphast.sweep{...} */
+/* 0 if `name` (len bytes) can name the sweep's directory, else -1 with e
+ * saying why. */
+int sweep_check_name(const char *name, size_t len, ast_error *e);
 
 /* Checks a schedule table (keys and value types); raises with `where`. */
 void sweep_check_schedule(lua_State *L, int idx, const char *where);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -33,6 +34,7 @@ double ast_wall_time(void)
     return (double)tv.tv_sec + tv.tv_usec * 1e-6;
 }
 
+/* "\n" + the entry's JSON + "\n". */
 static char *entry_line(const ast_ledger_entry *en)
 {
     cJSON *o = cJSON_CreateObject();
@@ -52,11 +54,22 @@ static char *entry_line(const ast_ledger_entry *en)
     char *json = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     size_t n = strlen(json);
-    char *line = ast_xmalloc(n + 2);
-    memcpy(line, json, n);
-    memcpy(line + n, "\n", 2);
+    char *line = ast_xmalloc(n + 3); /* "\n" (used after a fragment) + json + "\n" */
+    line[0] = '\n';
+    memcpy(line + 1, json, n);
+    memcpy(line + 1 + n, "\n", 2);
     cJSON_free(json);
     return line;
+}
+
+/* 1 if the ledger's last byte is not a newline: an append cut short (a
+ * full disk) left half a line, and ours must not be glued to it. */
+static int ends_mid_line(int fd)
+{
+    struct stat st;
+    char last = '\n';
+    if (fstat(fd, &st) == 0 && st.st_size > 0 && pread(fd, &last, 1, st.st_size - 1) != 1) last = '\n';
+    return last != '\n';
 }
 
 int ast_ledger_append(const char *sweep_dir, const ast_ledger_entry *en, ast_error *e)
@@ -64,9 +77,15 @@ int ast_ledger_append(const char *sweep_dir, const ast_ledger_entry *en, ast_err
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", sweep_dir, LEDGER_FILE);
     char *line = entry_line(en);
-    size_t n = strlen(line);
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
-    ssize_t written = fd < 0 ? -1 : write(fd, line, n);
+    int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+    /* One write per line, whole: O_APPEND places it at the end atomically,
+     * so concurrent appends never interleave. After a fragment it starts
+     * with a newline of its own; the reader skips the fragment. (Two
+     * appenders that both see the fragment leave an empty line: harmless.) */
+    const char *text = line + 1;
+    if (fd >= 0 && ends_mid_line(fd)) text = line;
+    size_t n = strlen(text);
+    ssize_t written = fd < 0 ? -1 : write(fd, text, n);
     int err = errno;
     if (fd >= 0) close(fd);
     free(line);

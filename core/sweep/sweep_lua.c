@@ -227,7 +227,7 @@ static int read_runs(ast_sweep *s, ast_error *e)
     return 0;
 }
 
-static ast_sweep *sweep_new(const char *abs)
+static ast_sweep *sweep_new(const char *abs, const ast_sweep_limits *limits)
 {
     ast_sweep *s = ast_xcalloc(1, sizeof *s);
     s->script = ast_xstrdup(abs);
@@ -235,40 +235,71 @@ static ast_sweep *sweep_new(const char *abs)
     if (dot && dot != base) *dot = 0;
     s->name = ast_xstrdup(base);
     free(copy);
+    s->trusted = limits->trusted;
     s->lua = ast_xcalloc(1, sizeof *s->lua);
     copy = ast_xstrdup(abs);
     s->lua->dir = ast_xstrdup(dirname(copy));
     free(copy);
     s->lua->schedule_ref = LUA_NOREF;
-    lua_State *L = s->lua->L = luaL_newstate();
-    luaL_openlibs(L);
-    luaL_requiref(L, "alphast", open_module, 1);
-    lua_pop(L, 1);
+    s->lua->limits = *limits;
+    s->lua->script = s->script;
+    lua_State *L = s->lua->L = sweep_new_state(s->lua);
+    sweep_open_libs(s->lua, open_module);
     lua_pushlightuserdata(L, s);
     lua_setfield(L, LUA_REGISTRYINDEX, SWEEP_SELF_KEY);
     return s;
 }
 
-ast_sweep *ast_sweep_load(const char *script, ast_error *e)
+/* Loads and runs the script in one phase, so that reading a huge file
+ * counts toward the memory limit too. Text only unless trusted: a binary
+ * chunk is unchecked bytecode. */
+static int evaluate(ast_sweep *s, const char *script, ast_error *e)
+{
+    lua_State *L = s->lua->L;
+    sweep_phase_begin(s->lua, "the sweep script", s->lua->limits.script_instructions, "ALPHAST_SWEEP_INSTRUCTIONS",
+                      s->lua->limits.script_seconds);
+    int rc = luaL_loadfilex(L, script, s->trusted ? NULL : "t") == LUA_OK ? 0 : -1;
+    if (rc < 0) {
+        ast_error_set(e, "%s", lua_tostring(L, -1));
+        lua_pop(L, 1);
+    }
+    if (rc == 0) rc = sweep_pcall(L, 0, 0, e);
+    sweep_phase_end(s->lua, rc < 0, e);
+    return rc;
+}
+
+/* sweep{name = ...} was checked when the script set it; a name taken from
+ * the file name ("..lua" gives ".") is checked here. */
+static int check_default_name(const ast_sweep *s, ast_error *e)
+{
+    ast_error why = {""};
+    if (sweep_check_name(s->name, strlen(s->name), &why) == 0) return 0;
+    ast_error_set(e, "%s: the sweep's name comes from the file name: %s; or name it with sweep{name = \"...\"}",
+                  s->script, why.msg);
+    return -1;
+}
+
+ast_sweep *ast_sweep_load_limited(const char *script, const ast_sweep_limits *limits, ast_error *e)
 {
     char *abs = realpath(script, NULL);
     if (!abs) {
         ast_error_set(e, "%s: cannot open the sweep script: %s", script, strerror(errno));
         return NULL;
     }
-    ast_sweep *s = sweep_new(abs);
+    ast_sweep *s = sweep_new(abs, limits);
     free(abs);
-    lua_State *L = s->lua->L;
-    if (luaL_loadfile(L, script) != LUA_OK) {
-        ast_error_set(e, "%s", lua_tostring(L, -1));
-        ast_sweep_free(s);
-        return NULL;
-    }
-    if (sweep_pcall(L, 0, 0, e) < 0 || read_runs(s, e) < 0) {
+    if (evaluate(s, script, e) < 0 || read_runs(s, e) < 0 || check_default_name(s, e) < 0) {
         ast_sweep_free(s);
         return NULL;
     }
     return s;
+}
+
+ast_sweep *ast_sweep_load(const char *script, ast_error *e)
+{
+    ast_sweep_limits limits;
+    if (ast_sweep_limits_from_env(&limits, e) < 0) return NULL;
+    return ast_sweep_load_limited(script, &limits, e);
 }
 
 void ast_sweep_free(ast_sweep *s)

@@ -8,6 +8,9 @@
 #include "sweep_internal.h"
 
 #define MAX_NAME 80
+#define MAX_SWEEP_NAME 200
+#define AST_STR_(x) #x
+#define AST_STR(x) AST_STR_(x)
 
 static const char *const sweep_fields[] = {"name", "base", "configs", "seeds", "schedule", "jobs", "threads", "report", NULL};
 
@@ -51,13 +54,51 @@ static void read_options(lua_State *L, int t, ast_sweep *s)
     s->report = lua_toboolean(L, -1);
     lua_pop(L, 1);
     if (lua_getfield(L, t, "name") != LUA_TNIL) {
-        const char *name = lua_tostring(L, -1);
-        if (lua_type(L, -1) != LUA_TSTRING || !*name || strchr(name, '/'))
-            luaL_error(L, "sweep: name must be a non-empty string without '/'");
+        if (lua_type(L, -1) != LUA_TSTRING) luaL_error(L, "sweep: name must be a string, not a %s", luaL_typename(L, -1));
+        size_t len;
+        const char *name = lua_tolstring(L, -1, &len);
+        ast_error e = {""};
+        if (sweep_check_name(name, len, &e) < 0) luaL_error(L, "sweep: %s", e.msg);
         free(s->name);
         s->name = ast_xstrdup(name);
     }
     lua_pop(L, 1);
+}
+
+/* Why a name cannot be a directory below sweeps/, or NULL: '..' would put
+ * the sweep's runs and ledger one level up, over whatever is there. */
+static const char *name_problem(const char *name, size_t len)
+{
+    if (!len) return "is empty";
+    if (strlen(name) != len) return "contains a NUL byte";
+    if (!strcmp(name, ".") || !strcmp(name, "..")) return "is '.' or '..', an existing directory";
+    if (strchr(name, '/')) return "contains '/'";
+    if (ast_cfg_bad_text(name, len) >= 0) return "is not valid UTF-8 text or contains control characters";
+    if (len > MAX_SWEEP_NAME) return "is longer than " AST_STR(MAX_SWEEP_NAME) " bytes";
+    return NULL;
+}
+
+int sweep_check_name(const char *name, size_t len, ast_error *e)
+{
+    const char *why = name_problem(name, len);
+    if (!why) return 0;
+    char shown[128];
+    ast_cfg_escape(name, shown, sizeof shown);
+    ast_error_set(e, "name '%s' %s; the name is the sweep's directory (sweeps/<name>): use letters, digits, '-', '_' "
+                  "and '.', not '.' or '..'", shown, why);
+    return -1;
+}
+
+/* Config names reach the ledger (JSON) and messages: text only. */
+static void check_config_name(lua_State *L, int idx)
+{
+    size_t len;
+    const char *name = lua_tolstring(L, idx, &len);
+    if (name && strlen(name) == len && ast_cfg_bad_text(name, len) < 0) return;
+    char shown[128];
+    ast_cfg_escape(name ? name : "", shown, sizeof shown);
+    luaL_error(L, "sweep: config name '%s' is not valid UTF-8 text or contains control characters; name it in UTF-8",
+               shown);
 }
 
 /* Pushes the base file (or nil) and its overrides. */
@@ -131,6 +172,8 @@ static void push_configs(lua_State *L, int t, int file, int base_ovr)
             lua_pop(L, 1);
             sweep_push_name(L, point, "base");
         }
+        if (lua_type(L, -1) != LUA_TSTRING) luaL_error(L, "sweep: configs[%d].name must be a string", (int)i);
+        check_config_name(L, -1);
         add_config(L, out, lua_tostring(L, -1), file, base_ovr, point);
         lua_pop(L, 2);
     }
@@ -139,6 +182,7 @@ static void push_configs(lua_State *L, int t, int file, int base_ovr)
         lua_rawgeti(L, -1, i);
         lua_pushvalue(L, -1);
         lua_rawget(L, configs);
+        check_config_name(L, -2);
         if (!lua_istable(L, -1)) luaL_error(L, "sweep: configs.%s must be an override table or a config", lua_tostring(L, -2));
         add_config(L, out, lua_tostring(L, -2), file, base_ovr, lua_gettop(L));
         lua_pop(L, 2);

@@ -96,13 +96,19 @@ uint64_t sweep_hash_schedule(lua_State *L, int idx, uint64_t h)
 }
 
 /* The value of schedule key k at this step (function result or constant). */
-static int schedule_value(lua_State *L, const schedule_key *k, int64_t step, int epoch, double *out, ast_error *e)
+static int schedule_value(ast_sweep_lua *sl, const schedule_key *k, int64_t step, int epoch, double *out, ast_error *e)
 {
+    lua_State *L = sl->L;
     ast_error why = {""};
     if (lua_isfunction(L, -1)) {
         lua_pushinteger(L, (lua_Integer)step);
         lua_pushinteger(L, epoch);
-        if (sweep_pcall(L, 2, 1, &why) < 0) {
+        /* Every call has its own budget: the trainer calls it every step. */
+        sweep_phase_begin(sl, "the schedule", sl->limits.schedule_instructions, "ALPHAST_SCHEDULE_INSTRUCTIONS",
+                          sl->limits.schedule_seconds);
+        int rc = sweep_pcall(L, 2, 1, &why);
+        sweep_phase_end(sl, rc < 0, &why);
+        if (rc < 0) {
             ast_error_set(e, "schedule.%s(step %lld, epoch %d) failed: %s", k->key, (long long)step, epoch, why.msg);
             return -1;
         }
@@ -133,7 +139,7 @@ static int run_schedule(void *ud, int64_t step, int epoch, ast_schedule_values *
             lua_pop(L, 1);
             continue;
         }
-        rc = schedule_value(L, key, step, epoch, &x, e);
+        rc = schedule_value(sl, key, step, epoch, &x, e);
         if (rc == 0 && !key->published) v->lr = (float)x;
         if (rc == 0 && key->published) {
             v->named[v->n].name = key->published;

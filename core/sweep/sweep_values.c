@@ -83,17 +83,23 @@ static void push_flow_string(lua_State *L, int idx)
     luaL_pushresult(&b);
 }
 
-static void push_value(lua_State *L, int idx, int nested);
+static void push_value(lua_State *L, int idx, int depth);
 
-static void push_table(lua_State *L, int idx)
+/* depth: the levels of tables around this one. The limit is the config's
+ * own, and stops a table that contains itself from recursing until the
+ * C stack or the unchecked Lua stack overflows. */
+static void push_table(lua_State *L, int idx, int depth)
 {
+    if (depth >= AST_CFG_MAX_DEPTH)
+        luaL_error(L, "a config value nested deeper than %d tables (does a table contain itself?)", AST_CFG_MAX_DEPTH);
+    luaL_checkstack(L, 8, "a deeply nested config value");
     lua_Integer n = (lua_Integer)lua_rawlen(L, idx);
     if (n > 0) {
         lua_pushliteral(L, "[");
         for (lua_Integer i = 1; i <= n; i++) {
             if (i > 1) lua_pushliteral(L, ", "), lua_concat(L, 2);
             lua_rawgeti(L, idx, i);
-            push_value(L, -1, 1);
+            push_value(L, -1, depth + 1);
             lua_remove(L, -2);
             lua_concat(L, 2);
         }
@@ -111,7 +117,7 @@ static void push_table(lua_State *L, int idx)
         lua_pushliteral(L, ": ");
         lua_rawgeti(L, keys, i);
         lua_rawget(L, idx);
-        push_value(L, -1, 1);
+        push_value(L, -1, depth + 1);
         lua_remove(L, -2);
         lua_concat(L, 5);
     }
@@ -120,12 +126,14 @@ static void push_table(lua_State *L, int idx)
     lua_remove(L, keys);
 }
 
-static void push_value(lua_State *L, int idx, int nested)
+/* depth 0: the value itself, whose strings are YAML text as written;
+ * inside a table strings are quoted where YAML needs it. */
+static void push_value(lua_State *L, int idx, int depth)
 {
     idx = lua_absindex(L, idx);
     switch (lua_type(L, idx)) {
     case LUA_TSTRING:
-        if (nested)
+        if (depth)
             push_flow_string(L, idx);
         else
             lua_pushvalue(L, idx);
@@ -134,7 +142,7 @@ static void push_value(lua_State *L, int idx, int nested)
     case LUA_TBOOLEAN: lua_pushstring(L, lua_toboolean(L, idx) ? "true" : "false"); return;
     case LUA_TTABLE:
         if (!sweep_is(L, idx, SWEEP_CONFIG_MT) && !sweep_is(L, idx, SWEEP_DIST_MT)) {
-            push_table(L, idx);
+            push_table(L, idx, depth);
             return;
         }
         /* fall through */

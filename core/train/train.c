@@ -2,8 +2,10 @@
  * take an AdamW step; validate, checkpoint and early-stop per epoch. */
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/progress.h"
 #include "io/safetensors.h"
@@ -33,22 +35,32 @@ void ast_train_config_default(ast_train_config *tc)
     ast_masking_config_default(&tc->masking);
 }
 
-void ast_batch_init(ast_batch *b, int B, int N, int G)
+int ast_batch_init(ast_batch *b, int B, int N, int G, const char *what, ast_error *e)
 {
+    /* In double: B * N * G of hostile sizes overflows size_t. More than the
+     * machine's memory is refused before asking (Linux's overcommit would
+     * grant it and the kernel kill us later, without a word). */
+    double bytes = ((double)B * N * (2.0 * G + 7.0) + 2.0 * B) * sizeof(float);
+    double ram = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     size_t cells = (size_t)B * N;
     *b = (ast_batch){.B = B, .N = N, .G = G};
-    b->expr = ast_xcalloc(cells * G, sizeof(float));
-    b->z_expr = ast_xcalloc(cells * G, sizeof(float));
-    b->pos = ast_xcalloc(cells * 3, sizeof(float));
-    b->z_pos = ast_xcalloc(cells * 3, sizeof(float));
-    b->mask = ast_xcalloc(cells, sizeof(float));
-    b->t = ast_xcalloc((size_t)B, sizeof(float));
-    b->t_int = ast_xcalloc((size_t)B, sizeof(int));
+    if (bytes < (double)(SIZE_MAX / 4) && (ram <= 0 || bytes <= ram)) {
+        b->expr = calloc(cells * G, sizeof(float)), b->z_expr = calloc(cells * G, sizeof(float));
+        b->pos = calloc(cells * 3, sizeof(float)), b->z_pos = calloc(cells * 3, sizeof(float));
+        b->mask = calloc(cells, sizeof(float)), b->t = calloc((size_t)B, sizeof(float));
+        b->t_int = calloc((size_t)B, sizeof(int));
+        if (b->expr && b->z_expr && b->pos && b->z_pos && b->mask && b->t && b->t_int) return 0;
+    }
+    ast_batch_free(b);
+    ast_error_set(e, "out of memory: the %s needs %.0f MiB (%d sets x %d cells x %d genes; this machine has %.0f "
+                  "MiB); lower them", what, bytes / 1048576.0, B, N, G, ram / 1048576.0);
+    return -1;
 }
 
 void ast_batch_free(ast_batch *b)
 {
     free(b->expr), free(b->z_expr), free(b->pos), free(b->z_pos), free(b->mask), free(b->t), free(b->t_int);
+    *b = (ast_batch){0};
 }
 
 const char *ast_trainer_file(const ast_trainer *t, const char *name, char *buf, size_t n)
@@ -68,15 +80,64 @@ static int write_text_file(const char *path, const char *text, ast_error *e)
     return 0;
 }
 
+/* Evaluation compares cells with each other within sets; the spatial
+ * metrics skip sets below 3 cells, so a smaller test split scores 0. */
+#define MIN_TEST_CELLS 3
+
+/* What the splits must hold before anything is sized by them. */
+static int check_splits(const ast_dataset *d, const ast_split sp[3], int set_size, ast_error *e)
+{
+    const char *src = d->source ? d->source : "the dataset";
+    if (sp[AST_SPLIT_VAL].n < 1) {
+        ast_error_set(e, "%s: the validation split is empty; set data.split_ratio.val above 0", src);
+        return -1;
+    }
+    /* Sets never cross slices or splits: a set_size above the largest slice
+     * pads every set, and 1e6 would allocate gigabytes of padding. */
+    int most = ast_data_max_set_size(d, &sp[AST_SPLIT_TRAIN], 0);
+    if (set_size > most) {
+        ast_error_set(e, "data.set_size: %d cells per set, but the training split's largest slice has %d cells "
+                      "(%lld in the split); use at most %d, or 0 for whole slices", set_size, most,
+                      (long long)sp[AST_SPLIT_TRAIN].n, most);
+        return -1;
+    }
+    int64_t n_test = sp[AST_SPLIT_TEST].n;
+    if (n_test > 0 && n_test < MIN_TEST_CELLS) {
+        ast_error_set(e, "%s: the test split has %lld cell%s, but evaluation needs at least %d (its metrics compare "
+                      "cells with each other); raise data.split_ratio.test, or set it to 0 to skip evaluation",
+                      src, (long long)n_test, n_test == 1 ? "" : "s", MIN_TEST_CELLS);
+        return -1;
+    }
+    return 0;
+}
+
+/* The sets, the fixed validation centres and both batches. */
+static int trainer_sets(ast_trainer *t, const ast_split splits[3], ast_error *e)
+{
+    const ast_train_config *tc = &t->tc;
+    const ast_dataset *d = t->data;
+    float scale = ast_data_position_scale(d, &splits[AST_SPLIT_TRAIN], tc->set_size, tc->seed);
+    t->train_sets = (ast_set_sampler){d, &splits[AST_SPLIT_TRAIN], tc->set_size, scale, tc->rotate, tc->expr_dropout};
+    t->val_sets = (ast_set_sampler){d, &splits[AST_SPLIT_VAL], tc->set_size, scale, 0, 0.0f};
+    if (ast_batch_init(&t->batch, tc->sets_per_step, tc->set_size, d->n_genes,
+                       "training batch (training.batch_size x data.set_size x genes)", e) < 0 ||
+        ast_batch_init(&t->val_batch, tc->val_sets, tc->set_size, d->n_genes,
+                       "validation batch (training.val_sets x data.set_size x genes)", e) < 0)
+        return -1;
+    /* Fixed validation centres: the same sets every epoch and on resume. */
+    ast_rng vr;
+    ast_rng_seed(&vr, tc->seed ^ 0x7a11da7eull);
+    t->val_centres = ast_xmalloc((size_t)tc->val_sets * sizeof *t->val_centres);
+    for (int i = 0; i < tc->val_sets; i++)
+        t->val_centres[i] = splits[AST_SPLIT_VAL].cells[ast_rng_next(&vr) % (uint64_t)splits[AST_SPLIT_VAL].n];
+    return 0;
+}
+
 ast_trainer *ast_trainer_new(ast_model *m, const ast_dataset *d, const ast_split splits[3], const ast_train_config *tc,
                              const char *run_dir, const char *config_yaml, ast_error *e)
 {
     char path[4096];
-    if (splits[AST_SPLIT_VAL].n < 1) {
-        ast_error_set(e, "%s: the validation split is empty; set data.val_ratio above 0", d->source);
-        return NULL;
-    }
-    if (ast_make_dirs(run_dir, e) < 0) return NULL;
+    if (check_splits(d, splits, tc->set_size, e) < 0 || ast_make_dirs(run_dir, e) < 0) return NULL;
     ast_trainer *t = ast_xcalloc(1, sizeof *t);
     t->model = m, t->data = d, t->tc = *tc;
     /* From here on tc->set_size is the N that batches are sized by. */
@@ -85,6 +146,8 @@ ast_trainer *ast_trainer_new(ast_model *m, const ast_dataset *d, const ast_split
     t->tc.set_size = n_train > n_val ? n_train : n_val;
     tc = &t->tc;
     t->dir = ast_xstrdup(run_dir);
+    t->best_val = INFINITY;
+    t->best_epoch = -1;
     if (ast_schedule_init(&t->sched, tc->diffusion_steps, tc->nu_expression, tc->nu_position, e) < 0 ||
         (config_yaml && write_text_file(ast_trainer_file(t, "config.yaml", path, sizeof path), config_yaml, e) < 0)) {
         ast_trainer_free(t);
@@ -97,18 +160,10 @@ ast_trainer *ast_trainer_new(ast_model *m, const ast_dataset *d, const ast_split
     t->opt = ast_adamw_new(ast_model_params(m), &tc->adamw);
     t->ctx = ast_ctx_new_on(ast_model_backend(m), tc->seed ^ 0x5eed0c7full);
     ast_rng_seed(&t->data_rng, tc->seed);
-    float scale = ast_data_position_scale(d, &splits[AST_SPLIT_TRAIN], tc->set_size, tc->seed);
-    t->train_sets = (ast_set_sampler){d, &splits[AST_SPLIT_TRAIN], tc->set_size, scale, tc->rotate, tc->expr_dropout};
-    t->val_sets = (ast_set_sampler){d, &splits[AST_SPLIT_VAL], tc->set_size, scale, 0, 0.0f};
-    /* Fixed validation centres: the same sets every epoch and on resume. */
-    ast_rng vr;
-    ast_rng_seed(&vr, tc->seed ^ 0x7a11da7eull);
-    t->val_centres = ast_xmalloc((size_t)tc->val_sets * sizeof *t->val_centres);
-    for (int i = 0; i < tc->val_sets; i++)
-        t->val_centres[i] = splits[AST_SPLIT_VAL].cells[ast_rng_next(&vr) % (uint64_t)splits[AST_SPLIT_VAL].n];
-    ast_batch_init(&t->batch, tc->sets_per_step, tc->set_size, d->n_genes);
-    t->best_val = INFINITY;
-    t->best_epoch = -1;
+    if (trainer_sets(t, splits, e) < 0) {
+        ast_trainer_free(t);
+        return NULL;
+    }
     return t;
 }
 
@@ -120,6 +175,7 @@ void ast_trainer_free(ast_trainer *t)
     ast_masking_free(t->masking);
     ast_ctx_free(t->ctx);
     ast_batch_free(&t->batch);
+    ast_batch_free(&t->val_batch);
     train_monitors_free(t->monitors);
     if (t->metrics) fclose(t->metrics);
     free(t->val_centres), free(t->losses), free(t->dir);
@@ -186,6 +242,22 @@ static int schedule_step(ast_trainer *t, ast_error *e)
     return 0;
 }
 
+/* The error of a non-finite step. A checkpoint is written at every epoch's
+ * end, so one of this run exists once an epoch has finished (t->epoch
+ * counts finished epochs, resumed ones too); before that there is none. */
+static void non_finite_error(const ast_trainer *t, double loss, double gnorm, ast_error *e)
+{
+    char last[4200];
+    if (t->epoch > 0)
+        snprintf(last, sizeof last, "The last good checkpoint is %s/checkpoint.safetensors (after epoch %d)", t->dir,
+                 t->epoch);
+    else
+        snprintf(last, sizeof last, "No checkpoint was written: it failed in the first epoch");
+    ast_error_set(e, "step %lld: the %s is not finite (loss %g, gradient norm %g); stopped without updating. %s; "
+                  "lower training.learning_rate or check the data for extreme values",
+                  (long long)t->step + 1, isfinite(loss) ? "gradient" : "loss", loss, gnorm, last);
+}
+
 /* One optimiser update; -1 with e set if the loss or gradient is not finite. */
 static int train_step(ast_trainer *t, double *loss_out, ast_error *e)
 {
@@ -197,10 +269,7 @@ static int train_step(ast_trainer *t, double *loss_out, ast_error *e)
     train_monitors_observe(t, AST_PHASE_TRAIN_STEP);
     double gnorm = t->tc.clip_norm > 0 ? ast_clip_grad_norm(p, t->tc.clip_norm) : ast_grad_norm(p);
     if (!isfinite(loss) || !isfinite(gnorm)) {
-        ast_error_set(e, "step %lld: the %s is not finite (loss %g, gradient norm %g); stopped without updating. "
-                      "The last good checkpoint is %s/checkpoint.safetensors; lower training.learning_rate or "
-                      "check the data for extreme values",
-                      (long long)t->step + 1, isfinite(loss) ? "gradient" : "loss", loss, gnorm, t->dir);
+        non_finite_error(t, loss, gnorm, e);
         return -1;
     }
     ast_adamw_step(t->opt, t->scheduled.lr);
@@ -245,28 +314,51 @@ static int open_metrics(ast_trainer *t, ast_error *e)
     return t->metrics ? 0 : -1;
 }
 
+double ast_trainer_run_seconds(const ast_trainer *t)
+{
+    return t->prior_seconds + (t->run_start > 0 ? ast_now() - t->run_start : 0.0);
+}
+
 static void write_summary(ast_trainer *t, const ast_train_result *r)
 {
     char path[4096];
     FILE *f = fopen(ast_trainer_file(t, "summary.json", path, sizeof path), "w");
     if (!f) return;
+    size_t peak = ast_ctx_arena_peak(t->ctx);
+    peak = peak > t->prior_peak_arena ? peak : t->prior_peak_arena;
     fprintf(f,
             "{\n  \"steps\": %lld,\n  \"epochs\": %d,\n  \"best_val_loss\": %.9g,\n  \"best_epoch\": %d,\n"
             "  \"last_val_loss\": %.9g,\n  \"last_train_loss\": %.9g,\n  \"seconds\": %.3f,\n"
-            "  \"steps_per_second\": %.4f,\n  \"stop_reason\": \"%s\",\n  \"parameters\": %lld,\n"
-            "  \"active_parameters\": %lld,\n  \"peak_arena_bytes\": %zu,\n  \"position_scale\": %.9g\n}\n",
+            "  \"steps_per_second\": %.4f,\n  \"invocations\": %d,\n  \"stop_reason\": \"%s\",\n"
+            "  \"parameters\": %lld,\n  \"active_parameters\": %lld,\n  \"peak_arena_bytes\": %zu,\n"
+            "  \"position_scale\": %.9g\n}\n",
             (long long)r->steps, r->epochs, r->best_val, r->best_epoch, r->last_val, r->last_train, r->seconds,
-            r->steps_per_second, r->stop_reason, (long long)ast_model_param_count(t->model),
-            (long long)ast_model_active_param_count(t->model), ast_ctx_arena_peak(t->ctx), t->train_sets.pos_scale);
+            r->steps_per_second, t->invocations, r->stop_reason, (long long)ast_model_param_count(t->model),
+            (long long)ast_model_active_param_count(t->model), peak, t->train_sets.pos_scale);
     fclose(f);
+}
+
+/* The result describes the whole run, not this invocation: a resumed one
+ * that trains no step (killed after its last checkpoint, run again) adds
+ * its few milliseconds to the checkpointed seconds instead of replacing
+ * them with its own zero steps per second. */
+static void fill_result(ast_trainer *t, ast_train_result *r)
+{
+    r->steps = t->step, r->epochs = t->epoch;
+    r->best_val = t->best_val, r->best_epoch = t->best_epoch;
+    r->last_val = t->last_val, r->last_train = t->last_train;
+    r->seconds = ast_trainer_run_seconds(t);
+    int64_t timed = t->prior_timed_steps + (t->step - t->first_step);
+    r->steps_per_second = (double)timed / (r->seconds + 1e-9);
 }
 
 int ast_trainer_run(ast_trainer *t, ast_train_result *r, ast_error *e)
 {
     memset(r, 0, sizeof *r);
     if (open_metrics(t, e) < 0) return -1;
-    double start = ast_now();
-    int64_t first_step = t->step;
+    double start = t->run_start = ast_now();
+    t->first_step = t->step;
+    t->invocations++; /* this one; the checkpoint counts the earlier ones */
     r->stop_reason = "epochs";
     ast_progress bar;
     char label[32], status[96];
@@ -293,11 +385,7 @@ int ast_trainer_run(ast_trainer *t, ast_train_result *r, ast_error *e)
             break;
         }
     }
-    r->steps = t->step, r->epochs = t->epoch;
-    r->best_val = t->best_val, r->best_epoch = t->best_epoch;
-    r->last_val = t->last_val, r->last_train = t->last_train;
-    r->seconds = ast_now() - start;
-    r->steps_per_second = (double)(t->step - first_step) / (r->seconds + 1e-9);
+    fill_result(t, r);
     write_summary(t, r);
     return 0;
 }

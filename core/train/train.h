@@ -61,13 +61,15 @@ void ast_train_config_default(ast_train_config *tc);
 int ast_train_config_from_cfg(const ast_cfg *cfg, ast_train_config *tc, ast_error *e);
 int ast_data_opts_from_cfg(const ast_cfg *cfg, ast_data_opts *o);
 
-/* Outcome of a run, also written to summary.json. */
+/* Outcome of a run, also written to summary.json: of the whole run, not
+ * of this invocation (a resumed one adds to what its checkpoint saved). */
 typedef struct ast_train_result {
     int64_t steps;
     int epochs;
     double best_val, last_val, last_train;
     int best_epoch;
-    double seconds, steps_per_second;
+    double seconds;          /* training wall time of every invocation, up to its last checkpoint, plus this one's */
+    double steps_per_second; /* the steps those seconds timed / seconds */
     const char *stop_reason; /* "epochs", "early_stopping", "time_limit" */
 } ast_train_result;
 
@@ -87,7 +89,9 @@ void ast_trainer_free(ast_trainer *t);
 int ast_trainer_add_monitors(ast_trainer *t, const ast_cfg *cfg, ast_error *e);
 
 /* Continue from run_dir/checkpoint.safetensors if it exists (1), start
- * fresh if it does not (0), or fail (-1, e set) on an unusable one. */
+ * fresh if it does not (0), or fail (-1, e set) on an unusable one: every
+ * metadata field is range-checked against the others, the config's model
+ * and metrics.jsonl, and the error names the file and the field. */
 int ast_trainer_resume(ast_trainer *t, ast_error *e);
 
 /* Trains until the epochs, early stopping or the time limit end it. A

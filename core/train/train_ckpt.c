@@ -2,12 +2,20 @@
  * plugins' buffers (host->buffer, e.g. the MoE's selection bias), the
  * AdamW state, and in its metadata the step, epoch, early-stopping state,
  * both RNG states and the length of metrics.jsonl, so a resumed run
- * continues exactly where the saved one was. Written atomically. */
+ * continues exactly where the saved one was, plus the run's bookkeeping
+ * across invocations (seconds, timed steps, arena peak, invocations) for
+ * summary.json. Written atomically. Everything read back is range-checked
+ * against the rest of the file, the run directory and the model: a
+ * damaged or edited checkpoint is refused naming the file and the field. */
 #include <errno.h>
+#include <fcntl.h>
+#include <float.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "io/safetensors.h"
@@ -28,14 +36,18 @@ static void rng_encode(const ast_rng *r, char *buf, size_t n)
              r->s[2], r->s[3], r->has_spare, spare);
 }
 
+/* 0 if s is a whole encoded state: the four words, not all zero (the
+ * generator's fixed point), has_spare 0 or 1 and a finite spare. */
 static int rng_decode(const char *s, ast_rng *r)
 {
     uint32_t spare;
-    if (!s || sscanf(s, "%" SCNx64 " %" SCNx64 " %" SCNx64 " %" SCNx64 " %d %" SCNx32, &r->s[0], &r->s[1], &r->s[2],
-                     &r->s[3], &r->has_spare, &spare) != 6)
+    int used = -1;
+    if (!s || sscanf(s, "%" SCNx64 " %" SCNx64 " %" SCNx64 " %" SCNx64 " %d %" SCNx32 "%n", &r->s[0], &r->s[1],
+                     &r->s[2], &r->s[3], &r->has_spare, &spare, &used) != 6 || s[used])
         return -1;
     memcpy(&r->spare, &spare, sizeof spare);
-    return 0;
+    int zero = !(r->s[0] | r->s[1] | r->s[2] | r->s[3]);
+    return zero || (r->has_spare != 0 && r->has_spare != 1) || !isfinite(r->spare) ? -1 : 0;
 }
 
 int ast_trainer_save(ast_trainer *t, ast_error *e)
@@ -72,6 +84,11 @@ int ast_trainer_save(ast_trainer *t, ast_error *e)
     META("last_val", "%.17g", t->last_val);
     META("last_train", "%.17g", t->last_train);
     META("metrics_bytes", "%ld", t->metrics ? ftell(t->metrics) : 0L);
+    META("seconds", "%.17g", ast_trainer_run_seconds(t));
+    META("timed_steps", "%lld", (long long)(t->prior_timed_steps + (t->run_start > 0 ? t->step - t->first_step : 0)));
+    size_t peak = ast_ctx_arena_peak(t->ctx);
+    META("peak_arena_bytes", "%zu", peak > t->prior_peak_arena ? peak : t->prior_peak_arena);
+    META("invocations", "%d", t->invocations);
 #undef META
     rng_encode(&t->data_rng, buf, sizeof buf);
     ast_st_writer_metadata(w, "data_rng", buf);
@@ -85,16 +102,164 @@ int ast_trainer_save(ast_trainer *t, ast_error *e)
     return rc;
 }
 
-static int meta_num(const ast_st_file *f, const char *key, double *out, ast_error *e)
+/* The refusal of a value read back: the file, the field, what it holds,
+ * what it must hold and the fix. value NULL: the field is missing. */
+static int bad_field(const ast_st_file *f, const char *key, const char *value, const char *want, ast_error *e)
+{
+    ast_error_set(e, "%s: checkpoint field '%s' is %s%s%s, but %s; the checkpoint is damaged, edited or not an "
+                  "alphast checkpoint of this version: restore it, or start over (alphast-run train --fresh, or a "
+                  "new run directory)", ast_st_path(f), key, value ? "'" : "", value ? value : "missing",
+                  value ? "'" : "", want);
+    return -1;
+}
+
+/* An integer field in [lo, hi] (strtod would take 1e300 and nan). */
+static int meta_int(const ast_st_file *f, const char *key, int64_t lo, int64_t hi, int64_t *out, ast_error *e)
 {
     const char *v = ast_st_metadata(f, key);
-    char *end;
-    if (v) *out = strtod(v, &end);
-    if (!v || end == v || *end) {
-        ast_error_set(e, "%s: checkpoint metadata '%s' is missing or not a number; the file is not an alphast "
-                      "checkpoint of this version (start a new run directory)", ast_st_path(f), key);
+    char want[128], *end = NULL;
+    snprintf(want, sizeof want, "it must be an integer in %lld..%lld", (long long)lo, (long long)hi);
+    errno = 0;
+    long long x = v ? strtoll(v, &end, 10) : 0;
+    if (!v || end == v || *end || errno || x < lo || x > hi) return bad_field(f, key, v, want, e);
+    *out = x;
+    return 0;
+}
+
+/* The bookkeeping fields came later: a checkpoint without one is older, not damaged. */
+static int meta_int_opt(const ast_st_file *f, const char *key, int64_t lo, int64_t hi, int64_t def, int64_t *out,
+                        ast_error *e)
+{
+    if (!ast_st_metadata(f, key)) return *out = def, 0;
+    return meta_int(f, key, lo, hi, out, e);
+}
+
+/* A number in [lo, hi]; NaN only if nan_ok. */
+static int meta_num(const ast_st_file *f, const char *key, double lo, double hi, int nan_ok, double *out, ast_error *e)
+{
+    const char *v = ast_st_metadata(f, key);
+    char want[128], *end = NULL;
+    snprintf(want, sizeof want, "it must be a number in %g..%g%s", lo, hi, nan_ok ? " or nan" : "");
+    double x = v ? strtod(v, &end) : NAN;
+    if (!v || end == v || *end || (isnan(x) && !nan_ok) || x < lo || x > hi) return bad_field(f, key, v, want, e);
+    *out = x;
+    return 0;
+}
+
+/* Step, epoch and early stopping, each against the others: every epoch
+ * ends with a checkpoint after at least one step, and the best epoch and
+ * the bad epochs since add up to the epochs done. */
+static int read_progress(ast_trainer *t, const ast_st_file *f, ast_error *e)
+{
+    int64_t epoch, step, ostep, best_epoch, bad;
+    if (meta_int(f, "epoch", 0, INT_MAX - 1, &epoch, e) ||
+        meta_int(f, "step", epoch, epoch * (int64_t)INT_MAX, &step, e) ||
+        meta_int(f, "optimizer_step", step, step, &ostep, e) || /* one AdamW update per step */
+        meta_int(f, "best_epoch", -1, epoch - 1, &best_epoch, e) ||
+        meta_int(f, "bad_epochs", epoch - 1 - best_epoch, epoch - 1 - best_epoch, &bad, e))
+        return -1;
+    /* No best epoch yet: best_val is still its initial +inf. */
+    double best, last_val, last_train, best_lo = best_epoch < 0 ? INFINITY : -DBL_MAX;
+    if (meta_num(f, "best_val", best_lo, best_epoch < 0 ? INFINITY : DBL_MAX, 0, &best, e) ||
+        meta_num(f, "last_val", -INFINITY, INFINITY, 1, &last_val, e) || /* a NaN validation loss is logged */
+        meta_num(f, "last_train", -DBL_MAX, DBL_MAX, 0, &last_train, e)) /* a non-finite step stops the run */
+        return -1;
+    t->step = step, t->epoch = (int)epoch, t->opt->step = ostep;
+    t->best_val = best, t->best_epoch = (int)best_epoch, t->bad_epochs = (int)bad;
+    t->last_val = last_val, t->last_train = last_train;
+    return 0;
+}
+
+static int read_bookkeeping(ast_trainer *t, const ast_st_file *f, ast_error *e)
+{
+    int64_t timed, peak, calls;
+    double seconds = 0.0;
+    if ((ast_st_metadata(f, "seconds") && meta_num(f, "seconds", 0.0, 1e12, 0, &seconds, e)) ||
+        meta_int_opt(f, "timed_steps", 0, t->step, 0, &timed, e) ||
+        meta_int_opt(f, "peak_arena_bytes", 0, INT64_C(1) << 53, 0, &peak, e) ||
+        meta_int_opt(f, "invocations", 1, INT_MAX - 1, 1, &calls, e))
+        return -1;
+    t->prior_seconds = seconds, t->prior_timed_steps = timed;
+    t->prior_peak_arena = (size_t)peak, t->invocations = (int)calls;
+    return 0;
+}
+
+/* metrics_bytes must end a line of metrics.jsonl as it is: larger would
+ * extend the log (1e11 made a 100 GB sparse file), mid-line would glue the
+ * next line to a fragment. */
+static int check_metrics(const ast_trainer *t, const ast_st_file *f, int64_t *bytes, ast_error *e)
+{
+    char path[4096], want[4300], last = '\n';
+    struct stat st;
+    ast_trainer_file(t, "metrics.jsonl", path, sizeof path);
+    int64_t size = stat(path, &st) ? -1 : (int64_t)st.st_size;
+    if (size < 0 && errno != ENOENT) {
+        ast_error_set(e, "%s: cannot read: %s", path, strerror(errno));
         return -1;
     }
+    if (meta_int(f, "metrics_bytes", 0, INT64_MAX, bytes, e)) return -1;
+    if (size < 0 && *bytes > 0) snprintf(want, sizeof want, "%s is missing (restore the run's log)", path);
+    else snprintf(want, sizeof want, "%s holds only %lld bytes (restore the run's log)", path, (long long)size);
+    if (*bytes > 0 && *bytes > size) return bad_field(f, "metrics_bytes", ast_st_metadata(f, "metrics_bytes"), want, e);
+    int fd = *bytes > 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    if (fd >= 0) {
+        if (pread(fd, &last, 1, (off_t)(*bytes - 1)) != 1) last = 0;
+        close(fd);
+    }
+    if (last != '\n') {
+        snprintf(want, sizeof want, "byte %lld of %s ends no line", (long long)*bytes, path);
+        return bad_field(f, "metrics_bytes", ast_st_metadata(f, "metrics_bytes"), want, e);
+    }
+    return 0;
+}
+
+/* 1 if `name` is a parameter, a buffer or an AdamW moment of the model. */
+static int known_tensor(ast_trainer *t, const char *name)
+{
+    ast_params *p = ast_model_params(t->model);
+    for (int i = 0; i < ast_params_n_buffers(p); i++)
+        if (!strcmp(name, ast_params_buffer_at(p, i)->name)) return 1;
+    for (int i = 0; i < ast_params_count(p); i++) {
+        const char *x = ast_params_at(p, i)->name;
+        if (!strcmp(name, x)) return 1;
+        for (int k = 0; k < 3; k++) {
+            size_t n = strlen(moment_names[k]);
+            if (moments(t->opt, k)[i] && !strncmp(name, moment_names[k], n) && !strcmp(name + n, x)) return 1;
+        }
+    }
+    return 0;
+}
+
+/* Every tensor the model needs is read (a missing one fails there); one
+ * more means another model: resuming a 2-layer run with a 1-layer config
+ * would drop a layer without a word. */
+static int check_no_extra(ast_trainer *t, const ast_st_file *f, ast_error *e)
+{
+    ast_params *p = ast_model_params(t->model);
+    int expected = ast_params_count(p) + ast_params_n_buffers(p);
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < ast_params_count(p); i++) expected += moments(t->opt, k)[i] != NULL;
+    for (int i = 0; ast_st_count(f) != expected && i < ast_st_count(f); i++)
+        if (!known_tensor(t, ast_st_name(f, i))) {
+            ast_error_set(e, "%s: tensor '%s' belongs to no parameter of this model; the checkpoint was made for "
+                          "another model configuration: resume with its config.yaml, or start over "
+                          "(alphast-run train --fresh, or a new run directory)", ast_st_path(f), ast_st_name(f, i));
+            return -1;
+        }
+    return 0;
+}
+
+/* The second moments are averages of squares: a negative one (the reader
+ * already refuses non-finite values) would make AdamW's sqrt NaN. */
+static int check_moment(const ast_st_file *f, const char *name, const float *v, int64_t n, ast_error *e)
+{
+    for (int64_t j = 0; j < n; j++)
+        if (v[j] < 0.0f) {
+            ast_error_set(e, "%s: tensor '%s' holds %g at element %lld, but a second moment is never negative; the "
+                          "checkpoint is damaged: restore it, or start over (alphast-run train --fresh, or a new run "
+                          "directory)", ast_st_path(f), name, (double)v[j], (long long)j);
+            return -1;
+        }
     return 0;
 }
 
@@ -106,27 +271,25 @@ static int load_state(ast_trainer *t, const ast_st_file *f, ast_error *e)
                       fmt ? fmt : "none");
         return -1;
     }
-    double step, epoch, ostep, best, best_epoch, bad, last_val, last_train, bytes;
-    if (meta_num(f, "step", &step, e) || meta_num(f, "epoch", &epoch, e) || meta_num(f, "optimizer_step", &ostep, e) ||
-        meta_num(f, "best_val", &best, e) || meta_num(f, "best_epoch", &best_epoch, e) ||
-        meta_num(f, "bad_epochs", &bad, e) || meta_num(f, "last_val", &last_val, e) ||
-        meta_num(f, "last_train", &last_train, e) || meta_num(f, "metrics_bytes", &bytes, e))
-        return -1;
-    if (rng_decode(ast_st_metadata(f, "data_rng"), &t->data_rng) || rng_decode(ast_st_metadata(f, "ctx_rng"), ast_ctx_rng(t->ctx))) {
-        ast_error_set(e, "%s: checkpoint RNG state is missing or malformed", ast_st_path(f));
-        return -1;
-    }
+    int64_t bytes;
+    if (read_progress(t, f, e) || read_bookkeeping(t, f, e) || check_metrics(t, f, &bytes, e)) return -1;
+    static const char rng_want[] = "it must be a generator state (4 hex words, not all 0, has_spare 0 or 1, a "
+                                   "finite spare)";
+    if (rng_decode(ast_st_metadata(f, "data_rng"), &t->data_rng))
+        return bad_field(f, "data_rng", ast_st_metadata(f, "data_rng"), rng_want, e);
+    if (rng_decode(ast_st_metadata(f, "ctx_rng"), ast_ctx_rng(t->ctx)))
+        return bad_field(f, "ctx_rng", ast_st_metadata(f, "ctx_rng"), rng_want, e);
     ast_params *p = ast_model_params(t->model);
     char name[1024];
     for (int k = 0; k < 3; k++)
         for (int i = 0; i < ast_params_count(p) && moments(t->opt, k)[i]; i++) {
             ast_tensor *x = ast_params_at(p, i);
             snprintf(name, sizeof name, "%s%s", moment_names[k], x->name);
-            if (ast_st_read_f32(f, name, x->ndim, x->shape, moments(t->opt, k)[i], e) < 0) return -1;
+            if (ast_st_read_f32(f, name, x->ndim, x->shape, moments(t->opt, k)[i], e) < 0 ||
+                (k > 0 && check_moment(f, name, moments(t->opt, k)[i], x->size, e) < 0))
+                return -1;
         }
-    t->step = (int64_t)step, t->epoch = (int)epoch, t->opt->step = (int64_t)ostep;
-    t->best_val = best, t->best_epoch = (int)best_epoch, t->bad_epochs = (int)bad;
-    t->last_val = last_val, t->last_train = last_train;
+    if (check_no_extra(t, f, e) < 0) return -1;
     char path[4096];
     /* Lines logged after this checkpoint belong to a run that never finished. */
     if (truncate(ast_trainer_file(t, "metrics.jsonl", path, sizeof path), (off_t)bytes) && errno != ENOENT) {

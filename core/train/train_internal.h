@@ -29,6 +29,7 @@ struct ast_trainer {
     ast_set_sampler train_sets, val_sets;
     int64_t *val_centres;
     ast_batch batch;
+    ast_batch val_batch; /* made once: a validation set count too large for memory fails at the start */
     FILE *metrics;
     ast_schedule_values scheduled; /* of the current step */
 
@@ -38,6 +39,17 @@ struct ast_trainer {
     double best_val;
     int best_epoch, bad_epochs;
     double last_val, last_train;
+    /* The whole run's bookkeeping across invocations (summary.json), also
+     * saved: the training seconds and the steps they timed up to the last
+     * checkpoint (timed_steps < step only after a checkpoint that predates
+     * it), the arena's high-water mark and the invocations that checkpointed. */
+    double prior_seconds;
+    int64_t prior_timed_steps;
+    size_t prior_peak_arena;
+    int invocations;
+
+    double run_start;   /* ast_now() when this invocation's ast_trainer_run began; 0 before */
+    int64_t first_step; /* t->step then */
 
     double *losses; /* of this process's steps */
     int64_t n_losses, cap_losses;
@@ -45,12 +57,16 @@ struct ast_trainer {
     struct train_monitors *monitors; /* NULL: none configured */
 };
 
-void ast_batch_init(ast_batch *b, int B, int N, int G);
+/* Allocates B sets of N cells and G genes; -1 with e naming `what` (the
+ * config keys that sized it) and the bytes when memory runs out. */
+int ast_batch_init(ast_batch *b, int B, int N, int G, const char *what, ast_error *e);
 void ast_batch_free(ast_batch *b);
 /* Forward pass and loss of the batch's noised inputs on t->ctx. */
 ast_loss_parts ast_trainer_forward(ast_trainer *t, ast_batch *b);
 
 int ast_trainer_save(ast_trainer *t, ast_error *e);
+/* This invocation's run time so far plus the checkpointed runs' (seconds). */
+double ast_trainer_run_seconds(const ast_trainer *t);
 int ast_trainer_load(ast_trainer *t, const char *path, ast_error *e);
 /* run_dir/NAME into buf. */
 const char *ast_trainer_file(const ast_trainer *t, const char *name, char *buf, size_t n);

@@ -9,8 +9,7 @@
 double ast_trainer_val_loss(ast_trainer *t)
 {
     const ast_train_config *tc = &t->tc;
-    ast_batch b;
-    ast_batch_init(&b, tc->val_sets, tc->set_size, t->data->n_genes);
+    ast_batch b = t->val_batch; /* every field is rewritten below: reusing it changes no number */
     ast_rng rng;
     ast_rng_seed(&rng, tc->seed ^ 0x0a1da7e5ull);
     for (int i = 0; i < tc->val_sets; i++)
@@ -29,6 +28,5 @@ double ast_trainer_val_loss(ast_trainer *t)
         sum += lp.total->data[0] - (lp.moe_aux ? lp.moe_aux->data[0] : 0.0f);
     }
     ast_ctx_set_grad(t->ctx, 1);
-    ast_batch_free(&b);
     return sum / tc->val_t_points;
 }
