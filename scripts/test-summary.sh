@@ -8,7 +8,9 @@ for log in "$dir"/tests/*.log; do
   [ -e "$log" ] || continue
   line=$(grep -a "Synthesis:" "$log" | tail -n 1 || true)
   if [ -z "$line" ]; then
-    echo "alphast: $(basename "$log" .log) printed no Criterion synthesis:"; tail -n 20 "$log"
+    # A script test (tests/check_layers.sh) has no synthesis: its automake result counts.
+    if grep -qx ':test-result: PASS' "${log%.log}.trs" 2>/dev/null; then passed=$((passed + 1)); continue; fi
+    echo "alphast: $(basename "$log" .log) failed or printed no Criterion synthesis:"; tail -n 20 "$log"
     failed=$((failed + 1)); continue
   fi
   p=$(sed -E 's/.*Passing: ([0-9]+).*/\1/' <<<"$line")
