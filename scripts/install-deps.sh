@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential autoconf automake libtool pkg-config
   libltdl-dev libyaml-dev libopenblas-dev liblua5.4-dev libhdf5-dev libcjson-dev zlib1g-dev libcriterion-dev
+  clang libclang-rt-14-dev # make fuzz (tests/fuzz): clang and its libFuzzer/sanitizer runtime
 )
 for arg in "$@"; do
   case "$arg" in

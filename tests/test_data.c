@@ -328,6 +328,19 @@ Test(csv_bad, a_repeated_coordinate_column_is_an_error)
     expect_error(tmp_path("xx.csv"), &o, "xx.csv:1: column 3 ('X') repeats the coordinate of column 1 ('x')");
 }
 
+Test(csv_bad, a_value_beyond_float32_is_an_error)
+{
+    /* Found by fuzzing: finite as a double, 21e39 became inf as a float. */
+    ast_data_opts o;
+    ast_data_opts_default(&o);
+    make_tmpdir();
+    write_text(tmp_path("big.csv"), "cell,x,y,z,Slc17a7,Mgp,Gad1\nc1,1.5,2,0,3,0,1\nc2,2,3.25,1,0,5,21e39\n"
+                                    "c3,4,1,2,7,1,0\n");
+    expect_error(tmp_path("big.csv"), &o, "big.csv:3: column 7: value '21e39' is beyond float32");
+    write_text(tmp_path("bigx.csv"), "cell,x,y,Gad1\nc1,1e39,2,1\nc2,2,3,0\nc3,4,1,2\n");
+    expect_error(tmp_path("bigx.csv"), &o, "bigx.csv:2: column 2: value '1e39' is beyond float32");
+}
+
 Test(csv_bad, a_truncated_gzip_file_is_a_read_error)
 {
     /* gzgets' NULL at the cut read as the end: 300 of the cells trained. */

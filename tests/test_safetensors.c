@@ -400,6 +400,23 @@ Test(st_malformed, duplicate_key)
     expect_open_error(p, "tensor 'a' appears twice");
 }
 
+/* Found by the safetensors fuzz target's write-back check: the first value
+ * was read, the writer kept the last (and so does Python's json). A key
+ * with an embedded NUL is its prefix, so it counts as the same key. */
+Test(st_malformed, duplicate_metadata_key)
+{
+    const char *p = handmade("dupmeta.safetensors",
+                             "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                             "\"__metadata__\":{\"epoch\":\"1\",\"step\":\"4\",\"epoch\":\"2\"}}",
+                             BUF16, 8);
+    expect_open_error(p, "\"__metadata__\" has the key 'epoch' twice; keep one");
+    p = handmade("nulmeta.safetensors",
+                 "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                 "\"__metadata__\":{\"k\\u0000x\":\"1\",\"k\":\"2\"}}",
+                 BUF16, 8);
+    expect_open_error(p, "\"__metadata__\" has the key 'k' twice");
+}
+
 /* A golden file whose first dtype is replaced by a same-length unknown one. */
 Test(st_malformed, unknown_dtype)
 {

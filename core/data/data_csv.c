@@ -125,6 +125,12 @@ static int parse_number(const reader *r, const char *s, int col, float *out, ast
                       r->line, col + 1, s);
         return 0;
     }
+    /* Values are stored as float32: one finite as a double may not be (1e39). */
+    if (!isfinite((float)v)) {
+        ast_error_set(e, "%s:%ld: column %d: value '%s' is beyond float32 (about 3.4e38); clean the file before "
+                      "training", r->path, r->line, col + 1, s);
+        return 0;
+    }
     *out = (float)v;
     return 1;
 }

@@ -169,6 +169,26 @@ static int parse_entry(ast_st_file *f, const cJSON *item, ast_error *e)
     return 0;
 }
 
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* A key written twice would read as its first value here and as its last
+ * in Python's json (the reference tools): refused, like a tensor written
+ * twice. Sorted, so a header of many keys costs n log n. */
+static int check_unique_metadata(ast_st_file *f, ast_error *e)
+{
+    char **keys = ast_xmalloc(((size_t)f->n_meta + 1) * sizeof *keys);
+    for (int i = 0; i < f->n_meta; i++) keys[i] = f->meta[2 * i];
+    qsort(keys, (size_t)f->n_meta, sizeof *keys, cmp_str);
+    int rc = 0;
+    for (int i = 1; i < f->n_meta && !rc; i++)
+        if (!strcmp(keys[i], keys[i - 1])) {
+            ast_error_set(e, "%s: \"__metadata__\" has the key '%s' twice; keep one", f->path, keys[i]);
+            rc = -1;
+        }
+    free(keys);
+    return rc;
+}
+
 static int parse_metadata(ast_st_file *f, const cJSON *item, ast_error *e)
 {
     const cJSON *kv;
@@ -185,7 +205,7 @@ static int parse_metadata(ast_st_file *f, const cJSON *item, ast_error *e)
         f->meta[2 * f->n_meta + 1] = ast_xstrdup(kv->valuestring);
         f->n_meta++;
     }
-    return 0;
+    return check_unique_metadata(f, e);
 bad:
     ast_error_set(e, "%s: \"__metadata__\" must map strings to strings; fix the exporter", f->path);
     return -1;

@@ -1,0 +1,3 @@
+-- Never ends at top level (reproducer lua/l03): the instruction budget stops it.
+local a = require "alphast"
+while true do end

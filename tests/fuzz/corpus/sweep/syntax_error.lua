@@ -1,0 +1,3 @@
+local a = require "alphast"
+a.sweep{base = "tiny.yaml",
+  configs = {A = {}}
