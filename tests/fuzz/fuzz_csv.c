@@ -14,8 +14,7 @@
 #include <math.h>
 #include <zlib.h>
 
-#include "data/data.h"
-#include "fuzz.h"
+#include "fuzz_data.h"
 
 static unsigned char *gzip(const uint8_t *data, size_t size, size_t *out_size)
 {
@@ -32,20 +31,6 @@ static unsigned char *gzip(const uint8_t *data, size_t size, size_t *out_size)
     *out_size = cap - z.avail_out;
     deflateEnd(&z);
     return out;
-}
-
-static void check_dataset(const ast_dataset *d, const char *when)
-{
-    FUZZ_CHECK(d->n_cells >= 1, "%s: accepted with %lld cells", when, (long long)d->n_cells);
-    FUZZ_CHECK(d->n_genes >= 1, "%s: accepted with %d genes", when, d->n_genes);
-    FUZZ_CHECK(d->coord_dims == 2 || d->coord_dims == 3, "%s: coord_dims %d", when, d->coord_dims);
-    for (int64_t i = 0; i < d->n_cells * d->n_genes; i++)
-        FUZZ_CHECK(isfinite(d->expr[i]), "%s: expression [%lld, %lld] is %g", when, (long long)(i / d->n_genes),
-                   (long long)(i % d->n_genes), d->expr[i]);
-    for (int64_t i = 0; i < d->n_cells * 3; i++)
-        FUZZ_CHECK(isfinite(d->pos[i]), "%s: coordinate [%lld, %lld] is %g", when, (long long)(i / 3),
-                   (long long)(i % 3), d->pos[i]);
-    for (int g = 0; g < d->n_genes; g++) FUZZ_CHECK(d->genes[g], "%s: gene %d has no name", when, g);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -92,9 +77,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     FUZZ_CHECK(!cut_short, "a gzip file cut short (%u/256 of it kept) was read without an error: %lld cells", cut,
                (long long)d.n_cells);
-    check_dataset(&d, "read");
+    fuzz_check_dataset(&d, "read");
     if (ast_data_preprocess(&d, &o, &e) == 0)
-        check_dataset(&d, "preprocessed");
+        fuzz_check_dataset(&d, "preprocessed");
     else
         FUZZ_CHECK_ERROR(&e, "ast_data_preprocess");
     ast_dataset_free(&d);

@@ -9,21 +9,13 @@
 #include <hdf5.h>
 #include <math.h>
 
-#include "data/data.h"
-#include "fuzz.h"
+#include "fuzz_data.h"
 
+/* Beyond what every reader must give: slices and cell types in range, named. */
 static void check_dataset(const ast_dataset *d, const char *when)
 {
-    FUZZ_CHECK(d->n_cells >= 1 && d->n_genes >= 1, "%s: accepted with %lld cells x %d genes", when,
-               (long long)d->n_cells, d->n_genes);
-    FUZZ_CHECK(d->coord_dims == 2 || d->coord_dims == 3, "%s: coord_dims %d", when, d->coord_dims);
+    fuzz_check_dataset(d, when);
     FUZZ_CHECK(d->n_slices >= 1, "%s: %d slices", when, d->n_slices);
-    for (int64_t i = 0; i < d->n_cells * d->n_genes; i++)
-        FUZZ_CHECK(isfinite(d->expr[i]), "%s: X[%lld, %lld] is %g", when, (long long)(i / d->n_genes),
-                   (long long)(i % d->n_genes), d->expr[i]);
-    for (int64_t i = 0; i < d->n_cells * 3; i++)
-        FUZZ_CHECK(isfinite(d->pos[i]), "%s: coordinate [%lld, %lld] is %g", when, (long long)(i / 3),
-                   (long long)(i % 3), d->pos[i]);
     for (int64_t c = 0; c < d->n_cells; c++) {
         FUZZ_CHECK(d->slice[c] >= 0 && d->slice[c] < d->n_slices, "%s: cell %lld in slice %d of %d", when,
                    (long long)c, d->slice[c], d->n_slices);
@@ -31,7 +23,6 @@ static void check_dataset(const ast_dataset *d, const char *when)
             FUZZ_CHECK(d->cell_type[c] >= -1 && d->cell_type[c] < d->n_types, "%s: cell %lld has type %d of %d",
                        when, (long long)c, d->cell_type[c], d->n_types);
     }
-    for (int g = 0; g < d->n_genes; g++) FUZZ_CHECK(d->genes[g], "%s: gene %d has no name", when, g);
     for (int t = 0; t < d->n_types; t++) FUZZ_CHECK(d->type_names[t], "%s: type %d has no name", when, t);
 }
 
