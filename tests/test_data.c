@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -730,6 +731,27 @@ Test(h5ad_bad, a_file_that_hangs_libhdf5_times_out, .timeout = 60)
     expect_error(BAD_H5AD "hdf5-hang-H5HG_read.h5ad", &o, "could not be read within 2 s (damaged?)");
     double took = seconds_now() - t0;
     cr_assert(took >= 1.9 && took < 10, "took %.2f s", took);
+}
+
+/* On this fuzzed file libhdf5 believes a damaged vlen length and fills
+ * 1.8 GB before giving up. The reader's address space is capped
+ * (ALPHAST_H5AD_MEMORY_MB; the machine's memory by default), so the
+ * allocation fails at once: an error, and a child that never grew. Not
+ * under ASan, whose shadow memory rules out an address-space cap. */
+Test(h5ad_bad, a_huge_allocation_by_libhdf5_fails_fast, .timeout = 60)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    cr_skip_test("ASan reserves terabytes of address space; the reader runs uncapped");
+#endif
+    setenv("ALPHAST_H5AD_MEMORY_MB", "256", 1);
+    ast_data_opts o;
+    ast_data_opts_default(&o);
+    expect_error(BAD_H5AD "hdf5-vlen-huge-alloc.h5ad", &o, "cannot read the strings of 'var/_index'");
+    struct rusage ru;
+    getrusage(RUSAGE_CHILDREN, &ru);
+    cr_assert_lt(ru.ru_maxrss, 512 * 1024, "the reader child peaked at %ld KiB", ru.ru_maxrss);
+    ast_dataset d = read_ok(STARMAP "starmap3d.h5ad", &o); /* the cap leaves room for real files */
+    ast_dataset_free(&d);
 }
 
 /* The children of this process, found through /proc (the reader's pid is

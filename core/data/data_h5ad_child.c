@@ -13,8 +13,10 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,6 +25,16 @@
 #endif
 
 #include "data/data.h"
+
+/* ASan reserves terabytes of address space for its shadow memory, so a
+ * cap on it would stop every sanitized reader; those builds go without. */
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
 
 #define DEFAULT_TIMEOUT_S 60.0
 #define WIRE_MAGIC 0x64613568u /* "h5ad" */
@@ -85,6 +97,32 @@ static void default_unless_ignored(int sig)
     if (sigaction(sig, NULL, &old) == 0 && old.sa_handler != SIG_IGN) signal(sig, SIG_DFL);
 }
 
+/* A damaged vlen length makes libhdf5 ask for gigabytes or terabytes and
+ * then touch them; with the reader's address space capped at what it
+ * uses now plus the machine's memory (ALPHAST_H5AD_MEMORY_MB to choose
+ * another budget), that allocation fails at once and the read ends with
+ * an error, instead of the machine swapping until the time limit. */
+static void cap_address_space(void)
+{
+#ifndef UNDER_ASAN
+    long page = sysconf(_SC_PAGESIZE), phys = sysconf(_SC_PHYS_PAGES);
+    unsigned long long used_pages = 0, budget = (unsigned long long)phys * (unsigned long long)page;
+    const char *v = getenv("ALPHAST_H5AD_MEMORY_MB");
+    if (v && *v) budget = strtoull(v, NULL, 10) << 20;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f) return;
+    int got = fscanf(f, "%llu", &used_pages);
+    fclose(f);
+    if (got != 1 || page <= 0 || budget == 0) return;
+    struct rlimit r;
+    if (getrlimit(RLIMIT_AS, &r) < 0) return;
+    rlim_t cap = (rlim_t)(used_pages * (unsigned long long)page + budget);
+    if (r.rlim_max != RLIM_INFINITY && cap > r.rlim_max) cap = r.rlim_max;
+    r.rlim_cur = cap;
+    setrlimit(RLIMIT_AS, &r);
+#endif
+}
+
 /* Never returns. _exit, not exit: the parent's atexit handlers and its
  * buffered stdio output are the parent's, not to be run or printed twice. */
 AST_NORETURN static void child_main(int fd, pid_t parent, const char *path, const ast_data_opts *o)
@@ -99,6 +137,7 @@ AST_NORETURN static void child_main(int fd, pid_t parent, const char *path, cons
      * the parent ignores stays ignored). */
     default_unless_ignored(SIGINT);
     default_unless_ignored(SIGTERM);
+    cap_address_space();
     ast_dataset d;
     ast_error e = {""};
     if (ast_data_read_h5ad_direct(path, o, &d, &e) == 0) {
