@@ -24,6 +24,19 @@ typedef struct ast_data_opts {
 
 void ast_data_opts_default(ast_data_opts *o);
 
+/* One source obs column, kept so that results join back to the data
+ * (sample --out x.h5ad writes it again). Strings and categoricals are
+ * categories (as anndata stores them), numbers and booleans numbers. */
+enum { AST_OBS_NUMBER, AST_OBS_CATEGORY };
+typedef struct ast_obs_column {
+    char *name;
+    int kind;          /* AST_OBS_NUMBER or AST_OBS_CATEGORY */
+    double *numbers;   /* [n_cells], NaN = missing (AST_OBS_NUMBER) */
+    int *codes;        /* [n_cells], -1 = missing (AST_OBS_CATEGORY) */
+    char **categories; /* [n_categories] */
+    int n_categories;
+} ast_obs_column;
+
 typedef struct ast_dataset {
     int64_t n_cells;
     int n_genes;
@@ -37,6 +50,9 @@ typedef struct ast_dataset {
     int n_types;
     int coord_dims;    /* 2 or 3 as read */
     char *source;      /* the file it came from */
+    char **cell_names; /* [n_cells] obs_names; NULL when the source has none */
+    ast_obs_column *obs; /* [n_obs] the source's obs columns */
+    int n_obs;
 } ast_dataset;
 
 /* Raw counts and coordinates, validated (shapes, finite values, at least
