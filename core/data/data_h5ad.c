@@ -656,7 +656,7 @@ void ast_dataset_free(ast_dataset *d)
     free(d->expr), free(d->pos), free(d->slice), free(d->cell_type), free(d->source);
     free_strings(d->genes, d->n_genes);
     free_strings(d->type_names, d->n_types);
-    free_strings(d->cell_names, d->cell_names ? (int)d->n_cells : 0);
+    free_strings(d->cell_names, d->n_cells);
     for (int j = 0; j < d->n_obs; j++) {
         free(d->obs[j].name), free(d->obs[j].numbers), free(d->obs[j].codes);
         free_strings(d->obs[j].categories, d->obs[j].n_categories);
