@@ -7,6 +7,7 @@
 
 #include "config/config.h"
 #include "sweep/sweep.h"
+#include "train/schedule_table.h"
 #include "train/train.h"
 #include "cli.h"
 #include "commands.h"
@@ -20,7 +21,7 @@ static const cli_option options[N_OPTS] = {
     [OPT_OUT] = {"out", 'o', "DIR", "run directory (default: runs/<config name>)"},
     [OPT_FRESH] = {"fresh", 0, NULL, "start over even if DIR holds a checkpoint"},
     [OPT_QUIET] = {"quiet", 'q', NULL, "no progress bar"},
-    [OPT_SCHEDULE] = {"schedule", 0, "SCRIPT:RUN", "the Lua schedules of run RUN of a sweep script (docs/sweeps.md)"},
+    [OPT_SCHEDULE] = {"schedule", 0, "SCRIPT:RUN", "the Lua schedules of run RUN of a sweep script, or the table FILE.safetensors a sweep wrote (docs/sweeps.md)"},
     [OPT_TRUST] = {"trust-script", 0, NULL, "evaluate the --schedule script with Lua's full standard library"},
 };
 
@@ -39,29 +40,39 @@ static const cli_spec spec = {
     .max_args = 64,
 };
 
-/* SCRIPT:RUN -> the sweep script with RUN's schedule bound to tc. The
- * schedule's functions are closures of the script, which cannot cross the
- * exec from `alphast-run sweep`, so this process evaluates the script
- * once more, within the same limits (restricted unless trusted). */
-static ast_sweep *load_schedule(const char *arg, int trust, ast_train_config *tc, ast_error *e)
+/* --schedule FILE.safetensors: the table `alphast-run sweep` wrote into
+ * the run directory, so the sweep script is never evaluated again here. */
+static int load_schedule_table(const char *path, ast_train_config *tc, ast_schedule_table *table, ast_error *e)
 {
+    if (ast_schedule_table_load(table, path, e) < 0) return -1;
+    tc->schedule = ast_schedule_table_lookup;
+    tc->schedule_ud = table;
+    return 0;
+}
+
+/* --schedule SCRIPT:RUN -> the sweep script with RUN's schedule bound to
+ * tc, for a run started by hand. The schedule's functions are closures of
+ * the script, so this process evaluates it, within the same limits as the
+ * sweep (restricted unless trusted). */
+static int load_schedule(const char *arg, int trust, ast_train_config *tc, ast_schedule_table *table, ast_sweep **out,
+                         ast_error *e)
+{
+    size_t n = strlen(arg);
+    if (n > 12 && !strcmp(arg + n - 12, ".safetensors")) return load_schedule_table(arg, tc, table, e);
     const char *colon = strrchr(arg, ':');
     if (!colon || colon == arg || !colon[1]) {
-        ast_error_set(e, "--schedule %s: expected SCRIPT.lua:RUN (a run id that `alphast-run sweep --dry-run` lists)", arg);
-        return NULL;
+        ast_error_set(e, "--schedule %s: expected SCRIPT.lua:RUN (a run id that `alphast-run sweep --dry-run` lists) "
+                         "or a schedule table FILE.safetensors", arg);
+        return -1;
     }
     ast_sweep_limits limits;
-    if (ast_sweep_limits_from_env(&limits, e) < 0) return NULL;
+    if (ast_sweep_limits_from_env(&limits, e) < 0) return -1;
     limits.trusted |= trust;
     char *script = ast_xstrdup(arg);
     script[colon - arg] = 0;
-    ast_sweep *s = ast_sweep_load_limited(script, &limits, e);
+    *out = ast_sweep_load_limited(script, &limits, e);
     free(script);
-    if (s && ast_sweep_bind_schedule(s, colon + 1, tc, e) < 0) {
-        ast_sweep_free(s);
-        s = NULL;
-    }
-    return s;
+    return *out ? ast_sweep_bind_schedule(*out, colon + 1, tc, e) : -1;
 }
 
 static void print_summary(const char *dir, const ast_train_result *r, const ast_model *m)
@@ -103,13 +114,14 @@ static int train(const char **v, const char **args, int n_args, ast_error *e)
     ast_trainer *t = NULL;
     char *yaml = NULL;
     ast_sweep *sweep = NULL;
+    ast_schedule_table table = {0};
     int rc = -1;
     if (cli_load_data(cfg, cfg_path, v[OPT_DATA], &d, sp, e) < 0 || cli_check_evaluation(cfg, &d, e) < 0 ||
         ast_cfg_model(cfg, d.n_genes, &mc, e) < 0 ||
         ast_train_config_from_cfg(cfg, &tc, e) < 0 || !(m = ast_model_new(&mc, tc.seed, e)) || !(yaml = ast_cfg_dump_string(cfg, e)))
         goto done;
     tc.progress = !v[OPT_QUIET];
-    if (v[OPT_SCHEDULE] && !(sweep = load_schedule(v[OPT_SCHEDULE], v[OPT_TRUST] != NULL, &tc, e))) goto done;
+    if (v[OPT_SCHEDULE] && load_schedule(v[OPT_SCHEDULE], v[OPT_TRUST] != NULL, &tc, &table, &sweep, e) < 0) goto done;
     if (!v[OPT_OUT]) {
         char *copy = ast_xstrdup(cfg_path), *base = basename(copy), *dot = strrchr(base, '.');
         if (dot) *dot = 0;
@@ -136,6 +148,7 @@ done:
     free(yaml);
     ast_cfg_free(cfg);
     ast_sweep_free(sweep);
+    ast_schedule_table_free(&table);
     return rc;
 }
 

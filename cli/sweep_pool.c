@@ -158,8 +158,8 @@ static void child_env(pool *p)
     p->envp[k] = p->thread_vars[1];
 }
 
-/* alphast-run train --config BASE --out DIR [--schedule SCRIPT:ID [--trust-script]] OVERRIDES... */
-static char **train_argv(const pool *p, const slot *s, const char *dir)
+/* alphast-run train --config BASE --out DIR [--schedule TABLE] OVERRIDES... */
+static char **train_argv(const slot *s, const char *dir, const char *table)
 {
     const ast_sweep_run *r = s->run;
     char **argv = ast_xcalloc((size_t)r->n_overrides + 10, sizeof *argv);
@@ -170,13 +170,9 @@ static char **train_argv(const pool *p, const slot *s, const char *dir)
     argv[k++] = ast_xstrdup(r->base);
     argv[k++] = ast_xstrdup("--out");
     argv[k++] = ast_xstrdup(dir);
-    if (r->scheduled) {
-        size_t n = strlen(p->sweep->script) + strlen(r->id) + 2;
+    if (table) {
         argv[k++] = ast_xstrdup("--schedule");
-        argv[k] = ast_xmalloc(n);
-        snprintf(argv[k++], n, "%s:%s", p->sweep->script, r->id);
-        /* The run evaluates the script again: with the trust it had here. */
-        if (p->sweep->trusted) argv[k++] = ast_xstrdup("--trust-script");
+        argv[k++] = ast_xstrdup(table);
     }
     for (int i = 0; i < r->n_overrides; i++) argv[k++] = ast_xstrdup(r->overrides[i]);
     return argv;
@@ -205,6 +201,33 @@ static void exec_child(const slot *s, int log, char **argv, char **envp, pid_t p
     _exit(127);
 }
 
+/* A scheduled run's schedule, tabulated here, where the script's state
+ * lives, into DIR/schedule.safetensors (once: the run's id hashes its
+ * config and schedule code, so a table there is this run's). Its
+ * functions' errors go to the run's log. */
+static int tabulate(pool *p, const slot *s, const char *dir, int log, char *table, size_t n)
+{
+    snprintf(table, n, "%s/schedule.safetensors", dir);
+    if (access(table, F_OK) == 0) return 0;
+    ast_error e = {""};
+    if (ast_sweep_tabulate_schedule(p->sweep, s->run->id, table, &e) == 0) return 0;
+    dprintf(log, "alphast-run: %s\n", e.msg);
+    return -1;
+}
+
+static int finish(pool *p, slot *s, int status);
+
+/* A run whose schedule failed ends as if its process had exited with 1. */
+static int fail_unstarted(pool *p, slot *s)
+{
+    s->pid = 0;
+    s->start = ast_wall_time();
+    s->state = SLOT_RUNNING;
+    p->running++;
+    return finish(p, s, W_EXITCODE(1, 0));
+}
+
+/* 1: started; 0: the run failed before its process started; -1: p->e set. */
 static int spawn(pool *p, slot *s)
 {
     char dir[4096], log_path[4200];
@@ -219,7 +242,12 @@ static int spawn(pool *p, slot *s)
         ast_error_set(p->e, "%s: cannot open: %s", log_path, strerror(errno));
         return -1;
     }
-    char **argv = train_argv(p, s, dir);
+    char table[4300];
+    if (s->run->scheduled && tabulate(p, s, dir, log, table, sizeof table) < 0) {
+        close(log);
+        return fail_unstarted(p, s) < 0 ? -1 : 0;
+    }
+    char **argv = train_argv(s, dir, s->run->scheduled ? table : NULL);
     pid_t parent = getpid(), pid = fork();
     if (pid == 0) exec_child(s, log, argv, p->envp, parent);
     int err = errno;
@@ -233,7 +261,7 @@ static int spawn(pool *p, slot *s)
     s->start = ast_wall_time();
     s->state = SLOT_RUNNING;
     p->running++;
-    return record(p, s, AST_RUN_RUNNING, &(ast_ledger_entry){.pid = pid, .start = s->start, .exit_code = -1});
+    return record(p, s, AST_RUN_RUNNING, &(ast_ledger_entry){.pid = pid, .start = s->start, .exit_code = -1}) < 0 ? -1 : 1;
 }
 
 /* Claims and starts the run, or learns that it needs nothing or belongs to
@@ -258,11 +286,12 @@ static int try_start(pool *p, slot *s)
         s->state = last == AST_RUN_DONE ? SLOT_DONE : SLOT_FAILED;
         return 0;
     }
-    if (spawn(p, s) < 0) {
+    int started = spawn(p, s);
+    if (started < 0) {
         ast_claim_release(&s->claim);
         return -1;
     }
-    event(p, "started", s, NULL);
+    if (started) event(p, "started", s, NULL);
     return 0;
 }
 

@@ -92,6 +92,14 @@ Test(loader, abi_major_mismatch_names_both_versions)
     assert_has(msg, want);
 }
 
+Test(loader, a_descriptor_larger_than_its_abi_is_refused)
+{
+    char want[160];
+    snprintf(want, sizeof want, "has a descriptor of 1073741824 bytes, larger than the %zu of ABI %d.%d",
+             sizeof(ast_plugin_desc), AST_ABI_MAJOR, AST_ABI_MINOR);
+    assert_has(load_err(AST_KIND_ATTENTION, "badsize"), want);
+}
+
 Test(loader, newer_minor_abi_is_refused)
 {
     char want[128];
@@ -135,7 +143,7 @@ Test(loader, discover_keeps_only_valid_plugins)
         const ast_plugin_desc *d = ast_plugin_desc_of(all[i]);
         fixture += d->kind == AST_KIND_ATTENTION && !strcmp(d->name, "fixture");
         legacy += d->kind == AST_KIND_MONITOR && !strcmp(d->name, "legacy");
-        cr_assert(strcmp(d->name, "badabi") && strcmp(d->name, "wrongkind") && strcmp(d->name, "noentry"),
+        cr_assert(strcmp(d->name, "badabi") && strcmp(d->name, "badsize") && strcmp(d->name, "wrongkind") && strcmp(d->name, "noentry"),
                   "broken fixture %s discovered", d->name);
     }
     cr_assert_eq(fixture, 1);

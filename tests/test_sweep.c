@@ -18,6 +18,7 @@
 #include "config/config.h"
 #include "sweep/ledger.h"
 #include "sweep/sweep.h"
+#include "train/schedule_table.h"
 
 #define SCRIPTS ALPHAST_SOURCE_DIR "/tests/data/sweeps/"
 #define CLI ALPHAST_BUILD_DIR "/alphast-run"
@@ -354,6 +355,41 @@ Test(sweep, schedules_set_the_values_of_every_step, .timeout = 60)
         cr_assert_float_eq(num(lines[i], "moe.router_noise"), step < 4 ? 0.5 : 0.0, 0.0);
         cJSON_Delete(lines[i]);
     }
+    ast_sweep_free(s);
+}
+
+/* The table the sweep writes holds, at every step, what the schedule's
+ * functions give; a run past its end (a changed config) is an error. */
+Test(sweep, a_schedule_table_holds_every_step_of_the_run)
+{
+    char *dir = tmp_dir(), path[512];
+    snprintf(path, sizeof path, "%s/schedule.safetensors", dir);
+    ast_sweep *s = load(SCRIPTS "schedule.lua");
+    ast_error e = {""};
+    cr_assert_eq(ast_sweep_tabulate_schedule(s, s->runs[0].id, path, &e), 0, "%s", e.msg);
+    ast_schedule_table t;
+    cr_assert_eq(ast_schedule_table_load(&t, path, &e), 0, "%s", e.msg);
+    cr_assert_eq(t.steps, 9, "3 epochs x 3 steps");
+    ast_train_config tc = {0};
+    cr_assert_eq(ast_sweep_bind_schedule(s, s->runs[0].id, &tc, &e), 0, "%s", e.msg);
+    for (int64_t step = 0; step < t.steps; step++) {
+        ast_schedule_values direct = {.lr = 1}, tabled = {.lr = 1};
+        cr_assert_eq(tc.schedule(tc.schedule_ud, step, (int)step / 3, &direct, &e), 0, "%s", e.msg);
+        cr_assert_eq(ast_schedule_table_lookup(&t, step, (int)step / 3, &tabled, &e), 0, "%s", e.msg);
+        cr_assert_eq(tabled.lr, direct.lr, "step %lld", (long long)step);
+        cr_assert_eq(tabled.n, 3);
+        for (int i = 0; i < tabled.n; i++) {
+            cr_assert_str_eq(tabled.named[i].name, direct.named[i].name);
+            cr_assert_eq(tabled.named[i].value, direct.named[i].value, "%s at step %lld", direct.named[i].name,
+                         (long long)step);
+        }
+    }
+    ast_schedule_values v = {0};
+    cr_assert_eq(ast_schedule_table_lookup(&t, 9, 3, &v, &e), -1);
+    assert_has(e.msg, "the schedule has 9 steps and the run is at step 9 (epoch 3): the config changed");
+    ast_schedule_table_free(&t);
+    cr_assert_eq(ast_schedule_table_load(&t, ALPHAST_SOURCE_DIR "/tests/data/golden/baseline.io.safetensors", &e), -1);
+    assert_has(e.msg, "baseline.io.safetensors: not a schedule table");
     ast_sweep_free(s);
 }
 
@@ -905,9 +941,8 @@ Test(sweep, a_key_that_is_not_utf8_is_an_error_not_a_double_free)
     assert_has(e.msg, "values.lua:2: a config value nested deeper than 64 tables (does a table contain itself?)");
 }
 
-/* The training processes of scheduled runs evaluate the script again (its
- * schedule functions cannot cross exec), once each, with the trust the
- * sweep had; runs without schedules never do. */
+/* The script is evaluated once, by the sweep: its scheduled runs get
+ * their schedules as tables (schedule.safetensors), not the script. */
 Test(sweep, the_script_is_evaluated_once_per_process_with_the_sweep_s_trust, .timeout = 90)
 {
     char *dir = scratch(), args[512], out[256], evals[512], *text;
@@ -925,6 +960,6 @@ Test(sweep, the_script_is_evaluated_once_per_process_with_the_sweep_s_trust, .ti
     text = slurp(evals);
     int n = 0;
     for (char *p = text; (p = strstr(p, "evaluated")); p++) n++;
-    cr_assert_eq(n, 1 + 4, "the sweep, then each of its 4 scheduled runs once:\n%s", text);
+    cr_assert_eq(n, 1, "the sweep alone, not its 4 scheduled runs:\n%s", text);
     free(text);
 }

@@ -6,7 +6,7 @@ EXTRA_DIST += core/plugin/README.md
 # Loader test fixtures: tiny plugins built only for `make check`, each
 # exercising one thing the loader must accept or refuse.
 LOADER_FIXTURE_LINK = $(PLUGIN_LINK) -rpath /nowhere
-check_LTLIBRARIES += tests/plugins/attn_fixture.la tests/plugins/attn_badabi.la \
+check_LTLIBRARIES += tests/plugins/attn_fixture.la tests/plugins/attn_badabi.la tests/plugins/attn_badsize.la \
 	tests/plugins/attn_newminor.la tests/plugins/attn_noentry.la tests/plugins/attn_wrongkind.la \
 	tests/plugins/attn_badopts.la tests/plugins/monitor_legacy.la tests/plugins/attn_abi20.la \
 	tests/plugins/ffn_evil.la
@@ -16,6 +16,9 @@ tests_plugins_attn_fixture_la_LDFLAGS = $(LOADER_FIXTURE_LINK)
 tests_plugins_attn_badabi_la_SOURCES = tests/plugins/attn_badabi.c
 tests_plugins_attn_badabi_la_CPPFLAGS = $(PLUGIN_CPP)
 tests_plugins_attn_badabi_la_LDFLAGS = $(LOADER_FIXTURE_LINK)
+tests_plugins_attn_badsize_la_SOURCES = tests/plugins/attn_badsize.c
+tests_plugins_attn_badsize_la_CPPFLAGS = $(PLUGIN_CPP)
+tests_plugins_attn_badsize_la_LDFLAGS = $(LOADER_FIXTURE_LINK)
 tests_plugins_attn_newminor_la_SOURCES = tests/plugins/attn_newminor.c
 tests_plugins_attn_newminor_la_CPPFLAGS = $(PLUGIN_CPP)
 tests_plugins_attn_newminor_la_LDFLAGS = $(LOADER_FIXTURE_LINK)

@@ -23,6 +23,13 @@ int ast_desc_adopt(const ast_plugin_desc *raw, ast_plugin_desc *out, char *why, 
                  raw->struct_size, DESC_MIN_SIZE, AST_ABI_MAJOR);
         return 0;
     }
+    /* Its minor is not newer than ours, so neither is its descriptor. */
+    if (raw->struct_size > sizeof *out) {
+        snprintf(why, n, "has a descriptor of %u bytes, larger than the %zu of ABI %d.%d it claims; rebuild it "
+                 "against plugin.h (.struct_size = sizeof(ast_plugin_desc))", raw->struct_size, sizeof *out,
+                 AST_ABI_MAJOR, AST_ABI_MINOR);
+        return 0;
+    }
     memset(out, 0, sizeof *out);
     memcpy(out, raw, raw->struct_size < sizeof *out ? raw->struct_size : sizeof *out);
     return 1;

@@ -71,6 +71,14 @@ typedef struct ast_sweep {
 ast_sweep *ast_sweep_load_limited(const char *script, const ast_sweep_limits *limits, ast_error *e);
 /* The same with ast_sweep_limits_from_env. */
 ast_sweep *ast_sweep_load(const char *script, ast_error *e);
+/* The sweep `alphast-run sweep -m CONFIG OVERRIDES...` declares: what a
+ * script named after the config would, with
+ *   alphast.sweep{base = CONFIG, configs = alphast.grid{OVERRIDES...}}
+ * (the same runs, ids and directory). Overrides are KEY=V1,V2,...,
+ * KEY=range(...), KEY=choice(...), single values and ~KEY; `script` is
+ * the config's path. NULL with e set (no traceback: no script). */
+ast_sweep *ast_sweep_grid(const char *config, const char *const *overrides, int n, const ast_sweep_limits *limits,
+                          ast_error *e);
 void ast_sweep_free(ast_sweep *s);
 
 /* The run with this id, NULL if the script has none. */
@@ -79,5 +87,11 @@ const ast_sweep_run *ast_sweep_find(const ast_sweep *s, const char *id);
 /* Points tc's schedule at run `id`'s Lua functions; the sweep must outlive
  * the training. 0, or -1 with e set (unknown id: the script changed). */
 int ast_sweep_bind_schedule(ast_sweep *s, const char *id, ast_train_config *tc, ast_error *e);
+
+/* Run `id`'s schedule evaluated at every optimiser step of its config
+ * (training.epochs x steps_per_epoch), saved to path as a schedule table
+ * (train/schedule_table.h) for its training process. 0, or -1 with e set
+ * (a schedule function failed: the run fails). */
+int ast_sweep_tabulate_schedule(ast_sweep *s, const char *id, const char *path, ast_error *e);
 
 #endif
