@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "bench.h"
+#include "engine/blas_coretype.h"
 
 typedef struct bench_args {
     const char *sections; /* "demo,reference,gated,moe" */
@@ -220,6 +221,7 @@ static void make_parent(const char *path)
 int main(int argc, char **argv)
 {
     bench_args a;
+    ast_blas_coretype_fix(argv); /* the kernels alphast-run would use */
     if (parse_args(argc, argv, &a)) {
         fputs(usage, stderr);
         return 2;

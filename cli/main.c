@@ -5,6 +5,7 @@
 
 #include "base/crash.h"
 #include "config/config.h"
+#include "engine/blas_coretype.h"
 #include "cli.h"
 #include "commands.h"
 
@@ -48,6 +49,7 @@ static int unknown_command(const char *name)
 int main(int argc, char **argv)
 {
     const char *value[N_OPTS];
+    ast_blas_coretype_fix(argv); /* before any work: it may run alphast-run again */
     ast_crash_install(); /* a plugin that crashes or exits is named */
     /* Global options are flags, so the command is the first non-option. */
     int cmd = 1;
