@@ -36,7 +36,7 @@ typedef struct slot {
 } slot;
 
 typedef struct pool {
-    const ast_sweep *sweep;
+    ast_sweep *sweep; /* not const: tabulating a schedule runs its Lua */
     const sweep_opts *o;
     slot *slots;
     int n, running;
@@ -104,12 +104,18 @@ static void format_eta(const pool *p, char *buf, size_t n)
 static void progress_line(pool *p)
 {
     p->drawn_at = ast_now();
-    char eta[16];
+    char eta[16], line[512];
     format_eta(p, eta, sizeof eta);
-    fprintf(stderr, "%s%s: %d/%d done, %d running, %d failed, %d pending%s, ETA %s%s", p->tty ? "\r\033[K" : "",
-            p->sweep->name, count(p, SLOT_DONE), p->n, count(p, SLOT_RUNNING), count(p, SLOT_FAILED),
-            count(p, SLOT_TODO) + count(p, SLOT_ELSEWHERE),
-            count(p, SLOT_ELSEWHERE) ? " (some held by another runner)" : "", eta, p->tty ? "" : "\n");
+    snprintf(line, sizeof line, "%s: %d/%d done, %d running, %d failed, %d pending%s, ETA %s", p->sweep->name,
+             count(p, SLOT_DONE), p->n, count(p, SLOT_RUNNING), count(p, SLOT_FAILED),
+             count(p, SLOT_TODO) + count(p, SLOT_ELSEWHERE),
+             count(p, SLOT_ELSEWHERE) ? " (some held by another runner)" : "", eta);
+    /* A line that reaches the last column wraps, and each "\r" redraw
+     * then starts a new line: on a terminal it stops one short (sweep
+     * names are ASCII, so a byte is a column). */
+    int width = p->tty ? ast_term_width(STDERR_FILENO) - 1 : (int)sizeof line;
+    if (width >= 0 && width < (int)sizeof line) line[width] = 0;
+    fprintf(stderr, "%s%s%s", p->tty ? "\r\033[K" : "", line, p->tty ? "" : "\n");
     fflush(stderr);
 }
 
@@ -408,7 +414,7 @@ static sweep_outcome loop(pool *p)
     return count(p, SLOT_FAILED) ? SWEEP_SOME_FAILED : SWEEP_ALL_DONE;
 }
 
-sweep_outcome sweep_pool_run(const ast_sweep *s, const sweep_opts *o, ast_error *e)
+sweep_outcome sweep_pool_run(ast_sweep *s, const sweep_opts *o, ast_error *e)
 {
     ast_ledger *l = ast_ledger_read(o->dir, e);
     if (!l) return SWEEP_ERROR;

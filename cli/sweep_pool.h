@@ -18,6 +18,6 @@ typedef enum sweep_outcome { SWEEP_ALL_DONE, SWEEP_SOME_FAILED, SWEEP_INTERRUPTE
 /* Runs every run that is not done yet; runs held by another runner are
  * waited for. SIGINT/SIGTERM stop it cleanly (running children get SIGINT
  * and go back to pending; a second signal kills them). */
-sweep_outcome sweep_pool_run(const ast_sweep *s, const sweep_opts *o, ast_error *e);
+sweep_outcome sweep_pool_run(ast_sweep *s, const sweep_opts *o, ast_error *e);
 
 #endif
