@@ -3,23 +3,25 @@
 # dependencies (issue 13: the `device` tool's 16-core Xeon with torch 2.11).
 #
 #   scripts/device-bench.sh bundle [BUILD_DIR]
-#       here: builds bench/bench_model in BUILD_DIR (default _build) and
-#       packs it, the plugins and the shared libraries it needs (OpenBLAS,
-#       libyaml, libltdl, cJSON, libgfortran) into .device/bundle.tar.xz
-#       (git-ignored; xz keeps it at a quarter of OpenBLAS's 35 MB), the
-#       folder to carry.
+#       here: builds bench/bench_model and alphast-run in BUILD_DIR (default
+#       _build) and packs them, the plugins and the shared libraries they
+#       need (OpenBLAS, libyaml, libltdl, cJSON, libhdf5, Lua, ...) into
+#       .device/bundle.tar.xz (git-ignored), the folder to carry.
 #   scripts/device-bench.sh run OUT_DIR [THREADS...]
 #       there: for each thread count (default 1 2 4 8 16) times the PyTorch
 #       twin (python3 with torch) and then alphast on the same sizes, side by
 #       side (bench_model --compare), writing pytorch-T.json, alphast-T.json
 #       and the printed tables to OUT_DIR. BENCH_ARGS adds options to both
 #       (default: --sections demo,reference --steps 8 --warmup 2).
+#   scripts/device-bench.sh sweeps OUT_DIR [JOBSxTHREADS...]
+#       there: runs the quickstart's ablation (scripts/ablation.lua, 12 runs)
+#       once per layout (default 16x1 4x4 1x16) and prints runs per hour.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 
 collect() { # build-dir
   local build=$1
-  make -C "$build" -j"$(nproc)" bench/bench_model >/dev/null
+  make -C "$build" -j"$(nproc)" bench/bench_model alphast-run >/dev/null
   local plugins
   plugins=$(make -s -C "$build" -f - print-plugins <<'EOF'
 include Makefile
@@ -35,15 +37,50 @@ EOF
   local exe=$build/bench/bench_model
   [ -x "$build/bench/.libs/bench_model" ] && exe=$build/bench/.libs/bench_model
   cp "$exe" "$bundle/bench_model"
+  cp "$build/alphast-run" "$bundle/alphast-run"
   find "$build/plugins" -path '*/.libs/*.so' -exec cp {} "$bundle/plugins/" \;
   # Every library but the C library's own, which the other machine has.
-  ldd "$bundle/bench_model" | awk '/=> \// { print $3 }' | grep -vE '/(libc|libm|libpthread|libdl|ld-linux)[.-]' |
-    while read -r lib; do cp -L "$lib" "$bundle/lib/"; done
+  ldd "$bundle/bench_model" "$bundle/alphast-run" | awk '/=> \// { print $3 }' | grep -vE '/(libc|libm|libpthread|libdl|ld-linux)[.-]' |
+    sort -u | while read -r lib; do cp -L "$lib" "$bundle/lib/"; done
   mkdir -p "$top/.git/info" "$top/.device"
   grep -qx '/.device/' "$top/.git/info/exclude" 2>/dev/null || echo '/.device/' >>"$top/.git/info/exclude"
   tar -C "$bundle" -cJf "$top/.device/bundle.tar.xz" .
   rm -rf "$bundle"
   du -sh "$top/.device/bundle.tar.xz"
+}
+
+unpack() { # sets bundle and the environment
+  bundle=/tmp/alphast-bundle
+  mkdir -p "$bundle"
+  tar -C "$bundle" -xJf "$top/.device/bundle.tar.xz"
+  export LD_LIBRARY_PATH=$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export ALPHAST_PLUGIN_PATH=$bundle/plugins PYTHONUNBUFFERED=1
+}
+
+sweeps() { # out layouts...
+  local out=$1
+  shift
+  local layouts=("$@")
+  ((${#layouts[@]})) || layouts=(16x1 4x4 1x16)
+  unpack
+  # The bundled binary cannot find the source tree's shipped configs, and
+  # the script looks next to itself first: a folder beside configs/ keeps
+  # the config's relative data path (../data/...) right.
+  local here=$top/device-sweep
+  mkdir -p "$here"
+  cp "$top/scripts/ablation.lua" "$top"/configs/*.yaml "$here/"
+  for l in "${layouts[@]}"; do
+    local jobs=${l%x*} threads=${l#*x} t0 t1
+    t0=$(date +%s.%N)
+    (cd "$top" && XDG_CACHE_HOME=$out/cache "$bundle/alphast-run" sweep "$here/ablation.lua" -o "$out/sweep-$l" \
+      --jobs "$jobs" --threads "$threads" >"$out/sweep-$l.log" 2>&1) || tail -5 "$out/sweep-$l.log"
+    t1=$(date +%s.%N)
+    # "ablation: 12/12 done (12 here, 0 before), ..." gives the runs this layout trained
+    local n
+    n=$(sed -n 's/.* done (\([0-9]*\) here.*/\1/p' "$out/sweep-$l.log" | tail -1)
+    awk -v l="$l" -v n="${n:-0}" -v t0="$t0" -v t1="$t1" 'BEGIN { s = t1 - t0;
+      printf "%-6s %d runs in %.1f s: %.0f runs per hour\n", l, n, s, n * 3600 / s }' | tee -a "$out/sweeps.txt"
+  done
 }
 
 run() { # out threads...
@@ -52,11 +89,7 @@ run() { # out threads...
   local threads=("$@")
   ((${#threads[@]})) || threads=(1 2 4 8 16)
   mkdir -p "$out"
-  local bundle=/tmp/alphast-bundle
-  mkdir -p "$bundle"
-  tar -C "$bundle" -xJf "$top/.device/bundle.tar.xz"
-  export LD_LIBRARY_PATH=$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  export ALPHAST_PLUGIN_PATH=$bundle/plugins PYTHONUNBUFFERED=1
+  unpack
   local args=${BENCH_ARGS:---sections demo,reference --steps 8 --warmup 2}
   {
     lscpu | grep -E 'Model name|^CPU\(s\)|Thread|Socket|Flags' | cut -c1-300
@@ -76,5 +109,6 @@ run() { # out threads...
 case ${1:-} in
   bundle) collect "${2:-$top/_build}" ;;
   run) shift; run "$@" ;;
-  *) sed -n '2,17p' "$0" >&2; exit 2 ;;
+  sweeps) shift; mkdir -p "$1"; sweeps "$@" ;;
+  *) sed -n '2,20p' "$0" >&2; exit 2 ;;
 esac
