@@ -7,7 +7,8 @@ alphast_run_SOURCES = cli/main.c cli/commands.c cli/commands.h \
 	cli/cmd_sweep.c cli/sweep_pool.c cli/sweep_pool.h
 alphast_run_LDADD = libalphast.la
 # Commands on trained runs (evaluation, sampling) and what they share with train.
-alphast_run_SOURCES += cli/run_setup.c cli/run_setup.h cli/cmd_eval.c cli/cmd_sample.c
+alphast_run_SOURCES += cli/run_setup.c cli/run_setup.h cli/cmd_eval.c cli/cmd_sample.c \
+	cli/sample_write.c cli/sample_write.h
 
 check_PROGRAMS += tests/test_cli
 tests_test_cli_SOURCES = tests/test_cli.c

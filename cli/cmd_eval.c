@@ -11,7 +11,8 @@ enum { OPT_SPLIT, OPT_STEPS, OPT_JSON, N_OPTS };
 static const cli_option options[N_OPTS] = {
     [OPT_SPLIT] = {"split", 's', "test|val", "held-out cells to evaluate on (default test)"},
     [OPT_STEPS] = {"steps", 'n', "N", "sampling network evaluations (default: the config's sampling.num_steps)"},
-    [OPT_JSON] = {"json", 'j', "FILE", "where to write the report (default RUN_DIR/eval.json, or eval_val.json)"},
+    [OPT_JSON] = {"json", 'j', "FILE",
+                  "the report (default RUN_DIR/eval.json, or eval_val.json); - = stdout, table to stderr"},
 };
 
 static const cli_spec spec = {

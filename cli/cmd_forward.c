@@ -12,7 +12,7 @@ static const cli_option options[N_OPTS] = {
     [OPT_CONFIG] = {"config", 'c', "FILE", "the model's config (YAML)"},
     [OPT_WEIGHTS] = {"weights", 'w', "FILE", "its parameters (safetensors, state_dict names)"},
     [OPT_INPUTS] = {"inputs", 'i', "FILE", "expression [B,N,G], positions [B,N,3], t [B,1], node_mask [B,N]"},
-    [OPT_OUT] = {"out", 'o', "FILE", "where to write expression, positions (and moe_aux)"},
+    [OPT_OUT] = {"out", 'o', "FILE", "where to write expression, positions (and moe_aux); - = stdout"},
 };
 
 static const cli_spec spec = {
@@ -21,19 +21,44 @@ static const cli_spec spec = {
     .about = "Runs the model once in eval mode (no dropout, no router noise) and writes its x0\n"
              "predictions: expression [B,N,G] and positions [B,N,3], masked and centred, and\n"
              "moe_aux [1] when a plugin publishes a load-balance loss. node_mask is optional\n"
-             "(all cells valid); G comes from the expression tensor.",
+             "(all cells valid); G comes from the expression tensor.\n"
+             "The reference's names work too: inputs noisy_expression, noisy_positions,\n"
+             "diffusion_time (t / T), node_mask, with or without the golden dumps' 'in.' prefix\n"
+             "(a reference io file is an input file as it is); its outputs pred_expression,\n"
+             "pred_positions and moe_aux are our expression, positions and moe_aux. Weights\n"
+             "are PyTorch state_dict names, also under a Lightning checkpoint's 'model.'.",
     .options = options,
     .n_options = N_OPTS,
 };
 
-/* The input `name` with the given shape, or NULL with e set. */
-static ast_tensor *read_input(ast_ctx *c, const ast_st_file *f, const char *name, int ndim, const int64_t *shape,
-                              ast_error *e)
+/* Each input under alphast's name, the reference's and the golden dumps'
+ * (tests/data/golden/README.md), so that a reference io file is an input
+ * file as it is. */
+enum { IN_EXPRESSION, IN_POSITIONS, IN_T, IN_MASK, N_INPUTS };
+static const char *const input_names[N_INPUTS][3] = {
+    [IN_EXPRESSION] = {"expression", "noisy_expression", "in.noisy_expression"},
+    [IN_POSITIONS] = {"positions", "noisy_positions", "in.noisy_positions"},
+    [IN_T] = {"t", "diffusion_time", "in.diffusion_time"},
+    [IN_MASK] = {"node_mask", "node_mask", "in.node_mask"},
+};
+
+/* The name input k has in f, or NULL. */
+static const char *find_input(const ast_st_file *f, int k)
+{
+    for (int j = 0; j < 3; j++)
+        if (ast_st_find(f, input_names[k][j]) >= 0) return input_names[k][j];
+    return NULL;
+}
+
+/* Input k with the given shape, or NULL with e set. */
+static ast_tensor *read_input(ast_ctx *c, const ast_st_file *f, int k, int ndim, const int64_t *shape, ast_error *e)
 {
     char want[64];
-    if (ast_st_find(f, name) < 0) {
-        ast_error_set(e, "%s: no tensor '%s'; expected %s", ast_st_path(f), name,
-                      ast_st_shape_str(ndim, shape, want, sizeof want));
+    const char *name = find_input(f, k);
+    if (!name) {
+        ast_error_set(e, "%s: no tensor '%s'; expected %s (the reference's name '%s' or '%s' works too)",
+                      ast_st_path(f), input_names[k][0], ast_st_shape_str(ndim, shape, want, sizeof want),
+                      input_names[k][1], input_names[k][2]);
         return NULL;
     }
     ast_tensor *t = ast_zeros(c, ndim, shape);
@@ -47,9 +72,11 @@ typedef struct fwd_inputs {
 /* B, N and G from expression [B,N,G], then the others against them. */
 static int read_inputs(ast_ctx *c, const ast_st_file *f, fwd_inputs *in, ast_error *e)
 {
-    int i = ast_st_find(f, "expression");
+    const char *expression = find_input(f, IN_EXPRESSION);
+    int i = expression ? ast_st_find(f, expression) : -1;
     if (i < 0 || ast_st_ndim(f, i) != 3) {
-        ast_error_set(e, "%s: needs a tensor 'expression' of shape [B, N, G]", ast_st_path(f));
+        ast_error_set(e, "%s: needs a tensor 'expression' (or the reference's 'noisy_expression') of shape [B, N, G]",
+                      ast_st_path(f));
         return -1;
     }
     const int64_t *s = ast_st_shape(f, i);
@@ -58,18 +85,17 @@ static int read_inputs(ast_ctx *c, const ast_st_file *f, fwd_inputs *in, ast_err
      * at least one cell (the GEMMs of an empty one used to divide by 0). */
     if (b < 1 || n < 1 || s[2] < 1) {
         char got[64];
-        ast_error_set(e, "%s: tensor 'expression' has shape %s, with no %s; forward needs B >= 1 sets of N >= 1 "
-                      "cells and G >= 1 genes", ast_st_path(f), ast_st_shape_str(3, s, got, sizeof got),
+        ast_error_set(e, "%s: tensor '%s' has shape %s, with no %s; forward needs B >= 1 sets of N >= 1 "
+                      "cells and G >= 1 genes", ast_st_path(f), expression, ast_st_shape_str(3, s, got, sizeof got),
                       b < 1 ? "set (B = 0)" : n < 1 ? "cell (N = 0)" : "gene (G = 0)");
         return -1;
     }
     in->mask = NULL;
-    if (!(in->expression = read_input(c, f, "expression", 3, s, e)) ||
-        !(in->positions = read_input(c, f, "positions", 3, (int64_t[]){b, n, 3}, e)) ||
-        !(in->t = read_input(c, f, "t", 2, (int64_t[]){b, 1}, e)))
+    if (!(in->expression = read_input(c, f, IN_EXPRESSION, 3, s, e)) ||
+        !(in->positions = read_input(c, f, IN_POSITIONS, 3, (int64_t[]){b, n, 3}, e)) ||
+        !(in->t = read_input(c, f, IN_T, 2, (int64_t[]){b, 1}, e)))
         return -1;
-    if (ast_st_find(f, "node_mask") >= 0 && !(in->mask = read_input(c, f, "node_mask", 2, (int64_t[]){b, n}, e)))
-        return -1;
+    if (find_input(f, IN_MASK) && !(in->mask = read_input(c, f, IN_MASK, 2, (int64_t[]){b, n}, e))) return -1;
     return 0;
 }
 

@@ -1,11 +1,12 @@
-/* `alphast-run params CONFIG.yaml [--genes G]`: total and active parameter
- * counts of the model a config describes, per module group. */
+/* `alphast-run params CONFIG.yaml [--genes G] [KEY=VALUE ...]`: total and
+ * active parameter counts of the model a config describes, per module group. */
 #include <stdlib.h>
 
 #include "config/config.h"
 #include "model/model.h"
 #include "cli.h"
 #include "commands.h"
+#include "run_setup.h"
 
 enum { OPT_GENES, N_OPTS };
 
@@ -15,12 +16,13 @@ static const cli_option options[N_OPTS] = {
 
 static const cli_spec spec = {
     .name = "params",
-    .usage = "CONFIG.yaml [--genes G]",
+    .usage = "CONFIG.yaml [--genes G] [KEY=VALUE | +KEY=VALUE | ++KEY=VALUE | ~KEY ...]",
     .about = "Builds the model CONFIG.yaml describes and prints its parameter count, total and\n"
-             "active per token (MoE: the router and top-k experts), for each module group.",
+             "active per token (MoE: the router and top-k experts), for each module group.\n"
+             "Overrides change the config first, as for train (docs/config.md).",
     .options = options,
     .n_options = N_OPTS,
-    .max_args = 1,
+    .max_args = 65,
 };
 
 /* 1234567 -> "1,234,567" */
@@ -70,16 +72,16 @@ static int parse_genes(const char *text, int *out)
 
 int cmd_params(int argc, char **argv)
 {
-    const char *value[N_OPTS], *args[1];
+    const char *value[N_OPTS], *args[65];
     int n_args, genes = 0;
     int rc = cli_parse(&spec, argc, argv, value, args, &n_args);
     if (rc != CLI_CONTINUE) return rc;
-    if (n_args != 1) return cli_usage_error(spec.name, "give the config file (CONFIG.yaml)");
+    if (n_args < 1) return cli_usage_error(spec.name, "give the config file (CONFIG.yaml)");
     if ((rc = parse_genes(value[OPT_GENES], &genes)) != CLI_CONTINUE) return rc;
 
     ast_error e = {""};
     ast_model_config mc;
-    ast_cfg *cfg = ast_cfg_load_file(args[0], &e);
+    ast_cfg *cfg = cli_load_config(args[0], args + 1, n_args - 1, &e);
     ast_model *m = cfg && !ast_cfg_model(cfg, genes, &mc, &e) ? ast_model_new(&mc, 0, &e) : NULL;
     int ok = m != NULL;
     if (ok) print_counts(args[0], m);

@@ -1,20 +1,22 @@
 /* `alphast-run sample RUN_DIR --out FILE`: generates the cells of a
- * held-out split with a trained run and writes them as CSV or .h5ad. */
+ * held-out split with a trained run and writes them as CSV or .h5ad
+ * (sample_write.c). */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/atomic_file.h"
-#include "io/h5ad_write.h"
+#include "config/config.h"
 #include "eval/sample.h"
 #include "train/train.h"
 #include "cli.h"
 #include "commands.h"
 #include "run_setup.h"
+#include "sample_write.h"
 
 enum { OPT_OUT, OPT_MODE, OPT_SPLIT, OPT_STEPS, N_OPTS };
 
 static const cli_option options[N_OPTS] = {
-    [OPT_OUT] = {"out", 'o', "FILE", "FILE.csv or FILE.h5ad"},
+    [OPT_OUT] = {"out", 'o', "FILE", "FILE.csv or FILE.h5ad; - = CSV on stdout"},
     [OPT_MODE] = {"mode", 'm', "MODE", "expr_to_pos, pos_to_expr or joint (default: the run's training_mode)"},
     [OPT_SPLIT] = {"split", 's', "test|val", "held-out cells to generate (default test)"},
     [OPT_STEPS] = {"steps", 'n', "N", "network evaluations (default: the config's sampling.num_steps)"},
@@ -22,28 +24,25 @@ static const cli_option options[N_OPTS] = {
 
 static const cli_spec spec = {
     .name = "sample",
-    .usage = "RUN_DIR --out FILE.csv|FILE.h5ad [--mode MODE] [--split test|val] [--steps N]",
+    .usage = "RUN_DIR --out FILE.csv|FILE.h5ad|- [--mode MODE] [--split test|val] [--steps N]",
     .about = "Generates every cell of a held-out split with a trained run. The split is\n"
              "covered by neighbourhood sets; each cell is written once, from the first set\n"
              "that holds it. Coordinates are per set: centred on the set, in the run's length\n"
              "unit, and (being learned from distances) defined up to rotation and reflection;\n"
-             "the true ones are given in the same frame.\n"
-             "CSV: cell,set,x,y,z,x_true,y_true,z_true, then one column per gene when\n"
-             "expression is generated. .h5ad: X = expression (generated or given),\n"
-             "obsm/spatial = positions (generated or given), obsm/spatial_true, obs cell/set.",
+             "the true ones are given in the same frame. 2-D data gets x and y: each set's\n"
+             "generated cells are turned onto their principal axes first, so the plane they\n"
+             "lie in is x-y.\n"
+             "CSV: cell,set,x,y[,z],x_true,y_true[,z_true], then one column per gene when\n"
+             "expression is generated. .h5ad: X = expression (generated or given), obs_names\n"
+             "and obs columns the data's (joined by cell), then obs cell (row in the data) and\n"
+             "set, obsm/spatial = positions (generated or given), obsm/spatial_true, and\n"
+             "uns/alphast = config, checkpoint, version and command.",
     .options = options,
     .n_options = N_OPTS,
     .max_args = 1,
 };
 
 enum { BATCH = 16 }; /* sets per sampler call */
-
-typedef struct generated {
-    int64_t n;
-    int G, sets;
-    int64_t *cell, *set;
-    float *expr, *pos, *pos_true;
-} generated;
 
 typedef struct batch {
     int B, N, G;
@@ -71,7 +70,7 @@ static void batch_free(batch *b)
 
 /* Samples the batch's sets and appends the cells they own. */
 static void flush(batch *b, ast_model *m, const ast_schedule *s, const ast_sampler_config *sc, const ast_set_sampler *sets,
-                  generated *out)
+                  sample_cells *out)
 {
     int N = b->N, G = b->G;
     ast_rng unused; /* sets of held-out cells are neither rotated nor dropped out */
@@ -81,6 +80,9 @@ static void flush(batch *b, ast_model *m, const ast_schedule *s, const ast_sampl
     ast_sampler_config call = *sc;
     call.seed = sc->seed + (uint64_t)out->sets; /* a fresh stream per batch */
     ast_sample(m, s, &call, b->B, N, b->expr, b->pos, b->mask, b->gen_expr, b->gen_pos);
+    if (sets->d->coord_dims == 2 && ast_mode_noises(sc->mode, AST_MOD_POS))
+        for (int i = 0; i < b->B; i++)
+            ast_positions_to_principal_axes(N, b->gen_pos + (int64_t)i * N * 3, b->mask + (int64_t)i * N);
     for (int i = 0; i < b->B; i++, out->sets++)
         for (int j = 0; j < N; j++) {
             int64_t k = (int64_t)i * N + j, r = out->n;
@@ -95,11 +97,11 @@ static void flush(batch *b, ast_model *m, const ast_schedule *s, const ast_sampl
 }
 
 static void generate(ast_model *m, const ast_schedule *s, const ast_sampler_config *sc, const ast_set_sampler *sets,
-                     generated *out)
+                     sample_cells *out)
 {
     const ast_split *split = sets->split;
     int N = sets->set_size, G = sets->d->n_genes;
-    *out = (generated){.G = G};
+    *out = (sample_cells){.G = G};
     out->cell = ast_xmalloc((size_t)split->n * sizeof *out->cell), out->set = ast_xmalloc((size_t)split->n * sizeof *out->set);
     out->expr = ast_xmalloc((size_t)split->n * G * sizeof(float));
     out->pos = ast_xmalloc((size_t)split->n * 3 * sizeof(float)), out->pos_true = ast_xmalloc((size_t)split->n * 3 * sizeof(float));
@@ -122,48 +124,9 @@ static void generate(ast_model *m, const ast_schedule *s, const ast_sampler_conf
     free(covered);
 }
 
-static void generated_free(generated *g)
+static void sample_cells_free(sample_cells *g)
 {
     free(g->cell), free(g->set), free(g->expr), free(g->pos), free(g->pos_true);
-}
-
-typedef struct csv_out {
-    const generated *g;
-    const ast_dataset *d;
-    int with_expr;
-} csv_out;
-
-static int fill_csv(FILE *f, void *ud)
-{
-    const csv_out *c = ud;
-    const generated *g = c->g;
-    fprintf(f, "cell,set,x,y,z,x_true,y_true,z_true");
-    for (int j = 0; c->with_expr && j < g->G; j++) fprintf(f, ",%s", c->d->genes[j]);
-    fputc('\n', f);
-    for (int64_t r = 0; r < g->n; r++) {
-        const float *p = g->pos + r * 3, *t = g->pos_true + r * 3;
-        fprintf(f, "%lld,%lld,%.7g,%.7g,%.7g,%.7g,%.7g,%.7g", (long long)g->cell[r], (long long)g->set[r], p[0], p[1],
-                p[2], t[0], t[1], t[2]);
-        for (int j = 0; c->with_expr && j < g->G; j++) fprintf(f, ",%.7g", g->expr[r * g->G + j]);
-        fputc('\n', f);
-    }
-    return ferror(f) ? -1 : 0;
-}
-
-static int write_h5ad(const char *path, const generated *g, const ast_dataset *d, ast_error *e)
-{
-    char **names = ast_xmalloc((size_t)(g->n ? g->n : 1) * sizeof *names);
-    for (int64_t r = 0; r < g->n; r++) {
-        names[r] = ast_xmalloc(24);
-        snprintf(names[r], 24, "%lld", (long long)g->cell[r]);
-    }
-    ast_h5ad_table t = {.n_cells = g->n, .n_genes = g->G, .X = g->expr, .genes = (const char *const *)d->genes,
-                        .cells = (const char *const *)names, .n_obsm = 2, .obsm_names = {"spatial", "spatial_true"},
-                        .obsm = {g->pos, g->pos_true}, .n_obs = 2, .obs_names = {"cell", "set"}, .obs = {g->cell, g->set}};
-    int rc = ast_h5ad_write(path, &t, e);
-    for (int64_t r = 0; r < g->n; r++) free(names[r]);
-    free(names);
-    return rc;
 }
 
 static int ends_with(const char *s, const char *suffix)
@@ -172,21 +135,41 @@ static int ends_with(const char *s, const char *suffix)
     return n >= k && !strcmp(s + n - k, suffix);
 }
 
+/* uns/alphast: what made the file. */
+static int write_h5ad(const char *path, const sample_cells *g, cli_run *r, int argc, char **argv, ast_error *e)
+{
+    char *config = ast_cfg_dump_string(r->cfg, e), weights[PATH_MAX];
+    if (!config) return -1;
+    char *command = sample_command_line(argc, argv);
+    const char *provenance[] = {"config", config, "checkpoint", realpath(r->weights, weights) ? weights : r->weights,
+                                "version", PACKAGE_VERSION, "command", command, NULL};
+    int rc = sample_write_h5ad(path, g, &r->d, provenance, e);
+    free(config), free(command);
+    return rc;
+}
+
+/* The run's sampling settings with the command's --mode and --steps.
+ * v[OPT_MODE] is valid here. */
+static int sampler_config(cli_run *r, const char **v, ast_train_config *tc, ast_sampler_config *sc, ast_error *e)
+{
+    if (ast_train_config_from_cfg(r->cfg, tc, e) < 0 ||
+        (v[OPT_STEPS] && ast_cfg_set(r->cfg, "sampling.num_steps", v[OPT_STEPS], e) < 0))
+        return -1;
+    *sc = (ast_sampler_config){.mode = tc->mode, .num_steps = (int)ast_cfg_int(r->cfg, "sampling.num_steps"),
+                               .seed = (uint64_t)ast_cfg_int(r->cfg, "seed.value"), .pos_param = tc->pos_param,
+                               .align = tc->loss.position_loss == AST_POS_LOSS_ALIGNED};
+    ast_sample_return_parse(ast_cfg_str(r->cfg, "sampling.return"), &sc->ret); /* the schema's enum */
+    if (v[OPT_MODE]) ast_mode_parse(v[OPT_MODE], &sc->mode);
+    return 0;
+}
+
 /* v[OPT_MODE] and v[OPT_SPLIT] are valid here. */
-static int sample(cli_run *r, const char **v, const char *dir, ast_error *e)
+static int sample(cli_run *r, const char **v, const char *dir, int argc, char **argv, ast_error *e)
 {
     ast_train_config tc;
-    ast_sampler_config sc = {.num_steps = (int)ast_cfg_int(r->cfg, "sampling.num_steps"),
-                             .seed = (uint64_t)ast_cfg_int(r->cfg, "seed.value")};
-    ast_sample_return_parse(ast_cfg_str(r->cfg, "sampling.return"), &sc.ret); /* the schema's enum */
-    if (ast_train_config_from_cfg(r->cfg, &tc, e) < 0) return -1;
-    sc.mode = tc.mode;
-    sc.pos_param = tc.pos_param;
-    sc.align = tc.loss.position_loss == AST_POS_LOSS_ALIGNED;
-    if (v[OPT_MODE]) ast_mode_parse(v[OPT_MODE], &sc.mode);
+    ast_sampler_config sc;
+    if (sampler_config(r, v, &tc, &sc, e) < 0) return -1;
     int which = v[OPT_SPLIT] ? cli_split_parse(v[OPT_SPLIT]) : AST_SPLIT_TEST;
-    if (v[OPT_STEPS] && ast_cfg_set(r->cfg, "sampling.num_steps", v[OPT_STEPS], e) < 0) return -1;
-    sc.num_steps = (int)ast_cfg_int(r->cfg, "sampling.num_steps");
     ast_set_sampler sets = cli_eval_sets(r->cfg, &r->d, r->sp, which);
     if (sets.split->n < 1) {
         ast_error_set(e, "%s: the %s split is empty; nothing to sample", dir, cli_split_name(which));
@@ -194,15 +177,17 @@ static int sample(cli_run *r, const char **v, const char *dir, ast_error *e)
     }
     ast_schedule s;
     if (ast_schedule_init(&s, tc.diffusion_steps, tc.nu_expression, tc.nu_position, e) < 0) return -1;
-    generated g;
+    sample_cells g;
     generate(r->m, &s, &sc, &sets, &g);
     ast_schedule_free(&s);
-    csv_out c = {&g, &r->d, ast_mode_noises(sc.mode, AST_MOD_EXPR)};
-    int rc = ends_with(v[OPT_OUT], ".h5ad") ? write_h5ad(v[OPT_OUT], &g, &r->d, e) : ast_atomic_write(v[OPT_OUT], fill_csv, &c, e);
-    if (rc == 0)
-        printf("%s: %lld %s cells (%d sets, %s) generated by %s, written to %s\n", dir, (long long)g.n,
-               cli_split_name(which), g.sets, ast_sample_return_name(sc.ret), ast_mode_name(sc.mode), v[OPT_OUT]);
-    generated_free(&g);
+    const char *out = v[OPT_OUT];
+    int rc = ends_with(out, ".h5ad") ? write_h5ad(out, &g, r, argc, argv, e)
+                                     : sample_write_csv(out, &g, &r->d, ast_mode_noises(sc.mode, AST_MOD_EXPR), e);
+    if (rc == 0) /* stdout may be the CSV's */
+        fprintf(strcmp(out, "-") ? stdout : stderr, "%s: %lld %s cells (%d sets, %s) generated by %s, written to %s\n",
+                dir, (long long)g.n, cli_split_name(which), g.sets, ast_sample_return_name(sc.ret),
+                ast_mode_name(sc.mode), strcmp(out, "-") ? out : "stdout");
+    sample_cells_free(&g);
     return rc;
 }
 
@@ -213,8 +198,8 @@ int cmd_sample(int argc, char **argv)
     int rc = cli_parse(&spec, argc, argv, v, args, &n_args);
     if (rc != CLI_CONTINUE) return rc;
     if (n_args < 1) return cli_usage_error("sample", "missing RUN_DIR");
-    if (!v[OPT_OUT] || !(ends_with(v[OPT_OUT], ".csv") || ends_with(v[OPT_OUT], ".h5ad")))
-        return cli_usage_error("sample", "--out FILE.csv or --out FILE.h5ad is required");
+    if (!v[OPT_OUT] || !(!strcmp(v[OPT_OUT], "-") || ends_with(v[OPT_OUT], ".csv") || ends_with(v[OPT_OUT], ".h5ad")))
+        return cli_usage_error("sample", "--out FILE.csv, --out FILE.h5ad or --out - (CSV on stdout) is required");
     ast_train_mode mode;
     if (v[OPT_MODE] && ast_mode_parse(v[OPT_MODE], &mode) < 0)
         return cli_usage_error("sample", "--mode must be expr_to_pos, pos_to_expr or joint (got '%s')", v[OPT_MODE]);
@@ -223,7 +208,7 @@ int cmd_sample(int argc, char **argv)
     ast_error e = {""};
     cli_run r;
     rc = cli_run_open(&r, args[0], NULL, 0, &e);
-    if (rc == 0) rc = sample(&r, v, args[0], &e);
+    if (rc == 0) rc = sample(&r, v, args[0], argc, argv, &e);
     cli_run_close(&r);
     return rc < 0 ? cli_fail(&e) : CLI_OK;
 }

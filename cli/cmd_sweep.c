@@ -14,7 +14,8 @@
 #include "commands.h"
 #include "sweep_pool.h"
 
-enum { OPT_OUT, OPT_JOBS, OPT_THREADS, OPT_FAIL_FAST, OPT_KEEP_GOING, OPT_DRY_RUN, OPT_TRUST, N_OPTS };
+enum { OPT_OUT, OPT_JOBS, OPT_THREADS, OPT_FAIL_FAST, OPT_KEEP_GOING, OPT_DRY_RUN, OPT_CFG, OPT_TRUST, OPT_MULTIRUN,
+       OPT_CONFIG, N_OPTS };
 
 static const cli_option options[N_OPTS] = {
     [OPT_OUT] = {"out", 'o', "DIR", "sweep directory (default: sweeps/<the sweep's name>)"},
@@ -23,13 +24,18 @@ static const cli_option options[N_OPTS] = {
     [OPT_FAIL_FAST] = {"fail-fast", 0, NULL, "at the first failed run, stop the running ones and start no more"},
     [OPT_KEEP_GOING] = {"keep-going", 0, NULL, "finish every run even when some fail (the default)"},
     [OPT_DRY_RUN] = {"dry-run", 'n', NULL, "list the runs, their overrides and states; run nothing"},
+    [OPT_CFG] = {"cfg", 0, NULL, "print each run's resolved config (YAML) and exit"},
     [OPT_TRUST] = {"trust-script", 0, NULL,
                    "give a script you trust Lua's full library: processes, files, native code (or ALPHAST_TRUST_SWEEP=1)"},
+    [OPT_MULTIRUN] = {"multirun", 'm', NULL, "no script: the grid of the KEY=V1,V2 overrides over --config (docs/config.md)"},
+    [OPT_CONFIG] = {"config", 'c', "FILE", "with -m: the config the grid overrides (default: the bundled configs/starmap.yaml)"},
 };
 
 static const cli_spec spec = {
     .name = "sweep",
-    .usage = "[--out DIR] [--jobs N] [--threads N] [--fail-fast | --keep-going] [--dry-run] [--trust-script] SCRIPT.lua",
+    .usage = "[--out DIR] [--jobs N] [--threads N] [--fail-fast | --keep-going] [--dry-run] [--cfg]\n"
+             "                         [--trust-script] SCRIPT.lua\n"
+             "   or: alphast-run sweep [options] -m [--config FILE] KEY=V1,V2 KEY2=range(1,4) ...",
     .about = "Runs the sweep a Lua script declares (docs/sweeps.md): every (config, seed) is one\n"
              "`alphast-run train` process, N at a time, in DIR/runs/<name>-<hash>; their states go\n"
              "to DIR/ledger.jsonl. Running the script again resumes: done runs are skipped, interrupted\n"
@@ -37,10 +43,13 @@ static const cli_spec spec = {
              "DIR without running anything twice. Ctrl-C stops cleanly; exit status 0 when every run\n"
              "is done, 1 when some failed, 130 when interrupted.\n"
              "The script runs restricted: no processes, file writing or native code, and a budget of\n"
-             "instructions and memory. --trust-script lifts the restriction for a script you trust.",
+             "instructions and memory. --trust-script lifts the restriction for a script you trust.\n"
+             "-m/--multirun takes the grid from the command line instead, as Hydra does: every\n"
+             "combination of the overrides' values over --config, the runs a script with\n"
+             "alphast.grid{...} would declare, in sweeps/<config name> (docs/config.md).",
     .options = options,
     .n_options = N_OPTS,
-    .max_args = 1,
+    .max_args = 64,
 };
 
 static int positive(const char *text, const char *name, int *out)
@@ -109,19 +118,38 @@ static void report(const char *dir)
         fprintf(stderr, "%s sweep: the report of %s failed\n", CLI_PROG, dir);
 }
 
-static int run(const char **v, const char *script)
+/* --cfg: the runs' configs as one YAML stream, a document per run. */
+static void print_configs(const ast_sweep *s)
+{
+    for (int i = 0; i < s->n_runs; i++) printf("--- # %s\n%s", s->runs[i].id, s->runs[i].yaml);
+}
+
+/* The sweep the script declares, or with -m the grid of the overrides. */
+static ast_sweep *load(const char **v, const char **args, int n_args, ast_error *e)
+{
+    ast_sweep_limits limits;
+    if (ast_sweep_limits_from_env(&limits, e) < 0) return NULL;
+    limits.trusted |= v[OPT_TRUST] != NULL;
+    if (!v[OPT_MULTIRUN]) return ast_sweep_load_limited(args[0], &limits, e);
+    char def[4096];
+    const char *config = v[OPT_CONFIG] ? v[OPT_CONFIG] : ast_shipped_file("configs/starmap.yaml", def, sizeof def);
+    return ast_sweep_grid(config, args, n_args, &limits, e);
+}
+
+static int run(const char **v, const char **args, int n_args)
 {
     ast_error e = {""};
-    ast_sweep_limits limits;
-    if (ast_sweep_limits_from_env(&limits, &e) < 0) return cli_fail(&e);
-    limits.trusted |= v[OPT_TRUST] != NULL;
-    ast_sweep *s = ast_sweep_load_limited(script, &limits, &e);
+    ast_sweep *s = load(v, args, n_args, &e);
     if (!s) return cli_fail(&e);
     sweep_opts o;
     int rc = resolve_opts(v, s, &o);
     char dir[4096];
     snprintf(dir, sizeof dir, "%s%s", v[OPT_OUT] ? "" : "sweeps/", v[OPT_OUT] ? v[OPT_OUT] : s->name);
     o.dir = dir;
+    if (rc == CLI_CONTINUE && v[OPT_CFG]) {
+        print_configs(s);
+        rc = CLI_OK;
+    }
     if (rc == CLI_CONTINUE && v[OPT_DRY_RUN]) {
         list_runs(s, dir);
         rc = CLI_OK;
@@ -137,12 +165,29 @@ static int run(const char **v, const char *script)
     return rc;
 }
 
+/* A script, or with -m overrides and no script. */
+static int check_args(const char **v, const char **args, int n_args)
+{
+    if (!v[OPT_MULTIRUN] && v[OPT_CONFIG])
+        return cli_usage_error("sweep", "--config goes with -m/--multirun; a script names its configs itself");
+    if (!v[OPT_MULTIRUN] && n_args != 1)
+        return cli_usage_error("sweep", "expected the sweep script (SCRIPT.lua), or -m KEY=V1,V2 ... for a grid from "
+                                        "the command line");
+    for (int i = 0; v[OPT_MULTIRUN] && i < n_args; i++) {
+        size_t n = strlen(args[i]);
+        if (n > 4 && !strcmp(args[i] + n - 4, ".lua"))
+            return cli_usage_error("sweep", "-m/--multirun takes its grid from the command line, not from a script: "
+                                            "run %s without -m, or put the grid in it with alphast.grid{...}", args[i]);
+    }
+    return CLI_CONTINUE;
+}
+
 int cmd_sweep(int argc, char **argv)
 {
-    const char *v[N_OPTS], *args[1];
+    const char *v[N_OPTS], *args[64];
     int n_args;
     int rc = cli_parse(&spec, argc, argv, v, args, &n_args);
     if (rc != CLI_CONTINUE) return rc;
-    if (n_args != 1) return cli_usage_error("sweep", "expected the sweep script (SCRIPT.lua)");
-    return run(v, args[0]);
+    if ((rc = check_args(v, args, n_args)) != CLI_CONTINUE) return rc;
+    return run(v, args, n_args);
 }

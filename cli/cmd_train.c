@@ -13,7 +13,7 @@
 #include "commands.h"
 #include "run_setup.h"
 
-enum { OPT_CONFIG, OPT_DATA, OPT_OUT, OPT_FRESH, OPT_QUIET, OPT_SCHEDULE, OPT_TRUST, N_OPTS };
+enum { OPT_CONFIG, OPT_DATA, OPT_OUT, OPT_FRESH, OPT_QUIET, OPT_SCHEDULE, OPT_TRUST, OPT_CFG, N_OPTS };
 
 static const cli_option options[N_OPTS] = {
     [OPT_CONFIG] = {"config", 'c', "FILE", "run configuration (default: the bundled configs/starmap.yaml)"},
@@ -23,14 +23,18 @@ static const cli_option options[N_OPTS] = {
     [OPT_QUIET] = {"quiet", 'q', NULL, "no progress bar"},
     [OPT_SCHEDULE] = {"schedule", 0, "SCRIPT:RUN", "the Lua schedules of run RUN of a sweep script, or the table FILE.safetensors a sweep wrote (docs/sweeps.md)"},
     [OPT_TRUST] = {"trust-script", 0, NULL, "evaluate the --schedule script with Lua's full standard library"},
+    [OPT_CFG] = {"cfg", 0, NULL, "print the resolved config (YAML: the file with the overrides) and exit"},
 };
 
 static const cli_spec spec = {
     .name = "train",
-    .usage = "[--config FILE] [--data FILE] [--out DIR] [--fresh] [--schedule SCRIPT:RUN [--trust-script]] [KEY=VALUE ...]",
+    .usage = "[--config FILE] [--data FILE] [--out DIR] [--fresh] [--schedule SCRIPT:RUN [--trust-script]] [--cfg]\n"
+             "                         [KEY=VALUE | +KEY=VALUE | ++KEY=VALUE | ~KEY ...]",
     .about = "Trains AlphaSTomics on a spatial transcriptomics dataset: neighbourhood sets of\n"
              "cells, diffusion on expression and/or positions (training_mode), AdamW.\n"
-             "KEY=VALUE arguments override the config (training.epochs=5, attention=gated).\n"
+             "Overrides change the config in Hydra's grammar (docs/config.md): KEY=VALUE sets\n"
+             "(training.epochs=5, attention=gated, data.loading={rotation:false} merges),\n"
+             "+KEY=VALUE adds a key the config leaves out, ++KEY=VALUE adds or sets, ~KEY deletes.\n"
              "The run directory gets config.yaml, metrics.jsonl, checkpoint.safetensors,\n"
              "best.safetensors and summary.json; running again resumes from the checkpoint.\n"
              "Afterwards the best weights are evaluated on the held-out test cells next to the\n"
@@ -106,6 +110,12 @@ static int train(const char **v, const char **args, int n_args, ast_error *e)
     const char *cfg_path = v[OPT_CONFIG] ? v[OPT_CONFIG] : ast_shipped_file("configs/starmap.yaml", def, sizeof def);
     ast_cfg *cfg = cli_load_config(cfg_path, args, n_args, e);
     if (!cfg) return -1;
+    int unsupported = ast_cfg_check_supported(cfg, e) < 0;
+    if (unsupported || v[OPT_CFG]) { /* --cfg: what the run would start from, and no run */
+        int rc = unsupported ? -1 : ast_cfg_dump(cfg, stdout, e);
+        ast_cfg_free(cfg);
+        return rc;
+    }
     ast_dataset d = {0};
     ast_split sp[3] = {{0}};
     ast_model_config mc;

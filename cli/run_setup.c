@@ -72,20 +72,30 @@ int cli_load_data(ast_cfg *cfg, const char *cfg_path, const char *data_arg, ast_
     return ast_data_split(d, ast_cfg_float(cfg, "data.split_ratio.val"), ast_cfg_float(cfg, "data.split_ratio.test"), sp, e);
 }
 
+const char *cli_weights_file(const char *dir, char *buf, size_t n, ast_error *e)
+{
+    snprintf(buf, n, "%s/best.safetensors", dir);
+    if (!access(buf, F_OK)) return buf;
+    snprintf(buf, n, "%s/checkpoint.safetensors", dir);
+    if (!access(buf, F_OK)) return buf;
+    ast_error_set(e, "%s: no best.safetensors or checkpoint.safetensors; train into this directory first "
+                  "(alphast-run train --out %s)", dir, dir);
+    return NULL;
+}
+
+/* Not strict: the files also hold the mask tokens of masked training
+ * (never used when sampling), the checkpoint also the AdamW state.
+ * Buffers (the MoE's balance: bias selection bias) load with the
+ * weights; a file written before alphast saved them leaves them zero. */
+static int load_weights(ast_model *m, const char *path, ast_error *e)
+{
+    return path ? ast_params_load(ast_model_params(m), path, 0, e) : -1;
+}
+
 int cli_load_weights(ast_model *m, const char *dir, ast_error *e)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/best.safetensors", dir);
-    /* Not strict: the files also hold the mask tokens of masked training
-     * (never used when sampling), the checkpoint also the AdamW state.
-     * Buffers (the MoE's balance: bias selection bias) load with the
-     * weights; a file written before alphast saved them leaves them zero. */
-    if (!access(path, F_OK)) return ast_params_load(ast_model_params(m), path, 0, e);
-    snprintf(path, sizeof path, "%s/checkpoint.safetensors", dir);
-    if (!access(path, F_OK)) return ast_params_load(ast_model_params(m), path, 0, e);
-    ast_error_set(e, "%s: no best.safetensors or checkpoint.safetensors; train into this directory first "
-                  "(alphast-run train --out %s)", dir, dir);
-    return -1;
+    return load_weights(m, cli_weights_file(dir, path, sizeof path, e), e);
 }
 
 int cli_run_open(cli_run *r, const char *dir, const char **args, int n_args, ast_error *e)
@@ -100,7 +110,7 @@ int cli_run_open(cli_run *r, const char *dir, const char **args, int n_args, ast
         ast_cfg_model(r->cfg, r->d.n_genes, &r->mc, e) < 0 ||
         !(r->m = ast_model_new(&r->mc, (uint64_t)ast_cfg_int(r->cfg, "seed.value"), e)))
         return -1;
-    return cli_load_weights(r->m, dir, e);
+    return load_weights(r->m, cli_weights_file(dir, r->weights, sizeof r->weights, e), e);
 }
 
 void cli_run_close(cli_run *r)
@@ -156,9 +166,10 @@ int cli_evaluate(const ast_cfg *cfg, ast_model *m, const ast_dataset *d, const a
     ast_eval_report r;
     int rc = ast_evaluate(m, &s, &sets, &sp[AST_SPLIT_TRAIN], &ec, cli_split_name(which), &r, e);
     if (rc == 0) {
-        ast_eval_report_print(&r, stdout);
+        FILE *table = strcmp(json_path, "-") ? stdout : stderr; /* stdout is the JSON's */
+        ast_eval_report_print(&r, table);
         rc = ast_eval_report_write_json(&r, json_path, e);
-        if (rc == 0) printf("  written to %s\n", json_path);
+        if (rc == 0 && table == stdout) printf("  written to %s\n", json_path);
     }
     ast_eval_report_free(&r);
     ast_schedule_free(&s);

@@ -21,9 +21,10 @@ int cli_load_data(ast_cfg *cfg, const char *cfg_path, const char *data_arg, ast_
 
 /* A trained run: RUN_DIR/config.yaml (with KEY=VALUE overrides), its data
  * and splits, and the model with RUN_DIR/best.safetensors (else
- * checkpoint.safetensors) loaded. */
+ * checkpoint.safetensors: `weights`) loaded. */
 typedef struct cli_run {
     char cfg_path[4096];
+    char weights[4096];
     ast_cfg *cfg;
     ast_dataset d;
     ast_split sp[3];
@@ -37,10 +38,13 @@ void cli_run_close(cli_run *r);
 /* Loads RUN_DIR's best weights (the lowest validation loss), else its
  * last checkpoint, into m. */
 int cli_load_weights(ast_model *m, const char *dir, ast_error *e);
+/* The file cli_load_weights loads, into buf; NULL with e set if there is none. */
+const char *cli_weights_file(const char *dir, char *buf, size_t n, ast_error *e);
 
 /* The held-out evaluation of m on split `which` (AST_SPLIT_TEST/VAL) with
  * the config's sampling.* and evaluation.* keys: prints the table to
- * stdout and writes json_path. */
+ * stdout and writes json_path; json_path "-" is stdout, and the table
+ * goes to stderr then. */
 int cli_evaluate(const ast_cfg *cfg, ast_model *m, const ast_dataset *d, const ast_split sp[3], int which,
                  const char *json_path, ast_error *e);
 

@@ -5,8 +5,10 @@
 set -euo pipefail
 packages=(
   build-essential autoconf automake libtool pkg-config
-  libltdl-dev libyaml-dev libopenblas-dev liblua5.4-dev libhdf5-dev libcjson-dev zlib1g-dev libcriterion-dev
+  libltdl-dev libyaml-dev libopenblas-dev liblua5.4-dev libhdf5-dev libcjson-dev zlib1g-dev libcriterion-dev liblzf-dev
   clang libclang-rt-14-dev # make fuzz (tests/fuzz): clang and its libFuzzer/sanitizer runtime
+  python3-anndata # make check: sample's .h5ad read back by the real anndata (those tests skip without it)
+  help2man # the man pages, made from --help (a release tarball ships them made)
 )
 for arg in "$@"; do
   case "$arg" in

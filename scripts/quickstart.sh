@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's main job: installs the dependencies, builds, and runs the
-# four-config ablation on the bundled STARmap data; the report ends up in
-# runs/ablation/report.html (and report.md). Extra arguments go to the sweep.
+# four-config ablation on the bundled Visium prostate data; the report ends up
+# in sweeps/ablation/report.html (and report.md). Extra arguments go to the
+# sweep. Works from a checkout and from an unpacked release tarball alike.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/install-deps.sh"

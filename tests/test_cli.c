@@ -169,3 +169,71 @@ Test(cli, sweep_and_train_offer_the_trust_opt_in)
     assert_has(run("sweep --help")->out, "--trust-script");
     assert_has(run("train --help")->out, "--trust-script");
 }
+
+/* ---- Hydra's override grammar and --cfg (docs/config.md) ------------------------ */
+
+#define TINY ALPHAST_SOURCE_DIR "/tests/data/sweeps/tiny.yaml"
+
+Test(cli, cfg_prints_the_config_with_every_form_of_override_and_runs_nothing)
+{
+    run_result *r = run("train --cfg --config " TINY " training.epochs=3 +training.patience=4 ++seed.value=9 "
+                        "'+monitors=[grad_norm]' '~ffn' 'data.loading={rotation:false}' '~attention=linear'");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert_str_empty(r->err);
+    assert_has(r->out, "  epochs: 3\n");
+    assert_has(r->out, "  patience: 4\n");
+    assert_has(r->out, "seed:\n  value: 9\n");
+    assert_has(r->out, "monitors:\n- grad_norm\n");
+    assert_has(r->out, "  loading:\n    rotation: false\n");
+    cr_assert_null(strstr(r->out, "ffn:"), "~ffn deleted it:\n%s", r->out);
+    cr_assert_null(strstr(r->out, "attention:"), "~attention=linear deleted it:\n%s", r->out);
+    cr_assert_null(strstr(r->out, "alphast:"), "nothing was trained:\n%s", r->out);
+}
+
+Test(cli, overrides_fail_with_the_override_s_column)
+{
+    run_result *r = run("train --cfg --config " TINY " +training.epochs=3");
+    cr_assert_eq(r->status, 1);
+    cr_assert_str_eq(r->err, "alphast-run: override:1:2: training.epochs: the config already sets it ('2', at " TINY
+                             ":9:56), and + only adds a key the config leaves out; write training.epochs=VALUE or "
+                             "++training.epochs=VALUE to change it\n");
+    r = run("train --cfg --config " TINY " training.epochs=1,2");
+    cr_assert_eq(r->status, 1);
+    assert_has(r->err, "alphast-run: override:1:17: training.epochs: '1,2' is a sweep (several values), which runs "
+                       "with `alphast-run sweep -m`");
+    r = run("train --cfg --config " TINY " '~training.patience'");
+    cr_assert_eq(r->status, 1);
+    cr_assert_str_eq(r->err, "alphast-run: override:1:2: training.patience: the config does not set it, so there is "
+                             "nothing to delete (it is at its default, 10)\n");
+}
+
+/* The reference's file loads but asks for bf16: train refuses it until
+ * precision is float32, and refuses wandb. */
+Test(cli, train_refuses_keys_it_accepts_but_does_not_implement)
+{
+    run_result *r = run("train --cfg --config " ALPHAST_SOURCE_DIR "/tests/data/reference_config.yaml");
+    cr_assert_eq(r->status, 1);
+    cr_assert_str_eq(r->err, "alphast-run: " ALPHAST_SOURCE_DIR "/tests/data/reference_config.yaml:40:14: "
+                             "training.precision: 'bf16-mixed' is not supported: alphast computes in float32 and has "
+                             "no mixed precision; write training.precision: 32-true or leave it out\n");
+    r = run("train --cfg --config " ALPHAST_SOURCE_DIR "/tests/data/reference_config.yaml training.precision=32-true");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    r = run("train --config " TINY " logging.logger=wandb");
+    cr_assert_eq(r->status, 1);
+    cr_assert_str_eq(r->err, "alphast-run: override:1:16: logging.logger: 'wandb' is not supported: alphast has no "
+                             "loggers: every metric goes to the run's metrics.jsonl; leave logging.logger out\n");
+    r = run("train --config " TINY " distributed.num_nodes=2");
+    cr_assert_eq(r->status, 1);
+    assert_has(r->err, "override:1:23: distributed.num_nodes: '2' is not supported: distributed training is not "
+                       "supported yet");
+}
+
+Test(cli, params_takes_overrides)
+{
+    run_result *r = run("params --genes 10 " TINY " 'ffn={name:moe,num_experts:2}' ~attention");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    assert_has(r->out, "attention linear, ffn moe");
+    r = run("params " TINY " ffn.top_k=1,2");
+    cr_assert_eq(r->status, 1);
+    assert_has(r->err, "override:1:11: ffn.top_k: '1,2' is a sweep");
+}

@@ -1,6 +1,6 @@
 /* `alphast-run params` and `alphast-run forward` through the built binary:
  * the spec's parameter counts, and a forward pass that reproduces the
- * golden gated_moe outputs. */
+ * golden gated_moe outputs, also from the reference's own tensor names. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdarg.h>
@@ -174,6 +174,41 @@ Test(cli_model, forward_reproduces_the_golden_outputs)
     cr_expect_lt(rel_error(out, "moe_aux", io, "out.moe_aux"), 1e-5);
     ast_st_close(out);
     ast_st_close(io);
+    tmp_files_remove(&t);
+}
+
+/* The golden io file as it is (the reference's names, in.noisy_expression
+ * ...), the golden weights under a Lightning state_dict's "model." names,
+ * and --out - : the outputs on stdout, still the golden ones. */
+Test(cli_model, forward_takes_the_reference_names_and_writes_to_stdout)
+{
+    char path[1024], weights[1024], lightning[200], name[1024];
+    ast_error e = {""};
+    ast_st_file *w = ast_st_open(golden(weights, sizeof weights, "gated_moe.weights.safetensors"), &e);
+    cr_assert_not_null(w, "%s", e.msg);
+    tmp_files t;
+    tmp_files_make(&t);
+    snprintf(lightning, sizeof lightning, "%s/lightning.safetensors", t.dir);
+    ast_st_writer *out = ast_st_writer_new();
+    for (int i = 0; i < ast_st_count(w); i++) {
+        snprintf(name, sizeof name, AST_LIGHTNING_PREFIX "%s", ast_st_name(w, i));
+        ast_st_writer_add(out, name, ast_st_dtype_of(w, i), ast_st_ndim(w, i), ast_st_shape(w, i), ast_st_data(w, i));
+    }
+    cr_assert_eq(ast_st_writer_write(out, lightning, &e), 0, "%s", e.msg);
+    ast_st_writer_free(out);
+    ast_st_close(w);
+
+    cli_run *r = run("forward -c %s/model/gated_moe.yaml -w %s -i %s --out - >%s", env("ALPHAST_TEST_DATA"), lightning,
+                     golden(path, sizeof path, "gated_moe.io.safetensors"), t.out);
+    cr_assert_eq(r->status, 0, "%s", r->text);
+    ast_st_file *io = ast_st_open(path, &e), *got = ast_st_open(t.out, &e);
+    cr_assert_not_null(got, "stdout holds nothing but the file: %s", e.msg);
+    cr_expect_lt(rel_error(got, "expression", io, "out.pred_expression"), 1e-5);
+    cr_expect_lt(rel_error(got, "positions", io, "out.pred_positions"), 1e-5);
+    cr_expect_lt(rel_error(got, "moe_aux", io, "out.moe_aux"), 1e-5);
+    ast_st_close(got);
+    ast_st_close(io);
+    remove(lightning);
     tmp_files_remove(&t);
 }
 

@@ -247,33 +247,90 @@ Test(evaluate, config_errors_name_the_key)
     fixture_close(&f);
 }
 
-Test(evaluate, h5ad_written_reads_back)
+/* A table as `sample` writes it: X, var, 2-D and 3-D obsm, a categorical
+ * obs column with a missing value, numbers with a NaN, integers, and uns. */
+static const float h5_X[3 * 2] = {1, 2, 3, 4, 5, 6}, h5_gen[6] = {0.5f, 1, 2, 3, 4, -5},
+                   h5_true[9] = {9, 8, 7, 6, 5, 4, 3, 2, 1};
+
+static void write_table(char *path)
 {
-    float X[3 * 2] = {1, 2, 3, 4, 5, 6}, gen[9] = {0.5f, 1, 2, 3, 4, 5, 6, 7, -8}, tru[9] = {9, 8, 7, 6, 5, 4, 3, 2, 1};
-    int64_t set[3] = {0, 0, 1};
-    const char *genes[2] = {"Gja1", "Vip"}, *cells[3] = {"10", "11", "12"};
-    ast_h5ad_table t = {.n_cells = 3, .n_genes = 2, .X = X, .genes = genes, .cells = cells, .n_obsm = 2,
-                        .obsm_names = {"spatial", "spatial_true"}, .obsm = {gen, tru}, .n_obs = 1,
-                        .obs_names = {"set"}, .obs = {set}};
-    char path[] = "/tmp/alphast-h5ad-XXXXXX";
+    static const int64_t set[3] = {0, 0, 1};
+    static const double area[3] = {1.5, NAN, 3};
+    static const int region[3] = {1, -1, 0};
+    static const char *const genes[2] = {"Gja1", "Vip"}, *const cells[3] = {"a", "b", "c"},
+                             *const regions[2] = {"cortex", "striatum"};
+    const ast_h5ad_column obs[3] = {
+        {"region", AST_H5AD_CATEGORY, .codes = region, .categories = regions, .n_categories = 2},
+        {"area", AST_H5AD_NUMBER, .numbers = area},
+        {"set", AST_H5AD_INT, .ints = set}};
+    const char *uns[] = {"version", PACKAGE_VERSION, NULL};
+    ast_h5ad_table t = {.n_cells = 3, .n_genes = 2, .X = h5_X, .genes = genes, .cells = cells, .n_obsm = 2,
+                        .obsm = {{"spatial", h5_gen, 2}, {"spatial_true", h5_true, 3}}, .n_obs = 3, .obs = obs,
+                        .uns_group = "alphast", .uns = uns};
     close(mkstemp(path));
     ast_error e = {""};
     cr_assert(ast_h5ad_write(path, &t, &e) == 0, "%s", e.msg);
+}
+
+Test(evaluate, h5ad_written_reads_back)
+{
+    char path[] = "/tmp/alphast-h5ad-XXXXXX";
+    write_table(path);
     ast_data_opts o;
     ast_data_opts_default(&o);
-    o.cell_type_key = NULL;
+    o.cell_type_key = "region";
     for (int k = 0; k < 2; k++) {
         o.position_key = k ? "spatial_true" : "spatial";
         ast_dataset d;
+        ast_error e = {""};
         cr_assert(ast_data_read_h5ad(path, &o, &d, &e) == 0, "%s", e.msg);
         cr_assert_eq(d.n_cells, 3);
         cr_assert_eq(d.n_genes, 2);
+        cr_assert_eq(d.coord_dims, k ? 3 : 2);
         cr_assert_str_eq(d.genes[1], "Vip");
-        for (int i = 0; i < 6; i++) cr_assert_eq(d.expr[i], X[i]);
-        for (int i = 0; i < 9; i++) cr_assert_eq(d.pos[i], (k ? tru : gen)[i]);
+        float row[2];
+        for (int i = 0; i < 3; i++) {
+            ast_data_row(&d, i, row);
+            cr_assert(row[0] == h5_X[i * 2] && row[1] == h5_X[i * 2 + 1], "X row %d", i);
+        }
+        for (int i = 0; i < 3; i++)
+            for (int c = 0; c < d.coord_dims; c++)
+                cr_assert_eq(d.pos[i * 3 + c], k ? h5_true[i * 3 + c] : h5_gen[i * 2 + c], "cell %d coordinate %d", i, c);
+        cr_assert_str_eq(d.type_names[d.cell_type[0]], "striatum");
+        cr_assert_eq(d.cell_type[1], -1, "a missing category stays missing");
+        cr_assert_str_eq(d.type_names[d.cell_type[2]], "cortex");
         ast_dataset_free(&d);
     }
     remove(path);
+}
+
+/* The same file through the real anndata (Debian's python3-anndata for
+ * /usr/bin/python3), whose reader is stricter than ours: the categorical's
+ * `ordered` must be h5py's bool, uns strings scalar string datasets. */
+Test(evaluate, h5ad_written_is_read_by_anndata)
+{
+    if (system("/usr/bin/python3 -c 'import anndata' >/dev/null 2>&1"))
+        cr_skip_test("/usr/bin/python3 cannot import anndata (apt-get install python3-anndata)");
+    char path[] = "/tmp/alphast-h5ad-XXXXXX", cmd[2048];
+    write_table(path);
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/python3 -c '\n"
+             "import anndata, math, sys\n"
+             "a = anndata.read_h5ad(sys.argv[1])\n"
+             "assert list(a.obs_names) == [\"a\", \"b\", \"c\"] and list(a.var_names) == [\"Gja1\", \"Vip\"]\n"
+             "assert list(a.obs.columns) == [\"region\", \"area\", \"set\"], list(a.obs.columns)\n"
+             "r = a.obs[\"region\"]\n"
+             "assert list(r.cat.categories) == [\"cortex\", \"striatum\"] and not r.cat.ordered\n"
+             "assert r.isna().tolist() == [False, True, False] and r.iloc[0] == \"striatum\"\n"
+             "assert a.obs[\"area\"].iloc[0] == 1.5 and math.isnan(a.obs[\"area\"].iloc[1])\n"
+             "assert a.obs[\"set\"].tolist() == [0, 0, 1]\n"
+             "assert a.obsm[\"spatial\"].shape == (3, 2) and a.obsm[\"spatial_true\"].shape == (3, 3)\n"
+             "assert a.X[2, 1] == 6 and a.uns[\"alphast\"][\"version\"] == sys.argv[2]\n"
+             "' %s %s 2>&1",
+             path, PACKAGE_VERSION);
+    int st = system(cmd);
+    remove(path);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "anndata refused the file (see above)");
 }
 
 /* alphast-run with args; its exit status, stdout in out. */
@@ -338,6 +395,23 @@ Test(evaluate, train_eval_and_sample_commands, .timeout = 120)
     cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
     snprintf(args, sizeof args, "%s/gen.csv", dir);
     cr_assert_eq(count_lines(args), n_test + 1, "one row per test cell and a header");
+    /* --out - and --json -: the data alone on stdout, the messages on stderr */
+    snprintf(args, sizeof args, "%s/alphast-run sample %s/run --out - >%s/stdout.csv 2>/dev/null", ALPHAST_BUILD_DIR, dir,
+             dir);
+    cr_assert_eq(system(args), 0, "%s", args);
+    snprintf(args, sizeof args, "cmp -s %s/stdout.csv %s/gen.csv", dir, dir);
+    cr_assert_eq(system(args), 0, "sample --out - writes the CSV to stdout");
+    snprintf(args, sizeof args, "%s/alphast-run eval %s/run --split val --steps 2 --json - >%s/stdout.json 2>/dev/null",
+             ALPHAST_BUILD_DIR, dir, dir);
+    cr_assert_eq(system(args), 0, "%s", args);
+    snprintf(args, sizeof args, "%s/stdout.json", dir);
+    FILE *json = fopen(args, "r");
+    cr_assert(json);
+    out[fread(out, 1, sizeof out - 1, json)] = 0;
+    fclose(json);
+    cJSON *report = cJSON_Parse(out);
+    cr_assert(cJSON_IsObject(report), "eval --json - writes the JSON, and only it, to stdout: %s", out);
+    cJSON_Delete(report);
     snprintf(args, sizeof args, "sample %s/run --out %s/gen.h5ad --mode expr_to_pos", dir, dir);
     cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
     ast_data_opts o;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "report/report.h"
+#include "report/report_internal.h"
 
 typedef struct fake_run {
     const char *id, *config;
@@ -111,19 +112,43 @@ static void monitor_line(FILE *f, int step, const char *monitor, const char *met
             (step - 1) / 10, monitor, metric, layer, v);
 }
 
+/* Routing as time_conditioning logs it at each epoch's end: per layer,
+ * bucket of diffusion time and expert the share of the bucket's tokens
+ * (with the token counts beside them). At step 10 an even split; at step
+ * 20, the last epoch, expert e takes 0.7 of bucket e's tokens. */
+static void routing_lines(FILE *f, int step)
+{
+    char metric[64];
+    for (int layer = 0; layer < 2; layer++)
+        for (int q = 0; q < 2; q++)
+            for (int e = 0; e < 2; e++) {
+                snprintf(metric, sizeof metric, "t%d.expert%d.tokens", q, e);
+                monitor_line(f, step, "time_conditioning", metric, layer, 100);
+                snprintf(metric, sizeof metric, "t%d.expert%d.share", q, e);
+                monitor_line(f, step, "time_conditioning", metric, layer, step < 20 ? 0.5 : e == q ? 0.7 : 0.3);
+            }
+}
+
+/* The trainer's gradient norm: from 50 at step 1 to 0.46 at step 20, over two decades. */
+static double grad_norm(int step) { return 1.0 / 3 + 50.0 / (step * step); }
+
 /* Loss lines per step and epoch, and monitor lines every 10 steps as
  * docs/monitors.md describes them: the expert entropy per layer and over
  * layers (-1) with its collapse flag (set when entropy_min < 0.5, which
- * appears at step 10), a per-layer-only gate mean, and a dotted breakdown. */
+ * appears at step 10), a per-layer-only gate mean, the grad_norm monitor's
+ * total (the trainer's grad_norm again, to 9 digits instead of 6), a count
+ * of dropped tokens that stays 0, an aux loss that is 0 for Baseline, and
+ * for Gated the routing by diffusion time. */
 static void write_metrics(const char *sweep, const fake_run *r, double entropy_min)
 {
     char path[512];
+    int moe = !strcmp(r->config, "Gated");
     snprintf(path, sizeof path, "%s/runs/%s/metrics.jsonl", sweep, r->id);
     FILE *f = fopen(path, "w");
     cr_assert(f);
     for (int step = 1; step <= 20; step++) {
-        fprintf(f, "{\"kind\":\"train\",\"step\":%d,\"epoch\":%d,\"loss\":%g,\"grad_norm\":1.5,\"lr\":0.001}\n", step,
-                (step - 1) / 10, 1.0 / step + r->seed * 0.01);
+        fprintf(f, "{\"kind\":\"train\",\"step\":%d,\"epoch\":%d,\"loss\":%g,\"grad_norm\":%g,\"lr\":0.001}\n", step,
+                (step - 1) / 10, 1.0 / step + r->seed * 0.01, grad_norm(step));
         if (step % 10) continue;
         fprintf(f, "{\"kind\":\"epoch\",\"step\":%d,\"epoch\":%d,\"train_loss\":0.5,\"val_loss\":%g}\n", step,
                 step / 10 - 1, r->val + 0.1 / step);
@@ -133,12 +158,28 @@ static void write_metrics(const char *sweep, const fake_run *r, double entropy_m
         /* the monitor's own value over layers wins over the report's mean of the layers */
         monitor_line(f, step, "expert_load", "expert_entropy_normalized", -1, step == 10 ? low : 0.86);
         monitor_line(f, step, "expert_load", "expert_collapse_warning", -1, step == 10 && low < 0.5);
+        monitor_line(f, step, "expert_load", "dropped_tokens", -1, 0);
+        monitor_line(f, step, "expert_load", "avg_aux_loss", -1, moe ? 0.01 + 0.001 * step : 0);
         monitor_line(f, step, "gate_activation", "activation_mean", 0, 0.6);
         monitor_line(f, step, "gate_activation", "activation_mean", 1, 0.7);
-        monitor_line(f, step, "time_conditioning", "t0.expert1.share", 0, 0.25);
+        fprintf(f, "{\"step\":%d,\"epoch\":%d,\"monitor\":\"grad_norm\",\"metric\":\"total_grad_norm\",\"layer\":-1,"
+                   "\"value\":%.9g}\n", step, (step - 1) / 10, grad_norm(step));
+        if (moe) routing_lines(f, step);
     }
     fputs("{\"kind\":\"train\",\"step\":21,\"loss\":", f); /* torn by a crash */
     fclose(f);
+}
+
+/* config.yaml as training resolves it: Baseline and Gated differ in their
+ * attention and monitors, and their seeds differ run to run. */
+static void write_config(const char *sweep, const fake_run *r)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/runs/%s/config.yaml", sweep, r->id);
+    int gated = !strcmp(r->config, "Gated");
+    write_file(path, "seed:\n  value: %d\ntraining:\n  epochs: 2\nattention: %s\nffn: dense\n"
+                     "monitors:\n- expert_load\n- grad_norm\n%s", r->seed,
+               gated ? "{name: gated, gate_type: headwise}" : "linear", gated ? "- time_conditioning\n" : "");
 }
 
 static char sweep_dir[64]; /* the test's sweep, removed after it */
@@ -170,6 +211,7 @@ static char *make_sweep(void)
         write_summary(dir, r, r->val);
         write_eval(dir, r, r->knn);
         write_metrics(dir, r, r->entropy_min);
+        write_config(dir, r);
         /* the last line of a run wins: running, then done */
         fprintf(ledger, "{\"run\":\"%s\",\"config_name\":\"%s\",\"seed\":%d,\"state\":\"running\",\"dir\":\"runs/%s\"}\n",
                 r->id, r->config, r->seed, r->id);
@@ -305,10 +347,10 @@ Test(report, values_differences_holm_and_mdd)
     cr_assert_str_eq(cell_after(md, "Task pos_to_expr", "pcc_gene", 6), "0.200", "spatial_knn (baseline)");
     cr_assert(strstr(md, "| metric | better | Baseline (reference) | Gated | random (baseline) | expression_isomap (baseline) |"));
     /* cost: 1000 / steps_per_second; 300 vs 200 parameters */
-    cr_assert_str_eq(cell(md, "Gated", 2), "300");
-    cr_assert_str_eq(cell(md, "Gated", 3), "250");
-    cr_assert_str_eq(cell(md, "Gated", 4), "250 ± 0");
-    cr_assert_str_eq(cell(md, "Baseline", 1), "3 of 5");
+    cr_assert_str_eq(cell_after(md, "## Cost", "Gated", 2), "300");
+    cr_assert_str_eq(cell_after(md, "## Cost", "Gated", 3), "250");
+    cr_assert_str_eq(cell_after(md, "## Cost", "Gated", 4), "250 ± 0");
+    cr_assert_str_eq(cell_after(md, "## Cost", "Baseline", 1), "3 of 5");
     cr_assert(strstr(md, "Gated has 1.50× the parameters of Baseline (1.25× active per token) and 1.25× its step time."));
     free(md);
 }
@@ -470,8 +512,7 @@ Test(report, monitor_summaries_and_warnings_follow_the_logged_values)
     cr_assert_str_eq(cell(md, "expert_load/expert_entropy_normalized", 1), "0.860 ± 0.000");
     /* per-layer only: the mean of 0.6 and 0.7 */
     cr_assert_str_eq(cell(md, "gate_activation/activation_mean", 2), "0.650 ± 0.000");
-    cr_assert_str_eq(cell(md, "time_conditioning/t0.expert1.share", 1), "0.250 ± 0.000");
-    cr_assert_str_eq(cell(md, "gradient norm (whole model)", 2), "1.50 ± 0.00");
+    cr_assert_str_eq(cell(md, "gradient norm (whole model)", 2), "0.458 ± 0.000", "1/3 + 50/20^2");
     free(md);
 
     write_metrics(sweep, &runs[5], 0.7);
@@ -510,23 +551,23 @@ Test(report, html_is_self_contained_and_svgs_sit_next_to_the_markdown)
     char *html = slurp(path);
     cr_assert(!strncmp(html, "<!DOCTYPE html>", 15));
     cr_assert(strstr(html, "</html>\n") && html[strlen(html) - 1] == '\n');
-    /* loss, validation loss, gradient norm, entropy, gate mean: no plot for flags or
-     * breakdowns; and a dot plot per task */
-    cr_assert_eq(count(html, "<svg"), 7);
-    cr_assert_eq(count(html, "</svg>"), 7);
+    /* the key metrics; loss, validation loss, gradient norm, entropy, aux loss, gate mean
+     * (no plot for flags, repeats or zeros); routing */
+    cr_assert_eq(count(html, "<svg"), 8);
+    cr_assert_eq(count(html, "</svg>"), 8);
     cr_assert_eq(count(html, "<table>"), count(html, "</table>"));
     cr_assert_eq(count(html, "<tr>"), count(html, "</tr>"));
     cr_assert(!strstr(html, "http") && !strstr(html, "<script") && !strstr(html, "src=") && !strstr(html, "href="));
     cr_assert(strstr(html, "Gated has the lowest mean validation loss"), "the HTML has the same verdict");
-    cr_assert(strstr(html, "<td>0.420 ± 0.020</td>"));
+    cr_assert(strstr(html, "<td class=\"n\">0.420 ± 0.020</td>"), "numbers right-aligned, unwrapped");
     free(html);
 
     const char *svgs[] = {"report_loss.svg", "report_val_loss.svg", "report_monitor_train_grad_norm.svg",
                           "report_monitor_expert_load_expert_entropy_normalized.svg",
-                          "report_monitor_gate_activation_activation_mean.svg", "report_expr_to_pos_knn_k10.svg",
-                          "report_pos_to_expr_pcc_gene.svg"};
+                          "report_monitor_gate_activation_activation_mean.svg",
+                          "report_monitor_expert_load_avg_aux_loss.svg", "report_key_metrics.svg", "report_routing.svg"};
     char *md = report_md(sweep, NULL);
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < 8; i++) {
         snprintf(path, sizeof path, "%s/%s", sweep, svgs[i]);
         char *svg = slurp(path);
         cr_assert(!strncmp(svg, "<svg xmlns=\"http://www.w3.org/2000/svg\"", 39), "%s is a standalone SVG", svgs[i]);
@@ -537,13 +578,161 @@ Test(report, html_is_self_contained_and_svgs_sit_next_to_the_markdown)
         cr_assert(strstr(md, ref), "report.md shows %s", svgs[i]);
     }
     free(md);
-    /* the dot plot: a dot per seed, a dashed line and legend entry per baseline */
-    snprintf(path, sizeof path, "%s/report_expr_to_pos_knn_k10.svg", sweep);
-    char *dots = slurp(path);
-    cr_assert_eq(count(dots, "<circle"), 6);
-    cr_assert_eq(count(dots, "stroke-dasharray"), 2 * 2);
-    cr_assert(strstr(dots, ">expression_isomap</text>") && strstr(dots, ">Gated</text>"));
-    free(dots);
+}
+
+static int exists(const char *sweep, const char *file)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", sweep, file);
+    return access(path, F_OK) == 0;
+}
+
+Test(report, the_config_table_says_what_sets_each_config_apart)
+{
+    char *sweep = make_sweep(), path[512];
+    char *md = report_md(sweep, NULL);
+    cr_assert_str_eq(cell_after(md, "## Configs", "Baseline (reference)", 1),
+                     "attention=linear, monitors=[expert_load, grad_norm]");
+    cr_assert_str_eq(cell_after(md, "## Configs", "Gated", 1),
+                     "attention=gated, attention.gate_type=headwise, monitors=[expert_load, grad_norm, time_conditioning]");
+    /* the seed differs run to run, the rest is shared: neither sets a config apart */
+    cr_assert(!strstr(md, "seed.value=") && !strstr(md, "training.epochs=") && !strstr(md, "ffn=dense"), "%s", md);
+    free(md);
+
+    /* a run without its config.yaml leaves its config to the others */
+    snprintf(path, sizeof path, "%s/runs/%s/config.yaml", sweep, runs[4].id);
+    cr_assert(remove(path) == 0);
+    md = report_md(sweep, NULL);
+    cr_assert_str_eq(cell_after(md, "## Configs", "Gated", 1),
+                     "attention=gated, attention.gate_type=headwise, monitors=[expert_load, grad_norm, time_conditioning]");
+    free(md);
+    for (int i = 3; i < 6; i++) {
+        snprintf(path, sizeof path, "%s/runs/%s/config.yaml", sweep, runs[i].id);
+        remove(path);
+    }
+    md = report_md(sweep, NULL);
+    cr_assert_str_eq(cell_after(md, "## Configs", "Gated", 1), "no config.yaml in its run directories");
+    free(md);
+}
+
+Test(report, the_key_metrics_figure_has_every_seed_and_the_interval)
+{
+    char *sweep = make_sweep();
+    free(report_md(sweep, NULL));
+    char path[512];
+    snprintf(path, sizeof path, "%s/report_key_metrics.svg", sweep);
+    char *svg = slurp(path);
+    /* the best validation loss, expr_to_pos's knn_k10 and dist_row_spearman, pos_to_expr's pcc_gene */
+    cr_assert(strstr(svg, ">validation loss (best), lower is better</text>"));
+    cr_assert(strstr(svg, ">expr_to_pos: knn_k10, higher is better</text>"));
+    cr_assert(strstr(svg, ">expr_to_pos: dist_row_spearman, higher is better</text>"));
+    cr_assert(strstr(svg, ">pos_to_expr: pcc_gene, higher is better</text>"));
+    cr_assert_eq(count(svg, "<circle"), 4 * 6, "a dot per seed");
+    cr_assert_eq(count(svg, "class=\"interval\""), 4 * 2, "an interval per config");
+    cr_assert_eq(count(svg, "stroke-dasharray"), 2 + 2 + 3, "a line per baseline");
+    cr_assert(strstr(svg, ">expression_isomap</text>") && strstr(svg, ">spatial_knn</text>"));
+    free(svg);
+    /* the figure is the one place the primary metrics are drawn */
+    cr_assert(!exists(sweep, "report_expr_to_pos_knn_k10.svg") && !exists(sweep, "report_pos_to_expr_pcc_gene.svg"));
+}
+
+/* Gated's seeds 0.40, 0.42, 0.44: mean 0.42, sd 0.02, t(0.975, 2) = 4.302653 */
+Test(report, the_interval_is_the_t_interval_of_the_mean)
+{
+    const double v[3] = {0.40, 0.42, 0.44};
+    double lo, hi, half = 4.302653 * 0.02 / sqrt(3);
+    rp_mean_interval(v, 3, &lo, &hi);
+    cr_assert(fabs(lo - (0.42 - half)) < 1e-6 && fabs(hi - (0.42 + half)) < 1e-6, "[%g, %g]", lo, hi);
+    rp_mean_interval(v, 1, &lo, &hi);
+    cr_assert(isnan(lo) && isnan(hi), "no interval from one seed");
+}
+
+Test(report, routing_is_a_heatmap_of_experts_by_time_buckets)
+{
+    char *sweep = make_sweep(), path[512];
+    char *md = report_md(sweep, NULL);
+    cr_assert(strstr(md, "](report_routing.svg)"));
+    cr_assert(!strstr(md, ".share") && !strstr(md, ".tokens"), "no table row per bucket and expert: %s", md);
+    free(md);
+    snprintf(path, sizeof path, "%s/report_routing.svg", sweep);
+    char *svg = slurp(path);
+    /* Gated alone routes: 3 seeds x 2 layers, each 2 experts x 2 buckets; the last epoch's shares */
+    cr_assert_eq(count(svg, "class=\"cell\""), 3 * 2 * 2 * 2);
+    cr_assert_eq(count(svg, ">0.70</text>"), 3 * 2 * 2, "expert e takes 0.7 of bucket e");
+    cr_assert_eq(count(svg, ">0.30</text>"), 3 * 2 * 2);
+    cr_assert(!strstr(svg, ">0.50</text>"), "the earlier epoch's even split is replaced");
+    cr_assert(strstr(svg, ">Gated</text>") && !strstr(svg, ">Baseline</text>"));
+    cr_assert(strstr(svg, ">seed 3</text>") && strstr(svg, ">layer 1</text>") && strstr(svg, ">0.5–1</text>"));
+    free(svg);
+}
+
+Test(report, each_series_is_drawn_once_and_a_zero_one_not_at_all)
+{
+    char *sweep = make_sweep();
+    char *md = report_md(sweep, NULL);
+    /* total_grad_norm is the trainer's grad_norm every 10 steps: one plot, one table row */
+    cr_assert(exists(sweep, "report_monitor_train_grad_norm.svg"));
+    cr_assert(!exists(sweep, "report_monitor_grad_norm_total_grad_norm.svg"));
+    cr_assert(!strstr(md, "| grad_norm/total_grad_norm |"), "%s", md);
+    cr_assert(strstr(md, "Shown once: grad_norm/total_grad_norm (the same values as gradient norm (whole model))."),
+              "%s", md);
+    /* dropped tokens stay 0 in every run: a table row, no plot */
+    cr_assert(!exists(sweep, "report_monitor_expert_load_dropped_tokens.svg"));
+    cr_assert_str_eq(cell(md, "expert_load/dropped_tokens", 1), "0.00 ± 0.00");
+    cr_assert(strstr(md, "Not plotted: expert_load/dropped_tokens (zero throughout in every run)."), "%s", md);
+    /* constant flags agree with each other by coincidence: each keeps its row */
+    cr_assert_str_eq(cell(md, "expert_load/expert_collapse_warning", 1), "fired in 0 of 3 seeds");
+    /* the aux loss is 0 for Baseline only: Gated's line alone, and the caption says why */
+    cr_assert(strstr(md, "Zero throughout, so not drawn: Baseline."), "%s", md);
+    free(md);
+    char path[512];
+    snprintf(path, sizeof path, "%s/report_monitor_expert_load_avg_aux_loss.svg", sweep);
+    char *svg = slurp(path);
+    cr_assert_eq(count(svg, "<polyline"), 1);
+    cr_assert(strstr(svg, ">Gated</text>") && !strstr(svg, ">Baseline</text>"));
+    free(svg);
+}
+
+/* The y of the tick labelled `label` on a plot's y axis. */
+static double tick_y(const char *svg, const char *label)
+{
+    char want[64];
+    snprintf(want, sizeof want, "\" text-anchor=\"end\">%s</text>", label);
+    const char *p = strstr(svg, want);
+    cr_assert(p, "no tick %s", label);
+    while (p > svg && strncmp(p, " y=\"", 4)) p--;
+    return atof(p + 4);
+}
+
+Test(report, an_axis_turns_logarithmic_when_values_span_two_decades)
+{
+    rp_axes a = {0};
+    rp_axes_fit_y(&a, 1, 99);
+    cr_assert(!a.log_y);
+    rp_axes_fit_y(&a, 1, 100);
+    cr_assert(a.log_y);
+    rp_axes_fit_y(&a, 0, 1000);
+    cr_assert(!a.log_y, "no log of 0");
+    double x[3] = {1, 2, 3}, y[3] = {10, 1, 0.1};
+    rp_band b = {3, x, y, y, y};
+    rp_line line = {"Gated", 1, &b};
+    char *svg = rp_svg_plot("gradient norm", "gradient norm", &line, 1, 0);
+    cr_assert(strstr(svg, ">gradient norm (log scale)</text>"), "%s", svg);
+    /* a decade is the same height everywhere */
+    double y10 = tick_y(svg, "10"), y1 = tick_y(svg, "1"), y01 = tick_y(svg, "0.1");
+    cr_assert(fabs((y1 - y10) - (y01 - y1)) < 0.2, "%g %g %g", y10, y1, y01);
+    free(svg);
+    /* in the report: the gradient norm spans 50 .. 0.46, the training loss 1.03 .. 0.06 */
+    char *sweep = make_sweep(), path[512];
+    free(report_md(sweep, NULL));
+    snprintf(path, sizeof path, "%s/report_monitor_train_grad_norm.svg", sweep);
+    svg = slurp(path);
+    cr_assert(strstr(svg, "(log scale)</text>"));
+    free(svg);
+    snprintf(path, sizeof path, "%s/report_loss.svg", sweep);
+    svg = slurp(path);
+    cr_assert(!strstr(svg, "(log scale)"));
+    free(svg);
 }
 
 Test(report, reference_config_and_out_options)
@@ -609,4 +798,21 @@ Test(report, the_report_command)
     cr_assert(strstr(err, "give the sweep directory"), "%s", err);
     cr_assert_eq(run_cli("report /nonexistent/sweep", err, sizeof err), 1);
     cr_assert(strstr(err, "/nonexistent/sweep/ledger.jsonl: cannot open"), "%s", err);
+}
+
+/* --out -: the self-contained report.html on stdout, and nothing left in
+ * the sweep directory or the temporary one. */
+Test(report, out_dash_writes_the_html_page_to_stdout)
+{
+    char *sweep = make_sweep(), cmd[1024], path[600];
+    snprintf(path, sizeof path, "%s/stdout.html", sweep);
+    snprintf(cmd, sizeof cmd, "TMPDIR=%s %s/alphast-run report %s --out - >%s", sweep, ALPHAST_BUILD_DIR, sweep, path);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    char *html = slurp(path);
+    cr_assert(!strncmp(html, "<!DOCTYPE html>", 15) && strstr(html, "<svg") && strstr(html, "</html>"), "%.200s", html);
+    free(html);
+    snprintf(path, sizeof path, "%s/report.md", sweep);
+    cr_assert_neq(access(path, F_OK), 0, "nothing written into the sweep directory");
+    snprintf(cmd, sizeof cmd, "ls -d %s/alphast-report-* >/dev/null 2>&1", sweep);
+    cr_assert_neq(system(cmd), 0, "the temporary directory is gone");
 }

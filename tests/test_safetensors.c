@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -699,6 +700,70 @@ Test(st_params, buffers_are_saved_and_loaded_and_optional_unless_asked_for)
     ast_params_free(a), ast_params_free(b), ast_params_free(plain), ast_params_free(c), ast_params_free(c_before);
 }
 
+/* A PyTorch Lightning checkpoint's state_dict: the model's parameters
+ * under "model.", loaded as if unprefixed, strictly too. */
+Test(st_params, lightning_prefix_is_found)
+{
+    ast_params *a = small_model(1, 0), *b = small_model(2, 0);
+    ast_st_writer *w = ast_st_writer_new();
+    char names[3][64];
+    for (int i = 0; i < 3; i++) {
+        const ast_tensor *t = ast_params_at(a, i);
+        snprintf(names[i], sizeof names[i], AST_LIGHTNING_PREFIX "%s", t->name);
+        ast_st_writer_add(w, names[i], AST_ST_F32, t->ndim, t->shape, t->data);
+    }
+    ast_error e = {{0}};
+    cr_assert_eq(ast_st_writer_write(w, in_tmp("lightning.safetensors"), &e), 0, "%s", e.msg);
+    ast_st_writer_free(w);
+    cr_assert_eq(ast_params_load(b, in_tmp("lightning.safetensors"), AST_LOAD_STRICT, &e), 0, "%s", e.msg);
+    assert_same_values(a, b);
+    ast_params_free(a), ast_params_free(b);
+}
+
+/* Fine-tuning: parameters registered after the model's (a run's mask
+ * tokens) are optional; the model's own are not. */
+Test(st_params, load_from_requires_only_the_first_parameters)
+{
+    ast_params *small = small_model(1, 0), *big = small_model(2, 1), *big_before = small_model(2, 1);
+    ast_error e = {{0}};
+    cr_assert_eq(ast_params_save(small, in_tmp("small.safetensors"), NULL, &e), 0, "%s", e.msg);
+    ast_st_file *f = open_ok(in_tmp("small.safetensors"));
+    cr_assert_eq(ast_params_load_from(big, f, 0, 4, &e), -1, "all four required");
+    assert_message(&e, in_tmp("small.safetensors"), "1 model parameters missing ('norm.bias')");
+    cr_assert_eq(ast_params_load_from(big, f, 0, 3, &e), 0, "%s", e.msg);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(memcmp(ast_params_at(big, i)->data, ast_params_at(small, i)->data,
+                            (size_t)ast_params_at(big, i)->size * sizeof(float)), 0, "parameter %d loaded", i);
+    cr_assert_eq(memcmp(ast_params_at(big, 3)->data, ast_params_at(big_before, 3)->data, 3 * sizeof(float)), 0,
+                 "the optional one kept its value");
+    ast_st_close(f);
+    ast_params_free(small), ast_params_free(big), ast_params_free(big_before);
+}
+
+/* ---- what a weights file says about itself ------------------------------------ */
+
+Test(st_params, gene_lists_must_match_in_order)
+{
+    const char *genes[3] = {"Gja1", "Vip", "Sst"}, *swapped[3] = {"Gja1", "Sst", "Vip"};
+    char *json = ast_st_names_json(genes, 3);
+    cr_assert_str_eq(json, "[\"Gja1\",\"Vip\",\"Sst\"]");
+    ast_params *p = small_model(1, 0);
+    const char *meta[] = {AST_META_GENES, json, NULL};
+    ast_error e = {{0}};
+    cr_assert_eq(ast_params_save(p, in_tmp("g.safetensors"), meta, &e), 0, "%s", e.msg);
+    cr_assert_eq(ast_params_save(p, in_tmp("plain.safetensors"), NULL, &e), 0, "%s", e.msg);
+    ast_st_file *f = open_ok(in_tmp("g.safetensors")), *plain = open_ok(in_tmp("plain.safetensors"));
+    cr_assert_eq(ast_st_check_genes(f, genes, 3, &e), 0, "%s", e.msg);
+    cr_assert_eq(ast_st_check_genes(plain, swapped, 3, &e), 0, "no list (a PyTorch file): nothing to check");
+    cr_assert_eq(ast_st_check_genes(f, swapped, 3, &e), -1);
+    assert_message(&e, in_tmp("g.safetensors"), "trained on 3 genes, the data has 3; gene 2 is 'Vip' there and 'Sst' here");
+    cr_assert_eq(ast_st_check_genes(f, genes, 2, &e), -1);
+    assert_message(&e, in_tmp("g.safetensors"), "gene 3 is 'Sst' there and '(none)' here");
+    ast_st_close(f), ast_st_close(plain);
+    ast_params_free(p);
+    free(json);
+}
+
 /* ---- atomic replacement ------------------------------------------------------ */
 
 static const char OLD[] = "old contents\n";
@@ -779,6 +844,25 @@ Test(atomic_file, read_only_directory)
     cr_assert_eq(rc, -1);
     assert_message(&e, in_tmp("f"), "(Permission denied); check that the directory is writable");
     assert_file_holds(in_tmp("f"), OLD);
+}
+
+/* "-" is standard output (--out -): the bytes go there and no file named
+ * "-" appears in the working directory. */
+Test(atomic_file, dash_is_standard_output)
+{
+    cr_assert_eq(chdir(tmpdir), 0);
+    fflush(stdout);
+    int saved = dup(STDOUT_FILENO), fd = open(in_tmp("captured"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    cr_assert(saved >= 0 && fd >= 0);
+    dup2(fd, STDOUT_FILENO);
+    ast_error e = {{0}};
+    int rc = ast_atomic_write_bytes("-", "to stdout\n", 10, &e);
+    fflush(stdout);
+    dup2(saved, STDOUT_FILENO);
+    close(fd), close(saved);
+    cr_assert_eq(rc, 0, "%s", e.msg);
+    assert_file_holds(in_tmp("captured"), "to stdout\n");
+    cr_assert_neq(access(in_tmp("-"), F_OK), 0, "no file named -");
 }
 
 /* ---- robustness ------------------------------------------------------------ */

@@ -1,6 +1,6 @@
 /* The sampler: the reference's step grid, one step reproduced by hand from
  * the noise model and the network, determinism, the conditioning modality
- * passed through, and padded cells left empty. */
+ * passed through, padded cells left empty, and 2-D output's principal axes. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -148,4 +148,40 @@ Test(sample, return_names_round_trip)
     cr_assert_eq(r, AST_RETURN_Z0);
     cr_assert_str_eq(ast_sample_return_name(AST_RETURN_X0), "x0");
     cr_assert_eq(ast_sample_return_parse("x1", &r), -1);
+}
+
+/* 2-D data: a planar set the model placed tilted comes back flat in x-y
+ * with its distances kept; a padded cell does not pull the plane. */
+Test(sample, principal_axes_lay_a_tilted_plane_flat)
+{
+    enum { M = 7 };
+    const float flat[M][2] = {{0, 0}, {3, 1}, {-2, 4}, {1, -3}, {-4, -1}, {2, 2}, {0, 0}};
+    const float mask[M] = {1, 1, 1, 1, 1, 1, 0};
+    /* rotated 40 degrees about x, then 25 about z, and moved off the origin */
+    const double a = 40 * M_PI / 180, b = 25 * M_PI / 180;
+    float pos[M * 3], before[M * 3];
+    for (int i = 0; i < M; i++) {
+        double x = flat[i][0], y = flat[i][1] * cos(a), z = flat[i][1] * sin(a);
+        pos[i * 3] = (float)(x * cos(b) - y * sin(b) + 0.5), pos[i * 3 + 1] = (float)(x * sin(b) + y * cos(b) - 1.0);
+        pos[i * 3 + 2] = (float)(z + 2.0);
+    }
+    pos[(M - 1) * 3 + 2] = 50.0f; /* the padded cell, far off the plane */
+    memcpy(before, pos, sizeof pos);
+    ast_positions_to_principal_axes(M, pos, mask);
+    double mean[3] = {0};
+    for (int i = 0; i < M - 1; i++)
+        for (int k = 0; k < 3; k++) mean[k] += pos[i * 3 + k] / (M - 1);
+    for (int i = 0; i < M - 1; i++) cr_assert_float_eq(pos[i * 3 + 2], mean[2], 1e-5, "cell %d is off the plane", i);
+    for (int i = 0; i < M - 1; i++)
+        for (int j = 0; j < M - 1; j++) {
+            double d0 = 0.0, d1 = 0.0;
+            for (int k = 0; k < 3; k++) {
+                d0 += pow(before[i * 3 + k] - before[j * 3 + k], 2);
+                d1 += pow(pos[i * 3 + k] - pos[j * 3 + k], 2);
+            }
+            cr_assert_float_eq(sqrt(d1), sqrt(d0), 1e-5, "distance %d-%d", i, j);
+        }
+    double var_x = 0.0, var_y = 0.0;
+    for (int i = 0; i < M - 1; i++) var_x += pow(pos[i * 3] - mean[0], 2), var_y += pow(pos[i * 3 + 1] - mean[1], 2);
+    cr_assert_geq(var_x, var_y, "x is the widest axis");
 }

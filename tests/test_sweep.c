@@ -332,6 +332,117 @@ Test(sweep, dry_run_lists_the_runs_and_runs_nothing)
     ast_sweep_free(s);
 }
 
+/* ---- Hydra's grammar and the command-line grid (docs/config.md) ----------------------- */
+
+Test(sweep, scripts_take_hydra_s_override_grammar)
+{
+    ast_sweep *s = load(SCRIPTS "hydra.lua");
+    static const char *const names[] = {"attention=linear,epochs=1", "attention=gated,epochs=1",
+                                        "attention=linear,epochs=2", "attention=gated,epochs=2"};
+    cr_assert_eq(s->n_runs, 4);
+    for (int i = 0; i < 4; i++) {
+        const ast_sweep_run *r = &s->runs[i];
+        cr_assert_str_eq(r->config_name, names[i]);
+        ast_cfg *cfg = resolved(r);
+        cr_assert_eq(ast_cfg_int(cfg, "training.epochs"), 1 + i / 2, "range(1,3) is 1, 2");
+        cr_assert_str_eq(value(cfg, "attention"), i % 2 ? "gated" : "linear");
+        cr_assert_null(ast_cfg_get(cfg, "monitors"), "+monitors, then ~monitors in every point");
+        cr_assert_null(ast_cfg_get(cfg, "ffn"), "~ffn");
+        cr_assert_eq(ast_cfg_int(cfg, "training.patience"), 3, "++ as a keyed entry");
+        cr_assert_eq(ast_cfg_bool(cfg, "data.loading.rotation"), 0, "{rotation:false}");
+        cr_assert_str_eq(r->overrides[0], "+monitors=[grad_norm]");
+        ast_cfg_free(cfg);
+    }
+    ast_sweep_free(s);
+}
+
+static ast_sweep *grid(const char *const *overrides, int n, ast_error *e)
+{
+    ast_sweep_limits limits;
+    cr_assert_eq(ast_sweep_limits_from_env(&limits, e), 0, "%s", e->msg);
+    return ast_sweep_grid(SCRIPTS "tiny.yaml", overrides, n, &limits, e);
+}
+
+/* -m's grid is the Lua grid of the same strings: runs, ids, overrides and directory. */
+Test(sweep, a_command_line_grid_is_the_lua_grid_of_its_overrides)
+{
+    static const char *const axes[] = {"attention=linear,gated", "training.epochs=1,2"};
+    ast_error e = {""};
+    ast_sweep *m = grid(axes, 2, &e), *lua = load(SCRIPTS "multirun.lua");
+    cr_assert(m, "%s", e.msg);
+    cr_assert_str_eq(m->name, lua->name);
+    cr_assert_eq(m->n_runs, 4);
+    cr_assert_eq(m->n_runs, lua->n_runs);
+    for (int i = 0; i < m->n_runs; i++) {
+        const ast_sweep_run *a = &m->runs[i], *b = &lua->runs[i];
+        cr_assert_str_eq(a->id, b->id);
+        cr_assert_str_eq(a->config_name, b->config_name);
+        cr_assert_str_eq(a->base, b->base);
+        cr_assert_str_eq(a->yaml, b->yaml);
+        cr_assert_eq(a->n_overrides, b->n_overrides);
+        for (int k = 0; k < a->n_overrides; k++) cr_assert_str_eq(a->overrides[k], b->overrides[k]);
+    }
+    ast_sweep_free(m);
+    ast_sweep_free(lua);
+    static const char *const bad[] = {"training.epochs=1,abc"};
+    cr_assert_null(grid(bad, 1, &e));
+    cr_assert_str_eq(e.msg, "sweep: configs.epochs=abc: override:1:17: training.epochs: expected an integer, got "
+                            "'abc'; write a whole number like 100");
+    static const char *const unsupported[] = {"logging.logger=wandb"};
+    cr_assert_null(grid(unsupported, 1, &e));
+    cr_assert_str_eq(e.msg, "sweep: configs.grid: override:1:16: logging.logger: 'wandb' is not supported: alphast "
+                            "has no loggers: every metric goes to the run's metrics.jsonl; leave logging.logger out");
+}
+
+Test(sweep, multirun_runs_the_grid_and_cfg_prints_each_run_s_config, .timeout = 60)
+{
+    ast_sweep *lua = load(SCRIPTS "multirun.lua");
+    char *dir = tmp_dir(), args[1024], out[256];
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(args, sizeof args, "sweep -m --cfg --config " SCRIPTS "tiny.yaml attention=linear,gated training.epochs=1,2");
+    cr_assert_eq(cli(args, out), 0);
+    char *text = slurp(out);
+    for (int i = 0; i < lua->n_runs; i++) {
+        char doc[256];
+        snprintf(doc, sizeof doc, "--- # %s\n", lua->runs[i].id);
+        assert_has(text, doc);
+        assert_has(text, lua->runs[i].yaml);
+    }
+    free(text);
+    snprintf(args, sizeof args, "sweep --multirun --jobs 2 --out %s/sweep --config " SCRIPTS "tiny.yaml "
+             "attention=linear,gated training.epochs=1,2", dir);
+    int rc = cli(args, out);
+    text = slurp(out);
+    cr_assert_eq(rc, 0, "%s", text);
+    free(text);
+    char sweep_dir[128], path[512];
+    snprintf(sweep_dir, sizeof sweep_dir, "%s/sweep", dir);
+    ast_ledger *l = ledger(sweep_dir);
+    for (int i = 0; i < lua->n_runs; i++) {
+        cr_assert_eq(last_state(l, lua->runs[i].id), AST_RUN_DONE, "%s", lua->runs[i].id);
+        cr_assert_eq(access(run_path(path, sweep_dir, &lua->runs[i], "summary.json"), F_OK), 0, "%s", path);
+    }
+    ast_ledger_free(l);
+    ast_sweep_free(lua);
+}
+
+Test(sweep, multirun_takes_no_script_and_config_needs_multirun)
+{
+    char *dir = tmp_dir(), out[256], *text;
+    snprintf(out, sizeof out, "%s/out", dir);
+    cr_assert_eq(cli("sweep -m " SCRIPTS "grid.lua attention=linear,gated", out), 2);
+    assert_has(text = slurp(out), "alphast-run sweep: -m/--multirun takes its grid from the command line, not from a "
+                                  "script: run " SCRIPTS "grid.lua without -m, or put the grid in it with alphast.grid{...}");
+    free(text);
+    cr_assert_eq(cli("sweep --config " SCRIPTS "tiny.yaml " SCRIPTS "grid.lua", out), 2);
+    assert_has(text = slurp(out), "alphast-run sweep: --config goes with -m/--multirun; a script names its configs itself");
+    free(text);
+    cr_assert_eq(cli("sweep " SCRIPTS "grid.lua attention=gated", out), 2);
+    assert_has(text = slurp(out), "expected the sweep script (SCRIPT.lua), or -m KEY=V1,V2 ... for a grid from the "
+                                  "command line");
+    free(text);
+}
+
 /* ---- schedules ----------------------------------------------------------------- */
 
 Test(sweep, schedules_set_the_values_of_every_step, .timeout = 60)

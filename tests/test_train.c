@@ -184,6 +184,22 @@ static char *slurp(const char *dir, const char *name)
     return text;
 }
 
+/* metrics.jsonl without its wall-clock times, which no two runs share. */
+static char *without_times(char *text)
+{
+    char *out = text;
+    for (const char *in = text; *in;) {
+        if (strncmp(in, "\"time\":", 7)) {
+            *out++ = *in++;
+            continue;
+        }
+        in += strcspn(in, ",");
+        in += *in == ',';
+    }
+    *out = 0;
+    return text;
+}
+
 static float *snapshot(const ast_params *p, int buffers, int64_t *n_values)
 {
     int n = buffers ? ast_params_n_buffers(p) : ast_params_count(p);
@@ -222,7 +238,7 @@ static void train_bias(const char *dir, int epochs, run_state *s)
     ast_trainer_free(t);
     ast_model_free(m);
     train_setup_close(&f);
-    s->metrics = slurp(dir, "metrics.jsonl");
+    s->metrics = without_times(slurp(dir, "metrics.jsonl"));
 }
 
 static void run_state_free(run_state *s)

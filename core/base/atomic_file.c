@@ -59,8 +59,19 @@ static int write_and_close(FILE *out, ast_write_fn fill, void *ud)
     return err;
 }
 
+/* fsync and close do not apply to a stream that may be a pipe or a terminal. */
+static int write_stdout(ast_write_fn fill, void *ud, ast_error *e)
+{
+    errno = 0;
+    int err = 0;
+    if (fill(stdout, ud) != 0 || ferror(stdout)) err = errno ? errno : EIO;
+    if (!err && fflush(stdout) != 0) err = errno;
+    return err ? fail(e, "standard output", "cannot write", err) : 0;
+}
+
 int ast_atomic_write(const char *path, ast_write_fn fill, void *ud, ast_error *e)
 {
+    if (!strcmp(path, "-")) return write_stdout(fill, ud, e);
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
         return fail(e, path, "cannot write", ENAMETOOLONG);

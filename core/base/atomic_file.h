@@ -14,7 +14,9 @@ typedef int (*ast_write_fn)(FILE *out, void *ud);
 /* Writes through `fill` into PATH.tmp.<pid>, flushes and fsyncs it, renames
  * it over `path` and fsyncs the directory. On any failure the temporary file
  * is removed, an existing `path` is left as it was, and e names the path and
- * the system's reason. Returns 0 or -1. */
+ * the system's reason. Returns 0 or -1.
+ * The path "-" is standard output (the command line's `--out -`), written
+ * and flushed in place: a stream has nothing to replace. */
 int ast_atomic_write(const char *path, ast_write_fn fill, void *ud, ast_error *e);
 
 /* The same for a buffer already in memory. */

@@ -49,6 +49,9 @@ void ast_error_set(ast_error *e, const char *fmt, ...) AST_PRINTF(2, 3);
 
 /* Logging to stderr; level from ALPHAST_LOG (debug|info|warn|error). */
 void ast_log(ast_log_level level, const char *fmt, ...) AST_PRINTF(2, 3);
+/* Seconds since the Unix epoch (the wall clock, not ast_now's monotonic
+ * one): the time a log line carries so that it joins with other records. */
+double ast_wall_clock(void);
 
 /* ---- where things are ---------------------------------------------------- */
 

@@ -69,14 +69,45 @@ void ast_cfg_free(ast_cfg *cfg);
 /* Sets KEY.PATH to a YAML value ("1e-3", "gated", "{name: moe, top_k: 1}",
  * "[grad_norm]"), creating missing mappings on the way and checking the key
  * and value against the schema (errors are located at "override:LINE:COL"
- * of the value text).
+ * of the value text). A mapping merges into the mapping already there
+ * (Hydra), except that one naming another plugin replaces the plugin.
  * Setting an option under a plugin given by name alone
  * (attention.gate_type=headwise on `attention: gated`) turns it into
  * {name: gated, gate_type: headwise}. 0 on success, -1 with e set. The
  * config is unchanged on failure. */
 int ast_cfg_set(ast_cfg *cfg, const char *path, const char *yaml_value, ast_error *e);
-/* The same from one "KEY.PATH=VALUE" command-line argument. */
-int ast_cfg_override(ast_cfg *cfg, const char *assignment, ast_error *e);
+/* One command-line override in Hydra's grammar (docs/config.md):
+ *   KEY=VALUE    ast_cfg_set: every key the schema knows exists, at its
+ *                default if the config does not write it
+ *   +KEY=VALUE   adds a key the config does not write (or writes as null)
+ *   ++KEY=VALUE  adds or sets: the same as KEY=VALUE
+ *   ~KEY         deletes a key the config writes: back to its default
+ *   ~KEY=VALUE   the same, only if it holds VALUE
+ * VALUE is YAML with Hydra's {a:1} for {a: 1}. Several values (a,b,
+ * range(...), choice(...)) are a sweep, refused here (ast_cfg_sweep_parse).
+ * Errors are located at "override:1:COL", COL counted in this text. */
+int ast_cfg_override(ast_cfg *cfg, const char *override, ast_error *e);
+
+/* A sweep override as `alphast-run sweep -m` and alphast.grid take it:
+ * KEY=V1,V2,... (split at commas outside quotes and brackets, blanks
+ * trimmed), KEY=range(START, STOP[, STEP]) (STOP excluded, as in Python)
+ * or KEY=choice(V1, V2, ...). One value is a sweep of one; ~KEY (a
+ * deletion) has none. `key` keeps its prefix (+, ++, ~). */
+typedef struct ast_cfg_sweep {
+    char *key;
+    char **values;
+    int n;
+} ast_cfg_sweep;
+int ast_cfg_sweep_parse(const char *override, ast_cfg_sweep *out, ast_error *e);
+void ast_cfg_sweep_free(ast_cfg_sweep *s);
+
+/* Keys alphast accepts, so that the reference's config.yaml loads, but
+ * does not implement: training.precision (float32 only), distributed.*
+ * (one process) and logging.* (metrics.jsonl). A value other than the
+ * default (or 32 for precision) is an error located at the value, saying
+ * what is not supported and what to write instead. Train and sweep call
+ * it before a run starts. 0, or -1 with e set. */
+int ast_cfg_check_supported(const ast_cfg *cfg, ast_error *e);
 
 /* The node at a dotted path, NULL if the config does not write it. */
 const ast_cfg_node *ast_cfg_get(const ast_cfg *cfg, const char *path);

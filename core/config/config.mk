@@ -2,7 +2,9 @@
 noinst_LTLIBRARIES += libalphast.la
 libalphast_la_SOURCES = \
 	core/config/config.h core/config/config_impl.h core/config/config_tree.c core/config/config_schema.c \
-	core/config/config_validate.c core/config/config_access.c core/config/config_dump.c
+	core/config/config_validate.c core/config/config_access.c core/config/config_dump.c \
+	core/config/config_hydra.c core/config/config_sweep.c core/config/config_edit.c \
+	core/config/config_compare.c core/config/config_support.c
 libalphast_la_CFLAGS = $(AM_CFLAGS) $(BLAS_CFLAGS) $(YAML_CFLAGS) $(HDF5_CFLAGS) $(LUA_CFLAGS) $(CJSON_CFLAGS) $(ZLIB_CFLAGS)
 libalphast_la_LIBADD = libalphast_engine.la $(BLAS_LIBS) $(YAML_LIBS) $(HDF5_LIBS) $(LUA_LIBS) $(CJSON_LIBS) \
 	$(ZLIB_LIBS) $(LTDL_LIBS) -lm

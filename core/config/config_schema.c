@@ -62,13 +62,15 @@ static const cfg_key schema[] = {
     FLT("training.weight_decay", "1e-5", CFG_NONNEG),
     INT("training.batch_size", "32", CFG_POSITIVE),
     INT("training.epochs", "100", CFG_POSITIVE),
-    ENUM("training.precision", "16-mixed", "32|32-true|16-mixed|bf16-mixed"),
+    /* alphast computes in float32: the mixed ones load (the reference's file has bf16-mixed) but a run refuses them. */
+    ENUM("training.precision", "32-true", "32|32-true|16-mixed|bf16-mixed"),
     FLT("training.gradient_clip_val", "1.0", CFG_NONNEG),
     INT("training.accumulate_grad_batches", "1", CFG_POSITIVE),
     BOOL("training.early_stopping", "false"),
     INT("training.patience", "10", CFG_POSITIVE),
     INT("training.steps_per_epoch", "50", CFG_POSITIVE),     /* alphast: sets are sampled, so epochs are counted in steps */
     FLT("training.max_minutes", "0", CFG_NONNEG),            /* alphast: stop (with a checkpoint) after this long; 0 = no limit */
+    STR("training.init_from", "null"),                       /* alphast: fine-tune from these weights (ours or a PyTorch state_dict, .safetensors) */
     BOOL("training.amsgrad", "true"),                        /* alphast: the reference hard-codes AMSGrad */
     INT("training.val_sets", "16", CFG_POSITIVE),            /* alphast: fixed validation sets */
     INT("training.val_t_points", "4", CFG_POSITIVE),         /* alphast: fixed grid of diffusion times for validation */
@@ -133,6 +135,8 @@ static const cfg_key schema[] = {
     STR("data.coords_file", "null"),   /* alphast: CSV genes x cells: the x y z file */
     BOOL("data.genes_by_cells", "false"),
     STR("data.slice_key", "null"),     /* alphast: obs column naming each cell's slice */
+    STR("data.layer", "null"),         /* alphast: .h5ad: read layers/<name> instead of X (scanpy's layer=) */
+    BOOL("data.use_raw", "false"),     /* alphast: .h5ad: read raw/X and raw/var instead of X (scanpy's use_raw=True) */
     INT("data.set_size", "64", CFG_NONNEG), /* alphast: cells per neighbourhood set (N); 0: whole slices */
     STR("data.cache_dir", "auto"),     /* alphast: preprocessing cache; auto: $XDG_CACHE_HOME/alphast or ~/.cache/alphast; null: off */
     STR("data.raw_data_dir", "./data/raw"),

@@ -67,6 +67,16 @@ void cfg_node_attach(ast_cfg_node *parent, const char *key, ast_cfg_node *child)
     set_paths(child);
 }
 
+ast_cfg_node *cfg_node_clone(const ast_cfg_node *n)
+{
+    ast_cfg_node *c = cfg_node_new(n->kind, n->file, n->line, n->col);
+    c->key_line = n->key_line;
+    c->key_col = n->key_col;
+    if (n->value) c->value = ast_xstrdup(n->value);
+    for (int i = 0; i < n->n_items; i++) cfg_node_attach(c, n->items[i]->key, cfg_node_clone(n->items[i]));
+    return c;
+}
+
 void cfg_node_replace(ast_cfg_node *old, ast_cfg_node *child)
 {
     ast_cfg_node *parent = old->parent;
@@ -121,8 +131,33 @@ typedef struct parser {
     const char *text; /* the input, to place reader errors */
     size_t len;
     int depth;        /* collections open around the current node, counting the base path's levels */
+    const cfg_place *place; /* NULL: the text is the file */
     ast_error *e;
 } parser;
+
+/* The spaces cfg_hydra_yaml put in before byte `at` of the text, on line
+ * `line` only (-1: on any line). */
+static int inserted_before(const parser *ps, size_t at, int line)
+{
+    int n = 0;
+    for (int i = 0; ps->place && i < ps->place->n_ins; i++)
+        n += ps->place->ins[i].byte < at && (line < 0 || ps->place->ins[i].line == line);
+    return n;
+}
+
+/* The user's 1-based column of 0-based (line, col) of the text, given in
+ * characters, or in bytes at byte offset `at`: inserted spaces do not
+ * count, and an override's first line starts at its value's column. */
+static int column(const parser *ps, int line, int col, size_t at)
+{
+    const cfg_place *p = ps->place;
+    int shift = 0;
+    if (at != (size_t)-1)
+        shift = inserted_before(ps, at, line);
+    else
+        for (int i = 0; p && i < p->n_ins; i++) shift += p->ins[i].line == line && p->ins[i].col < col;
+    return col + 1 - shift + (p && line == 0 ? p->col0 - 1 : 0);
+}
 
 /* libyaml's reader refuses bad bytes before any token exists, so its
  * problem_mark is empty: the line and column come from the byte offset. */
@@ -130,9 +165,12 @@ static void fail_reader(parser *ps, const char *path)
 {
     const yaml_parser_t *y = &ps->yp;
     size_t at = y->problem_offset < ps->len ? y->problem_offset : ps->len;
-    int line = 1, col = 1;
+    int line = 0, col = 0;
     for (size_t i = 0; i < at; i++, col++)
-        if (ps->text[i] == '\n') line++, col = 0;
+        if (ps->text[i] == '\n') line++, col = -1;
+    col = column(ps, line, col, at);
+    at -= (size_t)inserted_before(ps, at, -1);
+    line++;
     int utf8 = y->problem && strstr(y->problem, "UTF-8");
     const char *fix = !utf8 ? "remove the character or write it as an escape in a double-quoted string"
                       : strcmp(ps->file, CFG_OVERRIDE_FILE) ? "the text is not valid UTF-8: save the file as UTF-8"
@@ -151,7 +189,8 @@ static int next_event(parser *ps, yaml_event_t *ev, const char *path)
         fail_reader(ps, path);
         return -1;
     }
-    ast_cfg_fail(ps->e, ps->file, (int)y->problem_mark.line + 1, (int)y->problem_mark.column + 1, path,
+    int line = (int)y->problem_mark.line;
+    ast_cfg_fail(ps->e, ps->file, line + 1, column(ps, line, (int)y->problem_mark.column, (size_t)-1), path,
              "YAML syntax error: %s%s%s; check the indentation, the ': ' after each key and the quotes",
              y->problem ? y->problem : "unreadable input", y->context ? " " : "",
              y->context ? y->context : "");
@@ -159,7 +198,10 @@ static int next_event(parser *ps, yaml_event_t *ev, const char *path)
 }
 
 static int line_of(const yaml_event_t *ev) { return (int)ev->start_mark.line + 1; }
-static int col_of(const yaml_event_t *ev) { return (int)ev->start_mark.column + 1; }
+static int col_of(const parser *ps, const yaml_event_t *ev)
+{
+    return column(ps, (int)ev->start_mark.line, (int)ev->start_mark.column, (size_t)-1);
+}
 
 int cfg_text_is_null(const char *v)
 {
@@ -200,16 +242,16 @@ static ast_cfg_node *parse_node(parser *ps, yaml_event_t *ev, ast_cfg_node *pare
     ast_cfg_node *n;
     switch (ev->type) {
     case YAML_SCALAR_EVENT:
-        n = cfg_node_new(is_null(ev) ? AST_CFG_NULL : AST_CFG_SCALAR, ps->file, line_of(ev), col_of(ev));
+        n = cfg_node_new(is_null(ev) ? AST_CFG_NULL : AST_CFG_SCALAR, ps->file, line_of(ev), col_of(ps, ev));
         if (n->kind == AST_CFG_SCALAR) n->value = ast_xstrdup((const char *)ev->data.scalar.value);
         break;
     case YAML_MAPPING_START_EVENT:
     case YAML_SEQUENCE_START_EVENT:
         n = cfg_node_new(ev->type == YAML_MAPPING_START_EVENT ? AST_CFG_MAP : AST_CFG_SEQ, ps->file,
-                         line_of(ev), col_of(ev));
+                         line_of(ev), col_of(ps, ev));
         break;
     case YAML_ALIAS_EVENT:
-        ast_cfg_fail(ps->e, ps->file, line_of(ev), col_of(ev), path_for_errors,
+        ast_cfg_fail(ps->e, ps->file, line_of(ev), col_of(ps, ev), path_for_errors,
                  "YAML aliases (*%s) are not supported; write the value out", ev->data.alias.anchor);
         return NULL;
     default:
@@ -230,7 +272,7 @@ static ast_cfg_node *parse_node(parser *ps, yaml_event_t *ev, ast_cfg_node *pare
 
 static int fail_key(parser *ps, const ast_cfg_node *map, const yaml_event_t *ev, const char *what)
 {
-    ast_cfg_fail(ps->e, ps->file, line_of(ev), col_of(ev), map->path,
+    ast_cfg_fail(ps->e, ps->file, line_of(ev), col_of(ps, ev), map->path,
              "%s; write keys as plain names (key: value)", what);
     return -1;
 }
@@ -241,7 +283,7 @@ static int parse_map_entry(parser *ps, ast_cfg_node *map, yaml_event_t *kev)
     const char *key = (const char *)kev->data.scalar.value;
     const ast_cfg_node *first = cfg_child(map, key);
     if (first) {
-        ast_cfg_fail(ps->e, ps->file, line_of(kev), col_of(kev), first->path,
+        ast_cfg_fail(ps->e, ps->file, line_of(kev), col_of(ps, kev), first->path,
                  "duplicate key (first given at line %d, column %d); remove one of the two", first->key_line,
                  first->key_col);
         return -1;
@@ -252,7 +294,7 @@ static int parse_map_entry(parser *ps, ast_cfg_node *map, yaml_event_t *kev)
     yaml_event_delete(&vev);
     if (!v) return -1;
     v->key_line = line_of(kev);
-    v->key_col = col_of(kev);
+    v->key_col = col_of(ps, kev);
     return 0;
 }
 
@@ -299,7 +341,7 @@ static ast_cfg_node *parse_document(parser *ps)
     if (skip_to(ps, YAML_DOCUMENT_START_EVENT, &ev) < 0) goto fail;
     int second = ev.type == YAML_DOCUMENT_START_EVENT;
     if (second)
-        ast_cfg_fail(ps->e, ps->file, line_of(&ev), col_of(&ev), ps->base,
+        ast_cfg_fail(ps->e, ps->file, line_of(&ev), col_of(ps, &ev), ps->base,
                  "a second YAML document (---); keep one document per config");
     yaml_event_delete(&ev);
     if (!second) return root;
@@ -317,9 +359,10 @@ static int path_depth(const char *path)
     return n;
 }
 
-ast_cfg_node *cfg_parse(const char *text, size_t len, const char *file, const char *path, ast_error *e)
+ast_cfg_node *cfg_parse(const char *text, size_t len, const char *file, const char *path, const cfg_place *place,
+                        ast_error *e)
 {
-    parser ps = {.file = file, .base = path, .text = text, .len = len, .depth = path_depth(path), .e = e};
+    parser ps = {.file = file, .base = path, .text = text, .len = len, .depth = path_depth(path), .place = place, .e = e};
     AST_ASSERT(yaml_parser_initialize(&ps.yp), "libyaml parser initialisation failed");
     yaml_parser_set_input_string(&ps.yp, (const unsigned char *)text, len);
     ast_cfg_node *root = parse_document(&ps);
@@ -333,7 +376,7 @@ ast_cfg *ast_cfg_load_string(const char *text, const char *name, ast_error *e)
 {
     ast_cfg *cfg = ast_xcalloc(1, sizeof *cfg);
     cfg->name = ast_xstrdup(name);
-    cfg->root = cfg_parse(text, strlen(text), cfg->name, "", e);
+    cfg->root = cfg_parse(text, strlen(text), cfg->name, "", NULL, e);
     if (!cfg->root) goto fail;
     if (cfg->root->kind != AST_CFG_MAP) {
         ast_cfg_fail(e, cfg->name, cfg->root->line, cfg->root->col, "",

@@ -7,8 +7,7 @@
 
 enum { MAX_SIBLINGS = 64 };
 
-/* How a node reads in a message: 'text', null, a mapping, a list. */
-static const char *describe(const ast_cfg_node *n, char *buf, size_t size)
+const char *cfg_describe(const ast_cfg_node *n, char *buf, size_t size)
 {
     switch (n->kind) {
     case AST_CFG_SCALAR: snprintf(buf, size, "'%.200s'", n->value); return buf;
@@ -23,7 +22,7 @@ static int fail_at(const ast_cfg_node *n, ast_error *e, const char *expected, co
 {
     char got[256];
     ast_cfg_fail(e, n->file, n->line, n->col, n->path, "expected %s, got %s; %s", expected,
-             describe(n, got, sizeof got), fix);
+             cfg_describe(n, got, sizeof got), fix);
     return -1;
 }
 

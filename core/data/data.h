@@ -20,9 +20,20 @@ typedef struct ast_data_opts {
     float z_spacing;           /* 2-D slices: z = slice index * z_spacing */
     const char *const *genes;  /* align to this gene list (missing -> 0), or NULL */
     int n_genes;
+    const char *layer;         /* .h5ad: read layers/<layer> instead of X (scanpy's layer=), or NULL */
+    int use_raw;               /* .h5ad: read raw/X and raw/var instead (scanpy's use_raw=True) */
 } ast_data_opts;
 
 void ast_data_opts_default(ast_data_opts *o);
+
+/* A [rows, cols] matrix as compressed sparse rows: row r holds the
+ * values[indptr[r] .. indptr[r + 1]) in the columns indices[...], which
+ * increase along the row. */
+typedef struct ast_csr {
+    int64_t *indptr;  /* [rows + 1], indptr[0] = 0, indptr[rows] = the number of values */
+    int32_t *indices; /* [nnz] */
+    float *values;    /* [nnz] */
+} ast_csr;
 
 /* One source obs column, kept so that results join back to the data
  * (sample --out x.h5ad writes it again). Strings and categoricals are
@@ -37,10 +48,15 @@ typedef struct ast_obs_column {
     int n_categories;
 } ast_obs_column;
 
+/* Nothing of n_cells x n_genes is ever dense (a 100k-cell file would take
+ * GBs): X stays sparse, and ast_data_row makes one cell's row dense. */
 typedef struct ast_dataset {
     int64_t n_cells;
     int n_genes;
-    float *expr;       /* [n_cells, n_genes] */
+    ast_csr x;         /* [n_cells, n_genes]: as read, log-normalised by ast_data_preprocess */
+    double *gene_mean; /* [n_slices, n_genes] per-slice z-score of ast_data_row, or NULL (no scaling) */
+    double *gene_sd;   /* [n_slices, n_genes], each > 0 */
+    float clip;        /* z-scores are clipped to +-clip */
     float *pos;        /* [n_cells, 3] */
     int *slice;        /* [n_cells] slice index */
     int n_slices;
@@ -68,11 +84,21 @@ int ast_data_read_csv(const char *path, const ast_data_opts *o, ast_dataset *out
 /* By extension: .h5ad -> h5ad, anything else -> CSV/TSV (gzip allowed). */
 int ast_data_read(const char *path, const ast_data_opts *o, ast_dataset *out, ast_error *e);
 void ast_dataset_free(ast_dataset *d);
+void ast_obs_column_free(ast_obs_column *c);
 
 /* Gene alignment, library-size normalisation, log1p and per-gene scaling
  * per slice (docs/model.md §8.2); 2-D slices lifted to 3-D (z = slice * z_spacing);
- * positions centred per slice. */
+ * positions centred per slice. The scaling is kept as gene_mean and
+ * gene_sd and applied by ast_data_row, so X stays sparse. A matrix that is
+ * not counts (negative or fractional values, as scanpy leaves X) is
+ * reported and not normalised again. */
 int ast_data_preprocess(ast_dataset *d, const ast_data_opts *o, ast_error *e);
+
+/* Cell `cell`'s expression as the model sees it, into out [n_genes]: its
+ * row of X, z-scored with its slice's gene_mean and gene_sd and clipped
+ * when the data were scaled (zeros included). Before preprocessing: the
+ * row as read. */
+void ast_data_row(const ast_dataset *d, int64_t cell, float *out);
 
 /* ast_data_read + ast_data_preprocess through a cache in cache_dir (NULL:
  * none): the result is saved there as safetensors under a hash of the

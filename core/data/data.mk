@@ -1,7 +1,10 @@
 # data: reading tissue (AnnData .h5ad through libhdf5, CSV), preprocessing,
 # splits, set sampling and the preprocessing cache.
-libalphast_la_SOURCES += core/data/data.h core/data/data_h5ad.c core/data/data_csv.c core/data/data_prep.c \
-	core/data/data_sets.c core/data/data_cache.c core/data/data_h5ad_child.c
+libalphast_la_SOURCES += core/data/data.h core/data/data_dataset.c core/data/data_csv.c core/data/data_prep.c \
+	core/data/data_sets.c core/data/data_cache.c core/data/data_csr.c core/data/data_csr.h \
+	core/data/data_labels.c core/data/data_labels.h core/data/data_pack.c core/data/data_pack.h core/data/data_lzf.c \
+	core/data/data_h5ad.c core/data/data_h5ad.h core/data/data_h5ad_io.c core/data/data_h5ad_frame.c \
+	core/data/data_h5ad_matrix.c core/data/data_h5ad_child.c
 EXTRA_DIST += core/data/README.md
 # Damaged AnnData files the reader must refuse cleanly (tests/data/h5ad_bad/README.md).
 EXTRA_DIST += tests/data/h5ad_bad/README.md tests/data/h5ad_bad/mkmin.py \
@@ -9,7 +12,7 @@ EXTRA_DIST += tests/data/h5ad_bad/README.md tests/data/h5ad_bad/mkmin.py \
 	tests/data/h5ad_bad/enc_vlen_array.h5ad tests/data/h5ad_bad/enc_fixed_array.h5ad \
 	tests/data/h5ad_bad/indptr_nonmono.h5ad tests/data/h5ad_bad/indptr_negative.h5ad \
 	tests/data/h5ad_bad/negative_shape.h5ad tests/data/h5ad_bad/hdf5-hang-H5HG_read.h5ad \
-	tests/data/h5ad_bad/lsan-hdf5-leak.h5ad
+	tests/data/h5ad_bad/lsan-hdf5-leak.h5ad tests/data/h5ad_bad/hdf5-vlen-huge-alloc.h5ad
 
 check_PROGRAMS += tests/test_data
 tests_test_data_SOURCES = tests/test_data.c

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "data/data.h"
+#include "data/data_csr.h"
 
 typedef struct reader {
     gzFile f;
@@ -179,7 +179,20 @@ static int is_coord_name(const char *s)
     return 0;
 }
 
-/* Appends one row of floats to a growing matrix. */
+/* Appends a copy of s to a growing list of names. */
+static void push_name(char ***names, int64_t *n, const char *s)
+{
+    if ((*n & (*n - 1)) == 0) *names = ast_xrealloc(*names, (size_t)(*n ? 2 * *n : 1) * sizeof **names);
+    (*names)[(*n)++] = ast_xstrdup(s);
+}
+
+static void free_names(char **names, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+}
+
+/* Appends one row of floats to a growing matrix (the coordinates). */
 typedef struct rows {
     float *v;
     int64_t n, cap; /* in floats */
@@ -211,13 +224,17 @@ typedef struct table {
     int *gene_col;
     char **genes;
     int ng;
+    char **cells; /* the ids of column 1, when it holds them */
+    int64_t n_cells;
+    float *row;   /* one row's genes, dense, before it joins the sparse matrix */
 } table;
 
 static void table_free(table *tb)
 {
     for (int i = 0; i < tb->nh; i++) free(tb->header[i]);
     for (int g = 0; tb->genes && g < tb->ng; g++) free(tb->genes[g]);
-    free(tb->header), free(tb->genes), free(tb->gene_col);
+    free(tb->header), free(tb->genes), free(tb->gene_col), free(tb->row);
+    free_names(tb->cells, tb->n_cells);
 }
 
 /* x and y columns, maybe z; a second column of one coordinate (x twice,
@@ -256,13 +273,15 @@ static int pick_genes(const reader *r, table *tb, char **f, ast_error *e)
     return tb->ng > 0;
 }
 
-/* One row's genes and coordinates. */
-static int read_row(const reader *r, char **f, const table *tb, rows *ex, rows *po, ast_error *e)
+/* One row's genes, coordinates and cell id. */
+static int read_row(const reader *r, char **f, table *tb, ast_csr_builder *ex, rows *po, ast_error *e)
 {
-    float *x = grow(ex, tb->ng), *p = grow(po, 3);
+    float *p = grow(po, 3);
     const char *cell = tb->id_col ? f[0] : NULL;
+    if (cell) push_name(&tb->cells, &tb->n_cells, cell);
     for (int g = 0; g < tb->ng; g++)
-        if (!parse_count(r, f[tb->gene_col[g]], tb->gene_col[g], tb->genes[g], cell, &x[g], e)) return 0;
+        if (!parse_count(r, f[tb->gene_col[g]], tb->gene_col[g], tb->genes[g], cell, &tb->row[g], e)) return 0;
+    ast_csr_append_dense(ex, tb->row, tb->ng);
     p[2] = 0.0f;
     for (int c = 0; c < 3; c++)
         if (tb->coord_col[c] >= 0 && !parse_number(r, f[tb->coord_col[c]], tb->coord_col[c], &p[c], e)) return 0;
@@ -286,8 +305,10 @@ static int read_cells_by_genes(reader *r, ast_dataset *d, ast_error *e)
     tb.header = ast_xcalloc((size_t)tb.nh + 1, sizeof *tb.header);
     tb.genes = ast_xcalloc((size_t)tb.nh + 1, sizeof *tb.genes);
     tb.gene_col = ast_xcalloc((size_t)tb.nh + 1, sizeof *tb.gene_col);
+    tb.row = ast_xcalloc((size_t)tb.nh + 1, sizeof *tb.row);
     for (int i = 0; i < tb.nh; i++) tb.header[i] = ast_xstrdup(f[i]);
-    rows ex = {0}, po = {0};
+    ast_csr_builder ex = {{0}, 0, 0, 0};
+    rows po = {0};
     if (find_coords(r, &tb, e) < 0) goto done;
     while ((line = next_line(r))) {
         if (!*line) continue;
@@ -302,12 +323,14 @@ static int read_cells_by_genes(reader *r, ast_dataset *d, ast_error *e)
     d->coord_dims = tb.coord_col[2] >= 0 ? 3 : 2;
     d->n_cells = po.n / 3;
     d->n_genes = tb.ng;
-    d->expr = ex.v, d->pos = po.v, d->genes = tb.genes;
-    ex.v = po.v = NULL, tb.genes = NULL;
+    d->x = ex.m, d->pos = po.v, d->genes = tb.genes, d->cell_names = tb.cells;
+    memset(&ex, 0, sizeof ex);
+    po.v = NULL, tb.genes = NULL, tb.cells = NULL, tb.n_cells = 0;
     ok = 1;
 done:
     table_free(&tb);
-    free(ex.v), free(po.v), free(f);
+    ast_csr_free(&ex.m);
+    free(po.v), free(f);
     return ok;
 }
 
@@ -322,15 +345,17 @@ static int read_genes_by_cells(reader *r, ast_dataset *d, ast_error *e)
         return 0;
     }
     r->sep = detect_sep(line);
-    int64_t cells = split(line, r->sep, &f, &cap);
-    rows t = {0};
-    char **genes = NULL;
+    int64_t cells = split(line, r->sep, &f, &cap), n_names = 0;
+    ast_csr_builder t = {{0}, 0, 0, 0}; /* genes x cells: X by column */
+    float *x = ast_xmalloc((size_t)(cells > 0 ? cells : 1) * sizeof *x);
+    char **genes = NULL, **names = NULL;
     int ng = 0;
     if (cells < 1 || (cells == 1 && !*f[0])) {
         ast_error_set(e, "%s:1: line 1 names no cells; the genes x cells layout starts with a line of cell ids",
                       r->path);
         goto fail;
     }
+    for (int64_t c = 0; c < cells; c++) push_name(&names, &n_names, f[c]);
     while ((line = next_line(r))) {
         if (!*line) continue;
         int n = split(line, r->sep, &f, &cap);
@@ -341,24 +366,24 @@ static int read_genes_by_cells(reader *r, ast_dataset *d, ast_error *e)
         }
         genes = ast_xrealloc(genes, (size_t)(ng + 1) * sizeof *genes);
         genes[ng++] = ast_xstrdup(f[0]);
-        float *x = grow(&t, cells);
         for (int64_t c = 0; c < cells; c++)
             if (!parse_count(r, f[c + 1], (int)c + 1, f[0], NULL, &x[c], e)) goto fail;
+        ast_csr_append_dense(&t, x, (int)cells);
     }
     if (r->failed) goto fail;
     if (!ng) {
         ast_error_set(e, "%s: no gene rows after line 1; the genes x cells layout has one line per gene", r->path);
         goto fail;
     }
-    d->n_cells = cells, d->n_genes = ng, d->genes = genes;
-    d->expr = ast_xmalloc((size_t)(cells * ng) * sizeof(float));
-    for (int g = 0; g < ng; g++) /* transpose to cells x genes */
-        for (int64_t c = 0; c < cells; c++) d->expr[c * ng + g] = t.v[(int64_t)g * cells + c];
-    free(t.v), free(f);
+    d->n_cells = cells, d->n_genes = ng, d->genes = genes, d->cell_names = names;
+    ast_csr_from_csc(&t.m, cells, ng, &d->x);
+    free(x), free(f);
     return 1;
 fail:
     for (int g = 0; g < ng; g++) free(genes[g]);
-    free(genes), free(t.v), free(f);
+    free_names(names, n_names);
+    ast_csr_free(&t.m);
+    free(genes), free(x), free(f);
     return 0;
 }
 

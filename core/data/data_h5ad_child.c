@@ -24,7 +24,7 @@
 #include <sys/prctl.h>
 #endif
 
-#include "data/data.h"
+#include "data/data_pack.h"
 
 /* ASan reserves terabytes of address space for its shadow memory, so a
  * cap on it would stop every sanitized reader; those builds go without. */
@@ -37,17 +37,23 @@
 #endif
 
 #define DEFAULT_TIMEOUT_S 60.0
-#define WIRE_MAGIC 0x64613568u /* "h5ad" */
+#define WIRE_MAGIC 0x64613569u /* "h5ad", 2: the dataset as parts (data_pack.h) */
+/* More parts than any dataset has (a few per obs column): a garbled stream. */
+#define MAX_PARTS (1 << 24)
 
-/* What the child sends first; arrays and NUL-separated names follow. */
+/* What the child sends first: then, if ok, the parts (each a part_head
+ * and its bytes) up to one with an empty name; else the error message. */
 typedef struct wire_head {
     uint32_t magic;
     int32_t ok;
-    int64_t n_cells;
-    int32_t n_genes, n_slices, n_types, coord_dims, has_cell_type;
     uint32_t msg_len; /* the error message, when !ok */
-    uint64_t gene_bytes, type_bytes;
 } wire_head;
+
+typedef struct part_head {
+    char name[AST_PART_NAME];
+    int32_t dtype;
+    int64_t n;
+} part_head;
 
 enum { RECV_OK = 0, RECV_ERROR = -1, RECV_TIMEOUT = -2, RECV_EOF = -3 };
 
@@ -65,30 +71,22 @@ static int write_all(int fd, const void *buf, size_t n)
     return 0;
 }
 
-/* n strings as one block, each with its NUL. */
-static char *join_names(char **s, int n, uint64_t *bytes)
-{
-    size_t total = 0;
-    for (int i = 0; i < n; i++) total += strlen(s[i]) + 1;
-    char *out = ast_xmalloc(total), *p = out;
-    for (int i = 0; i < n; i++) p = stpcpy(p, s[i]) + 1;
-    *bytes = total;
-    return out;
-}
-
 static void send_dataset(int fd, const ast_dataset *d)
 {
-    wire_head hd = {WIRE_MAGIC, 1, d->n_cells, d->n_genes, d->n_slices, d->n_types, d->coord_dims, d->cell_type != NULL,
-                    0, 0, 0};
-    char *genes = join_names(d->genes, d->n_genes, &hd.gene_bytes);
-    char *types = d->type_names ? join_names(d->type_names, d->n_types, &hd.type_bytes) : NULL;
-    size_t cells = (size_t)d->n_cells;
-    if (write_all(fd, &hd, sizeof hd) == 0 && write_all(fd, d->expr, cells * (size_t)d->n_genes * sizeof(float)) == 0 &&
-        write_all(fd, d->pos, cells * 3 * sizeof(float)) == 0 && write_all(fd, d->slice, cells * sizeof(int)) == 0 &&
-        (!d->cell_type || write_all(fd, d->cell_type, cells * sizeof(int)) == 0) &&
-        write_all(fd, genes, hd.gene_bytes) == 0)
-        write_all(fd, types, hd.type_bytes);
-    free(genes), free(types);
+    wire_head hd = {WIRE_MAGIC, 1, 0};
+    ast_parts p = {0};
+    ast_data_pack(d, &p);
+    int ok = write_all(fd, &hd, sizeof hd) == 0;
+    for (int i = 0; ok && i <= p.n; i++) {
+        part_head ph = {{0}, 0, 0};
+        if (i < p.n) {
+            snprintf(ph.name, sizeof ph.name, "%s", p.v[i].name); /* the rest stays zero */
+            ph.dtype = (int32_t)p.v[i].dtype, ph.n = p.v[i].n;
+        }
+        ok = write_all(fd, &ph, sizeof ph) == 0 &&
+             (i == p.n || write_all(fd, p.v[i].data, (size_t)ph.n * ast_st_dtype_size(p.v[i].dtype)) == 0);
+    }
+    ast_parts_free(&p);
 }
 
 static void default_unless_ignored(int sig)
@@ -143,7 +141,7 @@ AST_NORETURN static void child_main(int fd, pid_t parent, const char *path, cons
     if (ast_data_read_h5ad_direct(path, o, &d, &e) == 0) {
         send_dataset(fd, &d);
     } else {
-        wire_head hd = {WIRE_MAGIC, 0, 0, 0, 0, 0, 0, 0, (uint32_t)strlen(e.msg), 0, 0};
+        wire_head hd = {WIRE_MAGIC, 0, (uint32_t)strlen(e.msg)};
         if (write_all(fd, &hd, sizeof hd) == 0) write_all(fd, e.msg, hd.msg_len);
     }
     _exit(0);
@@ -177,54 +175,37 @@ static int read_full(int fd, void *buf, size_t n, double deadline)
     return RECV_OK;
 }
 
-/* Splits a block of n NUL-terminated names; NULL unless it holds exactly n. */
-static char **split_names(char *block, uint64_t bytes, int n)
+/* One part as the child sent it; 0 at the end (a part with no name). */
+static int receive_part(int fd, ast_parts *p, double deadline)
 {
-    int count = 0;
-    for (uint64_t i = 0; i < bytes; i++) count += block[i] == 0;
-    if (count != n || (bytes && block[bytes - 1])) return NULL;
-    char **out = ast_xcalloc(n ? (size_t)n : 1, sizeof *out);
-    for (int i = 0; i < n; i++, block += strlen(block) + 1) out[i] = ast_xstrdup(block);
-    return out;
-}
-
-static int receive_names(int fd, uint64_t bytes, int n, char ***out, double deadline)
-{
-    char *block = ast_xmalloc(bytes ? bytes : 1);
-    int rc = read_full(fd, block, bytes, deadline);
-    if (rc == RECV_OK && !(*out = split_names(block, bytes, n))) rc = RECV_ERROR;
-    free(block);
-    return rc;
-}
-
-/* Reads the arrays the header announced into d; sizes were checked by
- * the child's parse, and again here against the header (our own child,
- * but a truncated stream must not become a wrong dataset). */
-static int receive_arrays(int fd, const wire_head *hd, ast_dataset *d, double deadline)
-{
-    if (hd->n_cells < 1 || hd->n_genes < 1 || hd->n_types < 0 || hd->n_slices < 1 ||
-        (uint64_t)hd->n_cells > SIZE_MAX / sizeof(float) / (uint64_t)(hd->n_genes > 3 ? hd->n_genes : 3))
+    part_head ph;
+    int rc = read_full(fd, &ph, sizeof ph, deadline);
+    if (rc != RECV_OK) return rc;
+    if (!ph.name[0]) return 0;
+    size_t size = ph.dtype >= AST_ST_BOOL && ph.dtype <= AST_ST_U64 ? ast_st_dtype_size((ast_st_dtype)ph.dtype) : 0;
+    if (!size || ph.n < 0 || (uint64_t)ph.n > SIZE_MAX / 2 / size || ph.name[AST_PART_NAME - 1] || p->n >= MAX_PARTS)
         return RECV_ERROR;
-    size_t cells = (size_t)hd->n_cells;
-    d->n_cells = hd->n_cells, d->n_slices = hd->n_slices, d->coord_dims = hd->coord_dims;
-    d->expr = ast_xmalloc(cells * (size_t)hd->n_genes * sizeof(float));
-    d->pos = ast_xmalloc(cells * 3 * sizeof(float));
-    d->slice = ast_xmalloc(cells * sizeof(int));
-    d->cell_type = hd->has_cell_type ? ast_xmalloc(cells * sizeof(int)) : NULL;
-    int rc = read_full(fd, d->expr, cells * (size_t)hd->n_genes * sizeof(float), deadline);
-    if (rc == RECV_OK) rc = read_full(fd, d->pos, cells * 3 * sizeof(float), deadline);
-    if (rc == RECV_OK) rc = read_full(fd, d->slice, cells * sizeof(int), deadline);
-    if (rc == RECV_OK && d->cell_type) rc = read_full(fd, d->cell_type, cells * sizeof(int), deadline);
-    if (rc == RECV_OK && (rc = receive_names(fd, hd->gene_bytes, hd->n_genes, &d->genes, deadline)) == RECV_OK)
-        d->n_genes = hd->n_genes;
-    if (rc == RECV_OK && hd->type_bytes &&
-        (rc = receive_names(fd, hd->type_bytes, hd->n_types, &d->type_names, deadline)) == RECV_OK)
-        d->n_types = hd->n_types;
+    void *data = malloc(ph.n ? (size_t)ph.n * size : 1);
+    if (!data) return RECV_ERROR;
+    ast_parts_add(p, ph.name, (ast_st_dtype)ph.dtype, ph.n, data, 1);
+    rc = read_full(fd, data, (size_t)ph.n * size, deadline);
+    return rc == RECV_OK ? 1 : rc;
+}
+
+/* The parts up to the end marker, then the dataset they make. */
+static int receive_dataset(int fd, ast_dataset *d, const char *path, double deadline)
+{
+    ast_parts p = {0};
+    int rc;
+    while ((rc = receive_part(fd, &p, deadline)) == 1) continue;
+    ast_error why;
+    if (rc == 0) rc = ast_data_unpack(&p, path, d, &why) == 0 ? RECV_OK : RECV_ERROR;
+    ast_parts_free(&p);
     return rc;
 }
 
 /* The child's answer: a dataset, or its error message in e. */
-static int receive(int fd, ast_dataset *d, ast_error *e, double deadline)
+static int receive(int fd, const char *path, ast_dataset *d, ast_error *e, double deadline)
 {
     wire_head hd;
     int rc = read_full(fd, &hd, sizeof hd, deadline);
@@ -236,7 +217,7 @@ static int receive(int fd, ast_dataset *d, ast_error *e, double deadline)
         e->msg[rc == RECV_OK ? n : 0] = 0;
         return rc == RECV_OK ? RECV_ERROR : rc;
     }
-    return receive_arrays(fd, &hd, d, deadline);
+    return receive_dataset(fd, d, path, deadline);
 }
 
 /* ALPHAST_H5AD_TIMEOUT as seconds (default 60, 0 = no limit). */
@@ -300,7 +281,7 @@ static int read_in_child(const char *path, const ast_data_opts *o, ast_dataset *
         ast_error_set(e, "%s: cannot start the reader process: %s", path, strerror(errno));
         return -1;
     }
-    int rc = receive(fds[0], out, e, now_s() + limit);
+    int rc = receive(fds[0], path, out, e, now_s() + limit);
     close(fds[0]);
     if (rc == RECV_EOF) explain_end(pid, path, e);
     else end_child(pid);

@@ -141,7 +141,7 @@ void ast_make_set(const ast_set_sampler *s, int64_t centre, ast_rng *rng, float 
     for (int i = 0; i < N; i++) {
         mask[i] = i < n ? 1.0f : 0.0f;
         if (i >= n) continue;
-        memcpy(expr + (int64_t)i * G, d->expr + cells[i] * G, (size_t)G * sizeof(float));
+        ast_data_row(d, cells[i], expr + (int64_t)i * G);
         float v[3];
         for (int k = 0; k < 3; k++) v[k] = (float)((d->pos[cells[i] * 3 + k] - mean[k]) / s->pos_scale);
         for (int k = 0; k < 3; k++)

@@ -1,5 +1,6 @@
-/* Monitor output: one JSON object per metric value, and each warning
- * printed once per run when it first fires. */
+/* Monitor output: one JSON object per metric value (kind "monitor", the
+ * wall-clock time, step, epoch, monitor, metric, layer, value), and each
+ * warning printed once per run when it first fires. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -43,8 +44,11 @@ void ast_sink_set_step(ast_sink *s, long long step, int epoch)
 void ast_sink_emit(ast_sink *s, const char *name, int layer, double value)
 {
     if (!s->out) return;
-    fprintf(s->out, "{\"step\":%lld,\"epoch\":%d,\"monitor\":\"%s\",\"metric\":\"%s\",\"layer\":%d,\"value\":",
-            s->step, s->epoch, s->tag, name, layer);
+    /* kind and time as on the training loop's lines: one table in pandas */
+    fprintf(s->out,
+            "{\"kind\":\"monitor\",\"time\":%.3f,\"step\":%lld,\"epoch\":%d,\"monitor\":\"%s\",\"metric\":\"%s\","
+            "\"layer\":%d,\"value\":",
+            ast_wall_clock(), s->step, s->epoch, s->tag, name, layer);
     if (isfinite(value))
         fprintf(s->out, "%.9g}\n", value);
     else

@@ -43,7 +43,7 @@ static void fill_set(const ast_set_sampler *s, ast_eval_sets *e, int b, const in
         int64_t row = (int64_t)b * e->N + i;
         e->cells[row] = cells[i];
         e->mask[row] = 1.0f;
-        memcpy(e->expr + row * e->G, d->expr + cells[i] * e->G, (size_t)e->G * sizeof(float));
+        ast_data_row(d, cells[i], e->expr + row * e->G);
         for (int k = 0; k < 3; k++) e->pos[row * 3 + k] = (float)((d->pos[cells[i] * 3 + k] - mean[k]) / s->pos_scale);
     }
 }
@@ -144,7 +144,7 @@ static int cluster_slice(const ast_dataset *d, const int64_t *cells, int n, int 
 {
     int k = (n + max_set_size - 1) / max_set_size, G = d->n_genes;
     float *x = ast_xmalloc((size_t)n * G * sizeof *x);
-    for (int i = 0; i < n; i++) memcpy(x + (size_t)i * G, d->expr + cells[i] * G, (size_t)G * sizeof *x);
+    for (int i = 0; i < n; i++) ast_data_row(d, cells[i], x + (size_t)i * G);
     ast_balanced_kmeans(x, n, G, k, seed, label);
     free(x);
     return k;

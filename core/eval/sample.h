@@ -39,4 +39,11 @@ int ast_sample_grid(int T, int num_steps, int *s_out);
 void ast_sample(ast_model *m, const ast_schedule *s, const ast_sampler_config *sc, int B, int N, const float *expr,
                 const float *pos, const float *mask, float *out_expr, float *out_pos);
 
+/* For 2-D data: rotates one set's generated positions [N,3] about their
+ * centre (over the cells with mask 1; mask NULL = all) onto their
+ * principal axes, the widest first, so that z is the direction the set
+ * spreads least in and dropping it loses the least. Distances are
+ * unchanged (a rotation or reflection; the positions had no fixed frame). */
+void ast_positions_to_principal_axes(int N, float *pos, const float *mask);
+
 #endif

@@ -1,13 +1,13 @@
 /* AnnData .h5ad output through libhdf5, with the encoding attributes
  * anndata >= 0.8 writes ("encoding-type"/"encoding-version") so that both
- * anndata and our own reader (data_h5ad.c) take it. */
+ * anndata and our own reader (data_h5ad.c) take it: X, obs and var
+ * (h5ad_frame.c), obsm matrices and string entries in uns. */
 #include <errno.h>
-#include <hdf5.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "io/h5ad_write.h"
+#include "io/h5ad_internal.h"
 
 static hid_t utf8_vlen(void)
 {
@@ -17,10 +17,14 @@ static hid_t utf8_vlen(void)
     return t;
 }
 
-/* A 1-D attribute of n variable-length strings, or a scalar one (n < 0). */
-static int attr_strings(hid_t obj, const char *name, const char *const *v, int n)
+static hid_t space(int rank, const hsize_t *dims)
 {
-    hid_t t = utf8_vlen(), sp = n < 0 ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, (hsize_t[]){(hsize_t)n}, NULL);
+    return rank ? H5Screate_simple(rank, dims, NULL) : H5Screate(H5S_SCALAR);
+}
+
+int h5w_attr_strings(hid_t obj, const char *name, const char *const *v, int n)
+{
+    hid_t t = utf8_vlen(), sp = n < 0 ? space(0, NULL) : space(1, (hsize_t[]){(hsize_t)n});
     hid_t a = H5Acreate2(obj, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
     int ok = a >= 0 && (n == 0 || H5Awrite(a, t, v) >= 0);
     if (a >= 0) H5Aclose(a);
@@ -28,58 +32,75 @@ static int attr_strings(hid_t obj, const char *name, const char *const *v, int n
     return ok ? 0 : -1;
 }
 
-static int attr_str(hid_t obj, const char *name, const char *value) { return attr_strings(obj, name, &value, -1); }
+int h5w_attr_str(hid_t obj, const char *name, const char *value) { return h5w_attr_strings(obj, name, &value, -1); }
 
-static int encoding(hid_t obj, const char *type, const char *version)
+int h5w_encoding(hid_t obj, const char *type, const char *version)
 {
-    return attr_str(obj, "encoding-type", type) || attr_str(obj, "encoding-version", version) ? -1 : 0;
+    return h5w_attr_str(obj, "encoding-type", type) || h5w_attr_str(obj, "encoding-version", version) ? -1 : 0;
 }
 
-static int dataset(hid_t loc, const char *name, hid_t type, int rank, const hsize_t *dims, const void *data,
-                   const char *enc)
+int h5w_dataset(hid_t loc, const char *name, hid_t type, int rank, const hsize_t *dims, const void *data,
+                const char *enc)
 {
-    hid_t sp = H5Screate_simple(rank, dims, NULL), d = H5Dcreate2(loc, name, type, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    int ok = d >= 0 && H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0 && encoding(d, enc, "0.2.0") == 0;
+    hid_t sp = space(rank, dims), d = H5Dcreate2(loc, name, type, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    int ok = d >= 0 && H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0 && h5w_encoding(d, enc, "0.2.0") == 0;
     if (d >= 0) H5Dclose(d);
     H5Sclose(sp);
     return ok ? 0 : -1;
 }
 
-static int strings(hid_t loc, const char *name, const char *const *v, int64_t n)
+int h5w_strings(hid_t loc, const char *name, const char *const *v, int64_t n)
 {
     hid_t t = utf8_vlen();
-    int rc = dataset(loc, name, t, 1, (hsize_t[]){(hsize_t)n}, v, "string-array");
+    int rc = h5w_dataset(loc, name, t, 1, (hsize_t[]){(hsize_t)n}, v, "string-array");
     H5Tclose(t);
     return rc;
 }
 
-/* A dataframe group: the index and integer columns. */
-static int dataframe(hid_t file, const char *name, const char *const *index, int64_t n, const char *const *cols,
-                     const int64_t *const *values, int n_cols)
+static hid_t dict(hid_t loc, const char *name)
 {
-    hid_t g = H5Gcreate2(file, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    int rc = g < 0 || encoding(g, "dataframe", "0.2.0") || attr_str(g, "_index", "_index") ||
-             attr_strings(g, "column-order", cols, n_cols) || strings(g, "_index", index, n);
-    for (int i = 0; i < n_cols && !rc; i++)
-        rc = dataset(g, cols[i], H5T_NATIVE_INT64, 1, (hsize_t[]){(hsize_t)n}, values[i], "array");
-    if (g >= 0) H5Gclose(g);
+    hid_t g = H5Gcreate2(loc, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (g >= 0 && h5w_encoding(g, "dict", "0.1.0")) {
+        H5Gclose(g);
+        return -1;
+    }
+    return g;
+}
+
+static int obsm(hid_t g, const ast_h5ad_table *t)
+{
+    for (int j = 0; j < t->n_obsm; j++) {
+        const ast_h5ad_matrix *m = &t->obsm[j];
+        hsize_t dims[2] = {(hsize_t)t->n_cells, (hsize_t)m->cols};
+        if (h5w_dataset(g, m->name, H5T_NATIVE_FLOAT, 2, dims, m->data, "array")) return -1;
+    }
+    return 0;
+}
+
+/* uns/<uns_group>: one scalar string per key, as anndata writes a str. */
+static int uns(hid_t g, const ast_h5ad_table *t)
+{
+    if (!t->uns_group) return 0;
+    hid_t sub = dict(g, t->uns_group), type = utf8_vlen();
+    int rc = sub < 0;
+    for (const char *const *kv = t->uns; !rc && kv && kv[0]; kv += 2)
+        rc = h5w_dataset(sub, kv[0], type, 0, NULL, &kv[1], "string");
+    if (sub >= 0) H5Gclose(sub);
+    H5Tclose(type);
     return rc ? -1 : 0;
 }
 
 static int write_all(hid_t f, const ast_h5ad_table *t)
 {
-    hsize_t n = (hsize_t)t->n_cells;
-    if (encoding(f, "anndata", "0.1.0") ||
-        dataset(f, "X", H5T_NATIVE_FLOAT, 2, (hsize_t[]){n, (hsize_t)t->n_genes}, t->X, "array") ||
-        dataframe(f, "obs", t->cells, t->n_cells, t->obs_names, t->obs, t->n_obs) ||
-        dataframe(f, "var", t->genes, t->n_genes, NULL, NULL, 0))
+    hsize_t x[2] = {(hsize_t)t->n_cells, (hsize_t)t->n_genes};
+    if (h5w_encoding(f, "anndata", "0.1.0") || h5w_dataset(f, "X", H5T_NATIVE_FLOAT, 2, x, t->X, "array") ||
+        h5w_obs(f, t) || h5w_var(f, t))
         return -1;
     static const char *const dicts[] = {"obsm", "uns", "layers", "obsp", "varm", "varp"};
+    int (*const fill[])(hid_t, const ast_h5ad_table *) = {obsm, uns, NULL, NULL, NULL, NULL};
     for (int i = 0; i < 6; i++) {
-        hid_t g = H5Gcreate2(f, dicts[i], H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-        int rc = g < 0 || encoding(g, "dict", "0.1.0");
-        for (int j = 0; i == 0 && j < t->n_obsm && !rc; j++)
-            rc = dataset(g, t->obsm_names[j], H5T_NATIVE_FLOAT, 2, (hsize_t[]){n, 3}, t->obsm[j], "array");
+        hid_t g = dict(f, dicts[i]);
+        int rc = g < 0 || (fill[i] && fill[i](g, t));
         if (g >= 0) H5Gclose(g);
         if (rc) return -1;
     }

@@ -5,20 +5,41 @@
 
 #include "engine/engine.h"
 
-enum { AST_H5AD_MAX_COLUMNS = 4 };
+enum { AST_H5AD_MAX_OBSM = 4 };
+
+/* An obs column as anndata stores it: integers, numbers (NaN = missing)
+ * or a categorical (codes into categories, -1 = missing). */
+typedef enum ast_h5ad_kind { AST_H5AD_INT, AST_H5AD_NUMBER, AST_H5AD_CATEGORY } ast_h5ad_kind;
+
+typedef struct ast_h5ad_column {
+    const char *name;
+    ast_h5ad_kind kind;
+    const int64_t *ints;           /* [n_cells] */
+    const double *numbers;         /* [n_cells] */
+    const int *codes;              /* [n_cells] */
+    const char *const *categories; /* [n_categories] */
+    int n_categories;
+} ast_h5ad_column;
+
+/* obsm/<name>: [n_cells, cols] float32. */
+typedef struct ast_h5ad_matrix {
+    const char *name;
+    const float *data;
+    int cols;
+} ast_h5ad_matrix;
 
 typedef struct ast_h5ad_table {
     int64_t n_cells;
     int n_genes;
     const float *X;                  /* [n_cells, n_genes], dense */
     const char *const *genes;        /* var/_index */
-    const char *const *cells;        /* obs/_index */
-    int n_obsm;                      /* obsm/<name>: [n_cells, 3] float32 */
-    const char *obsm_names[AST_H5AD_MAX_COLUMNS];
-    const float *obsm[AST_H5AD_MAX_COLUMNS];
-    int n_obs;                       /* obs/<name>: integer columns */
-    const char *obs_names[AST_H5AD_MAX_COLUMNS];
-    const int64_t *obs[AST_H5AD_MAX_COLUMNS];
+    const char *const *cells;        /* obs/_index (obs_names) */
+    int n_obsm;
+    ast_h5ad_matrix obsm[AST_H5AD_MAX_OBSM];
+    int n_obs;
+    const ast_h5ad_column *obs;      /* [n_obs], in column order */
+    const char *uns_group;           /* uns/<uns_group>/<key> = value, strings; NULL: uns is empty */
+    const char *const *uns;          /* key, value, ..., NULL */
 } ast_h5ad_table;
 
 /* Writes the table to path (through a temporary file renamed over it).

@@ -100,6 +100,10 @@ enum {
     AST_LOAD_BUFFERS = 2 /* every buffer must be in the file too (a checkpoint to resume from) */
 };
 
+/* A PyTorch Lightning checkpoint's state_dict names the model's parameters
+ * "model.<name>": a tensor missing under its own name is looked up there. */
+#define AST_LIGHTNING_PREFIX "model."
+
 /* Every parameter must be in the file with its exact shape and finite
  * values. A buffer in the file is loaded (same checks); one the file lacks
  * (weights from the PyTorch reference or an older alphast) is set to zero,
@@ -107,5 +111,24 @@ enum {
  * AST_LOAD_* or'ed (1 is AST_LOAD_STRICT). On failure nothing is changed
  * and e lists the first missing/unexpected names or the shape mismatch. */
 int ast_params_load(ast_params *p, const char *path, int flags, ast_error *e);
+/* The same from an open file, where only the first n_required parameters
+ * must be in it: later ones (registered after the model, such as a
+ * training run's mask tokens) are loaded when the file has them and keep
+ * their values when it does not. ast_params_load requires them all. */
+int ast_params_load_from(ast_params *p, const ast_st_file *f, int flags, int n_required, ast_error *e);
+
+/* ---- what alphast's weights and checkpoints say about themselves --------- */
+
+/* __metadata__ keys of best.safetensors and checkpoint.safetensors. */
+#define AST_META_VERSION "alphast_version" /* the version of alphast that wrote it */
+#define AST_META_GENES "genes"             /* the model's genes in input order, a JSON array of strings */
+#define AST_META_CONFIG "config"           /* the run's resolved config.yaml */
+
+/* names[0..n) as a JSON array of strings; free() it. */
+char *ast_st_names_json(const char *const *names, int n);
+/* 0 if f has no gene list (a PyTorch state_dict) or one equal to
+ * genes[0..n) in order; else -1 with e naming the file, the first gene
+ * that differs and the fix. */
+int ast_st_check_genes(const ast_st_file *f, const char *const *genes, int n, ast_error *e);
 
 #endif

@@ -55,16 +55,39 @@ static const char *list_str(const name_list *l, char *buf, size_t cap)
     return buf;
 }
 
-static int check_names(const ast_params *p, const ast_st_file *f, int flags, ast_error *e)
+/* Where the model's tensor `name` is in f: under that name, or under the
+ * prefix a PyTorch Lightning checkpoint's state_dict gives the model's
+ * parameters. NULL if under neither. */
+static const char *stored_name(const ast_st_file *f, const char *name, char *buf, size_t n)
+{
+    if (ast_st_find(f, name) >= 0) return name;
+    snprintf(buf, n, "%s%s", AST_LIGHTNING_PREFIX, name);
+    return ast_st_find(f, buf) >= 0 ? buf : NULL;
+}
+
+static int in_model(const ast_params *p, const char *name)
+{
+    return ast_params_find(p, name) || ast_params_find_buffer(p, name);
+}
+
+/* 1 if the file's tensor `name` is one of the model's, under either name. */
+static int known(const ast_params *p, const char *name)
+{
+    size_t k = strlen(AST_LIGHTNING_PREFIX);
+    return in_model(p, name) || (!strncmp(name, AST_LIGHTNING_PREFIX, k) && in_model(p, name + k));
+}
+
+static int check_names(const ast_params *p, const ast_st_file *f, int flags, int n_required, ast_error *e)
 {
     name_list missing = {{0}, 0}, extra = {{0}, 0}, buffers = {{0}, 0};
-    for (int i = 0; i < ast_params_count(p); i++)
-        if (ast_st_find(f, ast_params_at(p, i)->name) < 0) note(&missing, ast_params_at(p, i)->name);
+    char buf[1024];
+    for (int i = 0; i < n_required; i++)
+        if (!stored_name(f, ast_params_at(p, i)->name, buf, sizeof buf)) note(&missing, ast_params_at(p, i)->name);
     for (int i = 0; (flags & AST_LOAD_STRICT) && i < ast_st_count(f); i++)
-        if (!ast_params_find(p, ast_st_name(f, i)) && !ast_params_find_buffer(p, ast_st_name(f, i)))
-            note(&extra, ast_st_name(f, i));
+        if (!known(p, ast_st_name(f, i))) note(&extra, ast_st_name(f, i));
     for (int i = 0; (flags & AST_LOAD_BUFFERS) && i < ast_params_n_buffers(p); i++)
-        if (ast_st_find(f, ast_params_buffer_at(p, i)->name) < 0) note(&buffers, ast_params_buffer_at(p, i)->name);
+        if (!stored_name(f, ast_params_buffer_at(p, i)->name, buf, sizeof buf))
+            note(&buffers, ast_params_buffer_at(p, i)->name);
     char a[400], b[400];
     if (missing.n && extra.n)
         ast_error_set(e, "%s: %d model parameters missing (%s) and %d tensors not in the model (%s); the file "
@@ -86,22 +109,27 @@ static int check_names(const ast_params *p, const ast_st_file *f, int flags, ast
 
 /* Values are staged and copied only once every tensor has been read and
  * checked, so a failed load leaves the model as it was. Buffers the file
- * lacks (allowed without AST_LOAD_BUFFERS) go back to zero. */
-int ast_params_load(ast_params *p, const char *path, int flags, ast_error *e)
+ * lacks (allowed without AST_LOAD_BUFFERS) go back to zero; parameters
+ * from n_required on that it lacks keep their values. */
+int ast_params_load_from(ast_params *p, const ast_st_file *f, int flags, int n_required, ast_error *e)
 {
-    ast_st_file *f = ast_st_open(path, e);
-    if (!f) return -1;
+    AST_ASSERT(n_required >= 0 && n_required <= ast_params_count(p), "n_required %d of %d parameters", n_required,
+               ast_params_count(p));
     int64_t total = 0;
     for (int i = 0; i < n_saved(p); i++) total += saved_at(p, i)->size;
     float *staged = ast_xmalloc((size_t)(total ? total : 1) * sizeof *staged);
-    int rc = check_names(p, f, flags, e);
+    int rc = check_names(p, f, flags, n_required, e);
     int64_t at = 0;
+    char buf[1024];
     for (int i = 0; !rc && i < n_saved(p); i++) {
         const ast_tensor *t = saved_at(p, i);
-        if (i >= ast_params_count(p) && ast_st_find(f, t->name) < 0)
-            memset(staged + at, 0, (size_t)t->size * sizeof *staged);
+        const char *name = stored_name(f, t->name, buf, sizeof buf);
+        if (name)
+            rc = ast_st_read_f32(f, name, t->ndim, t->shape, staged + at, e);
+        else if (i < ast_params_count(p))
+            memcpy(staged + at, t->data, (size_t)t->size * sizeof *staged);
         else
-            rc = ast_st_read_f32(f, t->name, t->ndim, t->shape, staged + at, e);
+            memset(staged + at, 0, (size_t)t->size * sizeof *staged);
         at += t->size;
     }
     at = 0;
@@ -111,6 +139,14 @@ int ast_params_load(ast_params *p, const char *path, int flags, ast_error *e)
         at += t->size;
     }
     free(staged);
+    return rc;
+}
+
+int ast_params_load(ast_params *p, const char *path, int flags, ast_error *e)
+{
+    ast_st_file *f = ast_st_open(path, e);
+    if (!f) return -1;
+    int rc = ast_params_load_from(p, f, flags, ast_params_count(p), e);
     ast_st_close(f);
     return rc;
 }

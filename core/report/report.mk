@@ -6,7 +6,9 @@ libalphast_la_SOURCES += core/report/report.h core/report/report_internal.h core
 	core/report/report_stats.c core/report/report_warn.c core/report/report_curves.c core/report/report_svg.c \
 	core/report/report_doc.c core/report/report_figures.c core/report/report_verdict.c core/report/report_body.c \
 	core/report/report_eval.c core/report/report_family.c core/report/report_tables.c \
-	core/report/report_standing.c core/report/report_dots.c
+	core/report/report_standing.c core/report/report_dots.c core/report/report_axis.c \
+	core/report/report_routing.c core/report/report_heatmap.c core/report/report_configs.c \
+	core/report/report_repeats.c
 EXTRA_DIST += core/report/README.md
 
 check_PROGRAMS += tests/test_stats tests/test_report

@@ -53,6 +53,28 @@ static void intro(rp_doc *d, const rp_sweep *s)
                     s->bad_ledger_lines);
 }
 
+/* What each config is, before anything is said about it. */
+static void configs_section(rp_doc *d, const rp_sweep *s)
+{
+    rp_table t;
+    ast_strlist set = {0};
+    char buf[1024];
+    rp_table_init(&t, 2);
+    rp_table_cell(&t, "config"), rp_table_cell(&t, "settings that set it apart");
+    for (int c = 0; c < s->n_configs; c++) {
+        int known = rp_config_settings(s, c, &set);
+        rp_table_cell(&t, "%s%s", s->configs[c].name, c == s->reference ? " (reference)" : "");
+        rp_table_cell(&t, "%s", known ? ast_strlist_join(&set, ", ", "none: as every other config", buf, sizeof buf)
+                                      : "no config.yaml in its run directories");
+        ast_strlist_free(&set);
+    }
+    rp_doc_heading(d, 2, "Configs");
+    rp_doc_para(d, "Each config by the settings of its runs' config.yaml that not every config shares (the seed aside); "
+                   "everything else is the same in all of them.");
+    rp_doc_table(d, &t);
+    rp_table_free(&t);
+}
+
 static int any_value(const rp_sweep *s, rp_source src, const char *key)
 {
     for (int c = 0; c < s->n_configs; c++)
@@ -93,7 +115,7 @@ static void training_section(rp_doc *d, const rp_sweep *s)
     rp_metric_tables(d, s, NULL);
 }
 
-static void task_section(rp_doc *d, const rp_sweep *s, const rp_task *t, const rp_figures *figs)
+static void task_section(rp_doc *d, const rp_sweep *s, const rp_task *t)
 {
     char title[300];
     snprintf(title, sizeof title, "Task %s", t->name);
@@ -104,8 +126,6 @@ static void task_section(rp_doc *d, const rp_sweep *s, const rp_task *t, const r
                     ? " morans_i_abs_error: the mean over genes of |Moran's I on the placed cells - on the true ones|."
                     : "");
     rp_metric_tables(d, s, t);
-    const rp_figure *dots = rp_task_figure(figs, t);
-    if (dots) rp_doc_figure(d, dots);
     rp_sampler_tables(d, s, t);
 }
 
@@ -140,6 +160,13 @@ static void monitors(rp_doc *d, const rp_sweep *s, const rp_figures *figs)
                    "then mean ± sd over seeds; for the *_warning flags, in how many seeds the monitor set it.");
     rp_doc_table(d, &t);
     rp_table_free(&t);
+    char buf[2048];
+    if (s->repeats.n)
+        rp_doc_para(d, "Shown once: %s.", ast_strlist_join(&s->repeats, "; ", "", buf, sizeof buf));
+    if (figs->not_drawn.n)
+        rp_doc_para(d, "Not plotted: %s.", ast_strlist_join(&figs->not_drawn, "; ", "", buf, sizeof buf));
+    const rp_figure *routing = rp_figure_find(figs, "report_routing.svg");
+    if (routing) rp_doc_figure(d, routing);
     for (int i = 0; i < figs->n; i++)
         if (!strncmp(figs->v[i].file, "report_monitor_", 15)) rp_doc_figure(d, &figs->v[i]);
 }
@@ -181,13 +208,16 @@ void rp_body(rp_doc *d, const rp_sweep *s, const rp_figures *figs)
 {
     ast_strlist verdict = {0};
     intro(d, s);
+    configs_section(d, s);
     rp_verdict(s, &verdict);
     rp_doc_heading(d, 2, "Verdict");
     rp_doc_list(d, &verdict);
     ast_strlist_free(&verdict);
+    const rp_figure *key = rp_figure_find(figs, "report_key_metrics.svg");
+    if (key) rp_doc_figure(d, key);
     cost_table(d, s);
     training_section(d, s);
-    for (int t = 0; t < s->n_tasks; t++) task_section(d, s, &s->tasks[t], figs);
+    for (int t = 0; t < s->n_tasks; t++) task_section(d, s, &s->tasks[t]);
     rp_doc_heading(d, 2, "Loss curves");
     const char *curves[] = {"report_loss.svg", "report_val_loss.svg"};
     for (int i = 0; i < 2; i++)

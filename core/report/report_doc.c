@@ -26,12 +26,14 @@ void rp_table_free(rp_table *t)
     free(t->cells);
 }
 
+/* Tables and figures may use the page's 1200 px; prose stays narrower, to be read. */
 static const char *const css =
-    "body{font-family:sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222}"
-    "table{border-collapse:collapse;margin:1em 0}"
-    "th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}"
-    "th:first-child,td:first-child{text-align:left}"
-    "th{background:#f3f3f3}figure{margin:1em 0}figcaption{color:#555;font-size:90%}";
+    "body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222;line-height:1.4}"
+    "p,li{max-width:900px}.wide{overflow-x:auto}table{border-collapse:collapse;margin:1em 0;font-size:14px}"
+    "th,td{border:1px solid #ccc;padding:3px 6px;text-align:left}th.n{text-align:right}"
+    "td.n{text-align:right;white-space:nowrap}"
+    "th{background:#f3f3f3}figure{margin:1.5em 0}figure svg{max-width:100%;height:auto}"
+    "figcaption{color:#555;font-size:90%;max-width:900px}";
 
 void rp_doc_begin(rp_doc *d, const char *title)
 {
@@ -100,6 +102,16 @@ static void md_cell(FILE *f, const char *s)
     fputs(" |", f);
 }
 
+/* Whether a cell holds a number ("0.412 ± 0.010", "+0.031", "[-0.01, +0.05]", "< 0.001", "n/a"): such
+ * columns are right-aligned, so the digits line up, and never wrapped. */
+static int numeric(const char *cell) { return (cell[0] && strchr("0123456789+-[<.", cell[0])) || !strcmp(cell, "n/a"); }
+
+/* A column's alignment goes by its first row. */
+static int numeric_column(const rp_table *t, int col)
+{
+    return col > 0 && t->n_cells > t->n_cols + col && numeric(t->cells[t->n_cols + col]);
+}
+
 static void table_md(FILE *f, const rp_table *t)
 {
     for (int i = 0; i < t->n_cells; i++) {
@@ -108,7 +120,7 @@ static void table_md(FILE *f, const rp_table *t)
         if (i % t->n_cols == t->n_cols - 1) fputc('\n', f);
         if (i == t->n_cols - 1) {
             fputc('|', f);
-            for (int c = 0; c < t->n_cols; c++) fputs(c ? " ---: |" : " --- |", f);
+            for (int c = 0; c < t->n_cols; c++) fputs(numeric_column(t, c) ? " ---: |" : " --- |", f);
             fputc('\n', f);
         }
     }
@@ -117,16 +129,16 @@ static void table_md(FILE *f, const rp_table *t)
 
 static void table_html(FILE *f, const rp_table *t)
 {
-    fputs("<table>\n", f);
+    fputs("<div class=\"wide\"><table>\n", f);
     for (int i = 0; i < t->n_cells; i++) {
         const char *tag = i < t->n_cols ? "th" : "td";
         if (i % t->n_cols == 0) fputs("<tr>", f);
-        fprintf(f, "<%s>", tag);
+        fprintf(f, numeric_column(t, i % t->n_cols) ? "<%s class=\"n\">" : "<%s>", tag);
         rp_put_escaped(f, t->cells[i]);
         fprintf(f, "</%s>", tag);
         if (i % t->n_cols == t->n_cols - 1) fputs("</tr>\n", f);
     }
-    fputs("</table>\n", f);
+    fputs("</table></div>\n", f);
 }
 
 void rp_doc_table(rp_doc *d, const rp_table *t)

@@ -26,6 +26,24 @@ typedef struct rp_monitor {
     rp_series overall; /* while reading: the layer -1 values */
 } rp_monitor;
 
+/* Routing by diffusion time as one run logged it: time_conditioning's
+ * t<bucket>.expert<e>.share per layer, of the last epoch it logged. */
+typedef struct rp_route {
+    int layer, bucket, expert;
+    double share;
+} rp_route;
+
+typedef struct rp_routes {
+    double step; /* of the values */
+    rp_route *v;
+    int n, cap;
+} rp_routes;
+
+/* Takes a metrics line's value into r when the metric is a routing
+ * breakdown (t<q>.expert<e>.share; the token counts beside them are
+ * dropped: the shares say the same per bucket) and returns 1; else 0. */
+int rp_routing_line(rp_routes *r, const char *metric, int layer, double step, double value);
+
 typedef struct rp_run {
     char *id, *config, *state, *dir, *error; /* error: why the ledger says it did not finish, if it says */
     long long seed;                         /* -1 when the ledger has none */
@@ -36,6 +54,8 @@ typedef struct rp_run {
     rp_series train_loss, val_loss;         /* x = optimiser step */
     rp_monitor *mon;
     int n_mon;
+    rp_routes routes;
+    ast_strlist settings; /* config.yaml as "key=value" leaves (report_configs.c); empty when absent */
 } rp_run;
 
 typedef struct rp_config {
@@ -75,7 +95,8 @@ typedef struct rp_sweep {
     int bad_ledger_lines;
     rp_task *tasks;
     int n_tasks;
-    ast_strlist monitors; /* monitored metric names, in order of appearance */
+    ast_strlist monitors; /* monitored metric names, in order of appearance, each series once */
+    ast_strlist repeats;  /* "a (the same values as b)": series left out of monitors as repeats */
     rp_family family;
 } rp_sweep;
 
@@ -97,6 +118,22 @@ cJSON *rp_json_read_file(const char *path);
  * morans_i_abs_error. The older layout's "random" becomes the one
  * baseline. NULL for NULL or a file with no tasks. */
 cJSON *rp_eval_tasks(cJSON *eval);
+
+/* Drops from s->monitors each series that repeats another one's values
+ * (grad_norm/total_grad_norm is the trainer's own grad_norm every 10
+ * steps), noting it in s->repeats (report_repeats.c). */
+void rp_drop_repeats(rp_sweep *s);
+
+/* ---- what the configs are (report_configs.c) ------------------------------ */
+
+/* The leaves of a run's config.yaml as "key=value" ("attention=gated",
+ * "ffn.num_experts=4", "monitors=[grad_norm, time_conditioning]"); a
+ * plugin's {name: x, ...} gives "attention=x" beside its options. Nothing
+ * when the file is missing or does not load. */
+void rp_read_settings(const char *path, ast_strlist *out);
+/* The settings that set config c apart: those all its runs share and not
+ * every other config has. 0 when none of its runs has a config.yaml. */
+int rp_config_settings(const rp_sweep *s, int c, ast_strlist *out);
 
 /* ---- statistics per config (report_stats.c) ------------------------------- */
 
@@ -204,28 +241,42 @@ typedef struct rp_band {
 void rp_band_of(const rp_series *const *seeds, int n_seeds, int max_points, rp_band *b);
 void rp_band_free(rp_band *b);
 
-/* ---- SVG plots (report_svg.c, report_dots.c) ------------------------------ */
-
-enum { RP_SVG_W = 720, RP_SVG_H = 380, RP_SVG_LEFT = 72, RP_SVG_RIGHT = RP_SVG_W - 180, RP_SVG_TOP = 36,
-       RP_SVG_BOTTOM = RP_SVG_H - 50 };
+/* ---- axes (report_axis.c) ------------------------------------------------- */
 
 typedef struct rp_axes {
-    double x0, x1, y0, y1;
+    double x0, x1, y0, y1;           /* the data range shown */
+    double left, right, top, bottom; /* the plot area, in pixels */
+    int log_y;                       /* y on a log10 scale */
 } rp_axes;
 
+/* Whether values in [lo, hi] are drawn on a log scale: all positive and
+ * spanning two decades or more, where a linear axis would flatten all but
+ * the largest into its bottom strip. */
+int rp_wants_log(double lo, double hi);
+/* y0, y1 and log_y for values in [lo, hi]: padded by 5% (of the decades
+ * on a log scale), widened when flat, 0..1 when there are none. */
+void rp_axes_fit_y(rp_axes *a, double lo, double hi);
 double rp_px(const rp_axes *a, double x);
 double rp_py(const rp_axes *a, double y);
+/* The frame, a y grid with its numbers (an x grid too when x_ticks) and
+ * the axis labels; the y label says when the scale is logarithmic. */
+void rp_axes_draw(FILE *f, const rp_axes *a, int x_ticks, const char *xlabel, const char *ylabel);
+
+/* ---- SVG plots (report_svg.c, report_dots.c, report_heatmap.c) ------------ */
+
+enum { RP_FONT = 13 }; /* px: the size of the page's small print, so the plots read like the tables */
+
 /* The config palette, colour-vision-safe; index by config so colours agree across plots. */
 const char *rp_colour(int index);
-/* <svg> with style and background, the frame with a y grid (and an x grid
- * with numbers when x_ticks), title and axis labels, into f from
- * open_memstream(out, ..); rp_svg_end closes both and returns *out. */
-void rp_svg_begin(FILE *f, const rp_axes *a, int x_ticks, const char *title, const char *xlabel, const char *ylabel,
-                  int standalone);
-char *rp_svg_end(FILE *f, char **out);
+/* <svg> w x h with its style and a white background, into f from
+ * open_memstream(out, ..); it scales down to narrower pages. standalone
+ * adds the xmlns a separate .svg file needs (inline HTML SVG must not name
+ * a URL). rp_svg_close closes both and returns *out. */
+void rp_svg_open(FILE *f, int w, int h, int standalone);
+char *rp_svg_close(FILE *f, char **out);
 void rp_svg_text(FILE *f, const char *attrs, const char *text);
-/* [lo, hi] widened when flat and padded by 5%, for a y axis. */
-void rp_axis_pad(double *lo, double *hi);
+/* &, <, >, " escaped for HTML and SVG text. */
+void rp_put_escaped(FILE *f, const char *s);
 
 typedef struct rp_line {
     const char *label;
@@ -233,15 +284,11 @@ typedef struct rp_line {
     const rp_band *band;
 } rp_line;
 
-/* A line plot with shaded bands; standalone adds the xmlns a separate .svg
- * file needs (inline HTML SVG must not name a URL). Returns a malloc'd string. */
-char *rp_svg_plot(const char *title, const char *xlabel, const char *ylabel, const rp_line *lines, int n_lines,
-                  int standalone);
+/* A line plot with shaded bands over steps; a log y axis when the bands
+ * span two decades. Returns a malloc'd string. */
+char *rp_svg_plot(const char *title, const char *ylabel, const rp_line *lines, int n_lines, int standalone);
 
-/* &, <, >, " escaped for HTML and SVG text. */
-void rp_put_escaped(FILE *f, const char *s);
-
-/* One column of a dot plot: a config's values over seeds. */
+/* One column of a dot panel: a config's values over seeds. */
 typedef struct rp_dots {
     const char *label;
     int color;
@@ -249,16 +296,51 @@ typedef struct rp_dots {
     int n;
 } rp_dots;
 
-/* A horizontal reference line across a dot plot: a baseline's value. */
+/* A horizontal reference line across a dot panel: a baseline's value. */
 typedef struct rp_hline {
     const char *label;
     double y;
 } rp_hline;
 
-/* Seeds as dots per column, a bar at each column's mean, dashed lines for
- * the baselines. Returns a malloc'd string. */
-char *rp_svg_dots(const char *title, const char *ylabel, const rp_dots *cols, int n_cols, const rp_hline *lines,
-                  int n_lines, int standalone);
+/* One metric: a dot per seed and per config its mean with the 95% t
+ * interval, dashed lines for the baselines labelled at the right. */
+typedef struct rp_panel {
+    const char *title, *ylabel;
+    const rp_dots *cols;
+    int n_cols;
+    const rp_hline *lines;
+    int n_lines;
+} rp_panel;
+
+/* The mean's 95% confidence interval over n seeds (Student t, n - 1 df);
+ * NaN with fewer than 2. */
+void rp_mean_interval(const double *v, int n, double *lo, double *hi);
+/* The panel in the box (x, y, w, h) of the SVG being written. */
+void rp_dots_panel(FILE *f, const rp_panel *p, double x, double y, double w, double h);
+/* Panels side by side, as many to a row as fit. Returns a malloc'd string. */
+char *rp_svg_panels(const rp_panel *panels, int n, int standalone);
+
+/* ---- routing by diffusion time (report_routing.c, report_heatmap.c) ------- */
+
+/* The routing of one config: per run (seed), layer, expert and bucket of
+ * diffusion time, the expert's share of the bucket's tokens in the last
+ * epoch the run logged (time_conditioning's t<q>.expert<e>.share); NaN
+ * where a run logged none. */
+typedef struct rp_routing_grid {
+    const char *config;
+    int color;
+    int runs, layers, experts, buckets;
+    long long *seed; /* per run */
+    double *share;   /* [((run * layers + layer) * experts + expert) * buckets + bucket] */
+} rp_routing_grid;
+
+/* The grids of the configs whose runs logged routing; returns how many. */
+int rp_routing_grids(const rp_sweep *s, rp_routing_grid **out);
+void rp_routing_grids_free(rp_routing_grid *g, int n);
+double rp_routing_share(const rp_routing_grid *g, int run, int layer, int expert, int bucket);
+/* Heatmaps: per config a row of seeds by a column of layers, each experts
+ * x buckets, coloured by the share against an even split. */
+char *rp_svg_routing(const rp_routing_grid *g, int n, int standalone);
 
 /* ---- tables and documents (report_doc.c) ---------------------------------- */
 
@@ -313,13 +395,12 @@ void rp_sampler_tables(rp_doc *d, const rp_sweep *s, const rp_task *t);
 typedef struct rp_figures {
     rp_figure *v;
     int n;
+    ast_strlist not_drawn; /* "name (zero throughout)": series left out of the plots */
 } rp_figures;
 
 void rp_figures_make(const rp_sweep *s, rp_figures *f);
 void rp_figures_free(rp_figures *f);
 const rp_figure *rp_figure_find(const rp_figures *f, const char *file);
-/* The dot plot of task t's primary metric, NULL if none. */
-const rp_figure *rp_task_figure(const rp_figures *f, const rp_task *t);
 
 void rp_body(rp_doc *d, const rp_sweep *s, const rp_figures *figs);
 

@@ -193,6 +193,7 @@ int rp_sweep_load(rp_sweep *s, const char *dir, const char *reference, ast_error
         c->runs[c->n_runs++] = i;
         collect_keys(s, r);
     }
+    rp_drop_repeats(s);
     for (int t = 0; t < s->n_tasks; t++) pick_primary(&s->tasks[t]);
     if (pick_reference(s, reference, e) < 0) return -1;
     rp_family_make(s);
@@ -210,5 +211,6 @@ void rp_sweep_free(rp_sweep *s)
     rp_family_free(&s->family);
     free(s->runs), free(s->configs), free(s->tasks), free(s->dir), free(s->name);
     ast_strlist_free(&s->monitors);
+    ast_strlist_free(&s->repeats);
     memset(s, 0, sizeof *s);
 }

@@ -1,6 +1,6 @@
-/* One run's directory: summary.json, eval.json and metrics.jsonl (loss
- * curves and monitor lines). Missing pieces are noted, never fatal: the
- * report shows what exists. */
+/* One run's directory: summary.json, eval.json, metrics.jsonl (loss
+ * curves, monitor lines and routing) and config.yaml. Missing pieces are
+ * noted, never fatal: the report shows what exists. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,8 +105,9 @@ static void metrics_line(rp_run *r, const cJSON *o)
             snprintf(name, sizeof name, "%s/%s", monitor->valuestring, metric->valuestring);
         else
             snprintf(name, sizeof name, "%s", metric->valuestring);
-        double layer = rp_json_number(o, "layer");
-        monitor_value(r, name, step, isfinite(layer) ? (int)layer : -1, rp_json_number(o, "value"));
+        double layer = rp_json_number(o, "layer"), value = rp_json_number(o, "value");
+        int at = isfinite(layer) ? (int)layer : -1;
+        if (!rp_routing_line(&r->routes, metric->valuestring, at, step, value)) monitor_value(r, name, step, at, value);
     }
 }
 
@@ -171,6 +172,8 @@ void rp_run_read(rp_run *r, const char *sweep_dir)
     run_path(r, sweep_dir, "eval.json", path, sizeof path);
     r->eval = rp_eval_tasks(rp_json_read_file(path));
     if (!r->eval) note(r, "no eval.json, or no task in it");
+    run_path(r, sweep_dir, "config.yaml", path, sizeof path);
+    rp_read_settings(path, &r->settings);
     run_path(r, sweep_dir, "metrics.jsonl", path, sizeof path);
     int bad = read_metrics(r, path);
     if (bad < 0) note(r, "no metrics.jsonl");
@@ -187,4 +190,6 @@ void rp_run_free(rp_run *r)
     for (int i = 0; i < r->n_mon; i++)
         free(r->mon[i].name), rp_series_free(&r->mon[i].curve), rp_series_free(&r->mon[i].overall);
     free(r->mon);
+    free(r->routes.v);
+    ast_strlist_free(&r->settings);
 }

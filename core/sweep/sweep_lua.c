@@ -295,6 +295,56 @@ ast_sweep *ast_sweep_load_limited(const char *script, const ast_sweep_limits *li
     return s;
 }
 
+/* grid_main(config, {overrides...}): the script ast_sweep_grid stands for. */
+static int grid_main(lua_State *L)
+{
+    lua_pushcfunction(L, sweep_grid);
+    lua_pushvalue(L, 2);
+    lua_call(L, 1, 1);
+    lua_createtable(L, 0, 2);
+    lua_insert(L, -2);
+    lua_setfield(L, -2, "configs");
+    lua_pushvalue(L, 1);
+    lua_setfield(L, -2, "base");
+    lua_pushcfunction(L, sweep_declare);
+    lua_insert(L, -2);
+    lua_call(L, 1, 0);
+    return 0;
+}
+
+ast_sweep *ast_sweep_grid(const char *config, const char *const *overrides, int n, const ast_sweep_limits *limits,
+                          ast_error *e)
+{
+    char *abs = realpath(config, NULL);
+    if (!abs) {
+        ast_error_set(e, "%s: cannot open the config: %s; check the path", config, strerror(errno));
+        return NULL;
+    }
+    ast_sweep *s = sweep_new(abs, limits);
+    free(abs);
+    lua_State *L = s->lua->L;
+    sweep_phase_begin(s->lua, "the command-line grid", limits->script_instructions, "ALPHAST_SWEEP_INSTRUCTIONS",
+                      limits->script_seconds);
+    lua_pushcfunction(L, grid_main);
+    lua_pushstring(L, s->script);
+    lua_createtable(L, n, 0);
+    for (int i = 0; i < n; i++) {
+        lua_pushstring(L, overrides[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    int rc = lua_pcall(L, 2, 0, 0) == LUA_OK ? 0 : -1;
+    if (rc < 0) {
+        ast_error_set(e, "%s", lua_tostring(L, -1));
+        lua_pop(L, 1);
+    }
+    sweep_phase_end(s->lua, rc < 0, e);
+    if (rc < 0 || read_runs(s, e) < 0 || check_default_name(s, e) < 0) {
+        ast_sweep_free(s);
+        return NULL;
+    }
+    return s;
+}
+
 ast_sweep *ast_sweep_load(const char *script, ast_error *e)
 {
     ast_sweep_limits limits;

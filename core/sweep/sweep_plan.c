@@ -246,7 +246,7 @@ static void add_run(lua_State *L, int runs, int c, int ovr, int schedule, int by
     const char *name = lua_tostring(L, -2), *file = lua_tostring(L, -1);
     ast_error e = {""};
     ast_cfg *cfg = sweep_resolve(L, file, ovr, &e);
-    char *yaml = cfg ? ast_cfg_dump_string(cfg, &e) : NULL;
+    char *yaml = cfg && ast_cfg_check_supported(cfg, &e) == 0 ? ast_cfg_dump_string(cfg, &e) : NULL;
     int64_t seed = yaml ? ast_cfg_int(cfg, "seed.value") : 0;
     ast_cfg_free(cfg);
     if (!yaml) luaL_error(L, "sweep: configs.%s: %s", name, e.msg);
@@ -285,7 +285,8 @@ static int sets_seed(lua_State *L, int ovr)
     int yes = 0;
     for (lua_Integer i = 1; i <= (lua_Integer)lua_rawlen(L, ovr); i++) {
         lua_rawgeti(L, ovr, i);
-        yes |= !strncmp(lua_tostring(L, -1), "seed.value=", 11);
+        const char *s = lua_tostring(L, -1);
+        yes |= !strncmp(s + strspn(s, "+"), "seed.value=", 11);
         lua_pop(L, 1);
     }
     return yes;

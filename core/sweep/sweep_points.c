@@ -26,30 +26,6 @@ static void name_point(lua_State *L, int point, int varying, const char *none)
     lua_pop(L, 1);
 }
 
-/* Splits "a,b,{c: 1, d: 2}" at the commas outside brackets and quotes. */
-static void push_split_values(lua_State *L, const char *s)
-{
-    lua_newtable(L);
-    int depth = 0, n = 0;
-    char quote = 0;
-    const char *start = s;
-    for (const char *p = s;; p++) {
-        if (quote) {
-            if (*p == quote) quote = 0;
-            if (*p) continue;
-        }
-        if (*p == '"' || *p == '\'') quote = *p;
-        if (*p == '[' || *p == '{') depth++;
-        if (*p == ']' || *p == '}') depth--;
-        if (*p == 0 || (*p == ',' && depth == 0)) {
-            lua_pushlstring(L, start, (size_t)(p - start));
-            lua_rawseti(L, -2, ++n);
-            start = p + 1;
-        }
-        if (*p == 0) break;
-    }
-}
-
 /* An axis {key=, values={...}} appended to the array at axes. */
 static void add_axis(lua_State *L, int axes, const char *key, int values)
 {
@@ -69,19 +45,41 @@ static int is_choices(lua_State *L, int idx)
            !sweep_is(L, idx, SWEEP_DIST_MT);
 }
 
+/* The axes of the grid's Hydra strings (KEY=V1,V2  KEY=range(...)
+ * KEY=choice(...), as `alphast-run sweep -m` takes them), appended to
+ * axes; deletions (~KEY), which every point makes, go to fixed. */
+static void add_string_axes(lua_State *L, int spec, int axes, int fixed)
+{
+    for (lua_Integer i = 1; i <= (lua_Integer)lua_rawlen(L, spec); i++) {
+        if (lua_rawgeti(L, spec, i) != LUA_TSTRING)
+            luaL_error(L, "grid entry %d: expected \"KEY=V1,V2,...\" (e.g. \"attention=linear,gated\")", (int)i);
+        ast_cfg_sweep sw;
+        ast_error e = {""};
+        if (ast_cfg_sweep_parse(lua_tostring(L, -1), &sw, &e) < 0) luaL_error(L, "grid entry %d: %s", (int)i, e.msg);
+        if (!sw.n) {
+            lua_rawseti(L, fixed, (lua_Integer)lua_rawlen(L, fixed) + 1);
+            ast_cfg_sweep_free(&sw);
+            continue;
+        }
+        lua_pushstring(L, sw.key);
+        lua_createtable(L, sw.n, 0);
+        for (int k = 0; k < sw.n; k++) {
+            lua_pushstring(L, sw.values[k]);
+            lua_rawseti(L, -2, k + 1);
+        }
+        ast_cfg_sweep_free(&sw);
+        add_axis(L, axes, lua_tostring(L, -2), lua_gettop(L));
+        lua_pop(L, 3);
+    }
+}
+
+/* Pushes the grid's axes, then its deletions. */
 static void push_axes(lua_State *L, int spec)
 {
     lua_newtable(L);
     int axes = lua_gettop(L);
-    for (lua_Integer i = 1; i <= (lua_Integer)lua_rawlen(L, spec); i++) {
-        lua_rawgeti(L, spec, i);
-        const char *s = lua_tostring(L, -1), *eq = lua_type(L, -1) == LUA_TSTRING ? strchr(s, '=') : NULL;
-        if (!eq || eq == s) luaL_error(L, "grid entry %d: expected \"KEY=V1,V2,...\" (e.g. \"attention=linear,gated\")", (int)i);
-        lua_pushlstring(L, s, (size_t)(eq - s));
-        push_split_values(L, eq + 1);
-        add_axis(L, axes, lua_tostring(L, -2), lua_gettop(L));
-        lua_pop(L, 3);
-    }
+    lua_newtable(L);
+    add_string_axes(L, spec, axes, axes + 1);
     sweep_push_sorted_keys(L, spec);
     for (lua_Integer i = 1; i <= (lua_Integer)lua_rawlen(L, -1); i++) {
         lua_rawgeti(L, -1, i);
@@ -98,13 +96,13 @@ static void push_axes(lua_State *L, int spec)
     lua_pop(L, 1);
 }
 
-/* alphast.grid{key = {v1, v2}, "key=v1,v2", ...}: the cartesian product,
- * the last key varying fastest. */
+/* alphast.grid{key = {v1, v2}, "key=v1,v2", "~key", ...}: the cartesian
+ * product, the last key varying fastest. */
 int sweep_grid(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
     push_axes(L, 1);
-    int axes = lua_gettop(L), n_axes = (int)lua_rawlen(L, axes);
+    int axes = lua_gettop(L) - 1, fixed = axes + 1, n_axes = (int)lua_rawlen(L, axes);
     lua_Integer count = 1;
     lua_newtable(L);
     int varying = lua_gettop(L);
@@ -122,6 +120,7 @@ int sweep_grid(lua_State *L)
     for (lua_Integer p = 0; p < count; p++) {
         lua_newtable(L);
         int point = lua_gettop(L);
+        sweep_append(L, point, fixed);
         lua_Integer rest = p;
         for (int a = n_axes; a >= 1; a--) {
             lua_rawgeti(L, axes, a);

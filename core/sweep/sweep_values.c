@@ -155,14 +155,21 @@ void sweep_push_yaml(lua_State *L, int idx) { push_value(L, idx, 0); }
 /* "seed" is the run's seed: seed.value in the config. */
 static const char *config_key(const char *key) { return strcmp(key, "seed") ? key : "seed.value"; }
 
+/* A Hydra string of the list part: KEY=VALUE, +KEY=VALUE, ++KEY=VALUE,
+ * ~KEY or ~KEY=VALUE (the config checks the rest when it applies them). */
 static void push_hydra_string(lua_State *L, int idx, lua_Integer i)
 {
     lua_rawgeti(L, idx, i);
-    const char *s = lua_tostring(L, -1);
-    const char *eq = lua_type(L, -1) == LUA_TSTRING ? strchr(s, '=') : NULL;
-    if (!eq || eq == s) luaL_error(L, "override %d: expected \"KEY=VALUE\" (e.g. \"attention=gated\")", (int)i);
-    if (!strncmp(s, "seed=", 5)) {
-        lua_pushfstring(L, "seed.value=%s", s + 5);
+    const char *s = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+    size_t pre = s ? strspn(s, "+~") : 0;
+    if (!s || s[pre] == '=' || (!strchr(s, '=') && s[0] != '~'))
+        luaL_error(L, "override %d: expected \"KEY=VALUE\", \"+KEY=VALUE\", \"++KEY=VALUE\" or \"~KEY\" "
+                      "(e.g. \"attention=gated\")", (int)i);
+    const char *key = s + pre;
+    if (!strncmp(key, "seed", 4) && (key[4] == '=' || !key[4])) {
+        lua_pushlstring(L, s, pre);
+        lua_pushfstring(L, "seed.value%s", key + 4);
+        lua_concat(L, 2);
         lua_remove(L, -2);
     }
 }
@@ -208,12 +215,14 @@ void sweep_push_name(lua_State *L, int idx, const char *none)
     luaL_buffinit(L, &b);
     for (lua_Integer i = 1; i <= (lua_Integer)lua_rawlen(L, ovr); i++) {
         lua_rawgeti(L, ovr, i);
-        const char *s = lua_tostring(L, -1), *eq = strchr(s, '=');
-        const char *key = s, *dot;
+        const char *s = lua_tostring(L, -1), *eq = s + strcspn(s, "="); /* ~KEY has none */
+        size_t pre = strspn(s, "+~");
+        const char *key = s + pre, *dot;
         while ((dot = memchr(key, '.', (size_t)(eq - key)))) key = dot + 1;
-        int seed = !strncmp(s, "seed.value=", 11); /* "seed=1" reads better than "value=1" */
+        int seed = !strncmp(s + pre, "seed.value=", 11); /* "seed=1" reads better than "value=1" */
         lua_pop(L, 1); /* anchored in ovr; the buffer may use the stack now */
         if (i > 1) luaL_addchar(&b, ',');
+        luaL_addlstring(&b, s, pre);
         luaL_addstring(&b, seed ? "seed" : "");
         luaL_addstring(&b, seed ? eq : key);
     }

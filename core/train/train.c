@@ -133,6 +133,17 @@ static int trainer_sets(ast_trainer *t, const ast_split splits[3], ast_error *e)
     return 0;
 }
 
+/* What the run's weights and checkpoints say about themselves. */
+static void describe(ast_trainer *t, const char *config_yaml)
+{
+    const char **kv = t->meta;
+    t->genes_json = ast_st_names_json((const char *const *)t->data->genes, t->data->n_genes);
+    *kv++ = AST_META_VERSION, *kv++ = PACKAGE_VERSION;
+    *kv++ = AST_META_GENES, *kv++ = t->genes_json;
+    if (config_yaml) *kv++ = AST_META_CONFIG, *kv++ = t->config_yaml = ast_xstrdup(config_yaml);
+    *kv = NULL;
+}
+
 ast_trainer *ast_trainer_new(ast_model *m, const ast_dataset *d, const ast_split splits[3], const ast_train_config *tc,
                              const char *run_dir, const char *config_yaml, ast_error *e)
 {
@@ -148,11 +159,13 @@ ast_trainer *ast_trainer_new(ast_model *m, const ast_dataset *d, const ast_split
     t->dir = ast_xstrdup(run_dir);
     t->best_val = INFINITY;
     t->best_epoch = -1;
+    describe(t, config_yaml);
     if (ast_schedule_init(&t->sched, tc->diffusion_steps, tc->nu_expression, tc->nu_position, e) < 0 ||
         (config_yaml && write_text_file(ast_trainer_file(t, "config.yaml", path, sizeof path), config_yaml, e) < 0)) {
         ast_trainer_free(t);
         return NULL;
     }
+    t->n_model_params = ast_params_count(ast_model_params(m));
     /* The mask tokens join the parameters before the optimiser sizes its state. */
     if (tc->masking.enable)
         t->masking = ast_masking_new(&tc->masking, tc->mode, ast_model_params(m), tc->sets_per_step, tc->set_size,
@@ -178,7 +191,7 @@ void ast_trainer_free(ast_trainer *t)
     ast_batch_free(&t->val_batch);
     train_monitors_free(t->monitors);
     if (t->metrics) fclose(t->metrics);
-    free(t->val_centres), free(t->losses), free(t->dir);
+    free(t->val_centres), free(t->losses), free(t->dir), free(t->genes_json), free(t->config_yaml);
     free(t);
 }
 
@@ -224,8 +237,8 @@ static double micro_step(ast_trainer *t)
 static void log_step(ast_trainer *t, double loss, double gnorm)
 {
     const ast_schedule_values *v = &t->scheduled;
-    fprintf(t->metrics, "{\"kind\":\"train\",\"step\":%lld,\"epoch\":%d,\"loss\":%.9g,\"grad_norm\":%.6g,\"lr\":%.6g",
-            (long long)t->step, t->epoch, loss, gnorm, v->lr);
+    fprintf(t->metrics, "{\"kind\":\"train\",\"time\":%.3f,\"step\":%lld,\"epoch\":%d,\"loss\":%.9g,\"grad_norm\":%.6g,"
+            "\"lr\":%.6g", ast_wall_clock(), (long long)t->step, t->epoch, loss, gnorm, v->lr);
     for (int i = 0; i < v->n; i++) fprintf(t->metrics, ",\"%s\":%.6g", v->named[i].name, v->named[i].value);
     ast_masking_write_metrics(t->masking, t->metrics);
     fputs("}\n", t->metrics);
@@ -287,13 +300,13 @@ static int end_epoch(ast_trainer *t, double train_loss, ast_error *e)
     train_monitors_observe(t, AST_PHASE_EPOCH_END);
     double val = ast_trainer_val_loss(t);
     t->last_val = val, t->last_train = train_loss;
-    fprintf(t->metrics, "{\"kind\":\"epoch\",\"step\":%lld,\"epoch\":%d,\"train_loss\":%.9g,\"val_loss\":%.9g}\n",
-            (long long)t->step, t->epoch, train_loss, val);
+    fprintf(t->metrics, "{\"kind\":\"epoch\",\"time\":%.3f,\"step\":%lld,\"epoch\":%d,\"train_loss\":%.9g,"
+            "\"val_loss\":%.9g}\n", ast_wall_clock(), (long long)t->step, t->epoch, train_loss, val);
     char path[4096];
     if (val < t->best_val) {
         t->best_val = val, t->best_epoch = t->epoch, t->bad_epochs = 0;
         if (ast_params_save(ast_model_params(t->model), ast_trainer_file(t, "best.safetensors", path, sizeof path),
-                            NULL, e) < 0)
+                            t->meta, e) < 0)
             return -1;
     } else {
         t->bad_epochs++;
@@ -352,10 +365,28 @@ static void fill_result(ast_trainer *t, ast_train_result *r)
     r->steps_per_second = (double)timed / (r->seconds + 1e-9);
 }
 
+/* training.init_from, for a run that has taken no step (a resumed one has
+ * its weights from the checkpoint). The mask tokens of masked training come
+ * after the model's parameters: a file without them leaves theirs. */
+static int init_weights(ast_trainer *t, ast_error *e)
+{
+    ast_st_file *f = ast_st_open(t->tc.init_from, e);
+    int rc = f ? ast_st_check_genes(f, (const char *const *)t->data->genes, t->data->n_genes, e) : -1;
+    if (rc == 0) rc = ast_params_load_from(ast_model_params(t->model), f, 0, t->n_model_params, e);
+    ast_st_close(f);
+    if (rc == 0) {
+        ast_log(AST_LOG_INFO, "starting from the weights in %s (training.init_from)", t->tc.init_from);
+        return 0;
+    }
+    ast_error why = *e;
+    ast_error_set(e, "training.init_from: %s", why.msg);
+    return -1;
+}
+
 int ast_trainer_run(ast_trainer *t, ast_train_result *r, ast_error *e)
 {
     memset(r, 0, sizeof *r);
-    if (open_metrics(t, e) < 0) return -1;
+    if ((t->step == 0 && t->tc.init_from && init_weights(t, e) < 0) || open_metrics(t, e) < 0) return -1;
     double start = t->run_start = ast_now();
     t->first_step = t->step;
     t->invocations++; /* this one; the checkpoint counts the earlier ones */

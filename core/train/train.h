@@ -49,6 +49,7 @@ typedef struct ast_train_config {
     int val_sets;        /* fixed validation sets */
     int val_t_points;    /* fixed grid of diffusion times */
     double max_minutes;  /* stop (with a checkpoint) after this long; 0 = no limit */
+    const char *init_from; /* training.init_from: a fresh run starts from these weights; NULL: random ones */
     uint64_t seed;
     int progress;        /* 1: progress bar on a terminal */
     ast_masking_config masking;
@@ -76,7 +77,9 @@ typedef struct ast_train_result {
 typedef struct ast_trainer ast_trainer;
 
 /* Prepares a run in `run_dir` (created; config_yaml, if not NULL, is
- * written there as config.yaml) over the training and validation splits. */
+ * written there as config.yaml and into the metadata of its weights and
+ * checkpoints, with the gene list and alphast's version) over the training
+ * and validation splits. */
 ast_trainer *ast_trainer_new(ast_model *m, const ast_dataset *d, const ast_split splits[3],
                              const ast_train_config *tc, const char *run_dir, const char *config_yaml, ast_error *e);
 void ast_trainer_free(ast_trainer *t);
@@ -95,8 +98,14 @@ int ast_trainer_add_monitors(ast_trainer *t, const ast_cfg *cfg, ast_error *e);
 int ast_trainer_resume(ast_trainer *t, ast_error *e);
 
 /* Trains until the epochs, early stopping or the time limit end it. A
- * non-finite loss or gradient stops it with an error; the last good
- * checkpoint stays. 0 on success, -1 with e set. */
+ * fresh run (no step taken) first loads tc->init_from, if set: alphast's
+ * weights or checkpoint, or a PyTorch state_dict saved as safetensors
+ * (names as the reference's, "model." prefix or not). Every parameter of
+ * the model must be there with its shape and a gene list in the file must
+ * equal the data's; the mask tokens of masked training are taken when the
+ * file has them; other tensors are ignored. A non-finite loss or gradient
+ * stops it with an error; the last good checkpoint stays. 0 on success, -1
+ * with e set. */
 int ast_trainer_run(ast_trainer *t, ast_train_result *r, ast_error *e);
 
 /* The deterministic validation loss of the current weights. */

@@ -4,9 +4,11 @@
  * both RNG states and the length of metrics.jsonl, so a resumed run
  * continues exactly where the saved one was, plus the run's bookkeeping
  * across invocations (seconds, timed steps, arena peak, invocations) for
- * summary.json. Written atomically. Everything read back is range-checked
- * against the rest of the file, the run directory and the model: a
- * damaged or edited checkpoint is refused naming the file and the field. */
+ * summary.json, and what best.safetensors also says (alphast's version,
+ * the genes, the config). Written atomically. Everything read back is
+ * range-checked against the rest of the file, the run directory, the data's
+ * genes and the model: a damaged or edited checkpoint is refused naming the
+ * file and the field. */
 #include <errno.h>
 #include <fcntl.h>
 #include <float.h>
@@ -74,6 +76,7 @@ int ast_trainer_save(ast_trainer *t, ast_error *e)
         }
     char buf[256];
     ast_st_writer_metadata(w, "format", CKPT_FORMAT);
+    for (const char *const *kv = t->meta; kv[0]; kv += 2) ast_st_writer_metadata(w, kv[0], kv[1]);
 #define META(key, fmt, value) (snprintf(buf, sizeof buf, fmt, value), ast_st_writer_metadata(w, key, buf))
     META("step", "%lld", (long long)t->step);
     META("epoch", "%d", t->epoch);
@@ -272,7 +275,10 @@ static int load_state(ast_trainer *t, const ast_st_file *f, ast_error *e)
         return -1;
     }
     int64_t bytes;
-    if (read_progress(t, f, e) || read_bookkeeping(t, f, e) || check_metrics(t, f, &bytes, e)) return -1;
+    /* A checkpoint older than the gene list has none, and passes. */
+    if (ast_st_check_genes(f, (const char *const *)t->data->genes, t->data->n_genes, e) || read_progress(t, f, e) ||
+        read_bookkeeping(t, f, e) || check_metrics(t, f, &bytes, e))
+        return -1;
     static const char rng_want[] = "it must be a generator state (4 hex words, not all 0, has_spare 0 or 1, a "
                                    "finite spare)";
     if (rng_decode(ast_st_metadata(f, "data_rng"), &t->data_rng))

@@ -11,6 +11,8 @@ int ast_data_opts_from_cfg(const ast_cfg *cfg, ast_data_opts *o)
     o->position_key = ast_cfg_str(cfg, "data.preprocessing.position_key");
     o->cell_type_key = ast_cfg_str(cfg, "data.preprocessing.cell_type_key");
     o->slice_key = ast_cfg_str(cfg, "data.slice_key");
+    o->layer = ast_cfg_str(cfg, "data.layer");
+    o->use_raw = ast_cfg_bool(cfg, "data.use_raw");
     o->coords_file = ast_cfg_str(cfg, "data.coords_file");
     o->genes_by_cells = ast_cfg_bool(cfg, "data.genes_by_cells");
     o->log_normalize = ast_cfg_bool(cfg, "data.preprocessing.log_normalize");
@@ -87,6 +89,7 @@ int ast_train_config_from_cfg(const ast_cfg *cfg, ast_train_config *tc, ast_erro
     tc->val_sets = (int)ast_cfg_int(cfg, "training.val_sets");
     tc->val_t_points = (int)ast_cfg_int(cfg, "training.val_t_points");
     tc->max_minutes = ast_cfg_float(cfg, "training.max_minutes");
+    tc->init_from = ast_cfg_str(cfg, "training.init_from");
     tc->seed = (uint64_t)ast_cfg_int(cfg, "seed.value");
     if (tc->set_size == 1) { /* 0 means whole slices */
         ast_error_set(e, "data.set_size: a set needs at least 2 cells for the distance loss (got 1); use 0 for whole slices");

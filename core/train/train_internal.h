@@ -32,6 +32,11 @@ struct ast_trainer {
     ast_batch val_batch; /* made once: a validation set count too large for memory fails at the start */
     FILE *metrics;
     ast_schedule_values scheduled; /* of the current step */
+    int n_model_params; /* the model's parameters, which the mask tokens follow */
+    /* The metadata of best.safetensors and checkpoints (ast_params_save's
+     * key, value, ..., NULL): alphast's version, the genes, the config. */
+    const char *meta[7];
+    char *genes_json, *config_yaml;
 
     /* progress, saved in checkpoints */
     int64_t step;

@@ -14,9 +14,10 @@ static inline void fuzz_check_dataset(const ast_dataset *d, const char *when)
     FUZZ_CHECK(d->n_cells >= 1, "%s: accepted with %lld cells", when, (long long)d->n_cells);
     FUZZ_CHECK(d->n_genes >= 1, "%s: accepted with %d genes", when, d->n_genes);
     FUZZ_CHECK(d->coord_dims == 2 || d->coord_dims == 3, "%s: coord_dims %d", when, d->coord_dims);
-    for (int64_t i = 0; i < d->n_cells * d->n_genes; i++)
-        FUZZ_CHECK(isfinite(d->expr[i]), "%s: expression [%lld, %lld] is %g", when, (long long)(i / d->n_genes),
-                   (long long)(i % d->n_genes), d->expr[i]);
+    for (int64_t c = 0; c < d->n_cells; c++)
+        for (int64_t k = d->x.indptr[c]; k < d->x.indptr[c + 1]; k++)
+            FUZZ_CHECK(d->x.indices[k] >= 0 && d->x.indices[k] < d->n_genes && isfinite(d->x.values[k]),
+                       "%s: expression [%lld, %d] is %g", when, (long long)c, d->x.indices[k], d->x.values[k]);
     for (int64_t i = 0; i < d->n_cells * 3; i++)
         FUZZ_CHECK(isfinite(d->pos[i]), "%s: coordinate [%lld, %lld] is %g", when, (long long)(i / 3),
                    (long long)(i % 3), d->pos[i]);

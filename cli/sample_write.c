@@ -1,0 +1,173 @@
+/* The files of `alphast-run sample`: CSV, and AnnData whose obs_names and
+ * obs columns are the source's, so the cells join back to the data. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/atomic_file.h"
+#include "io/h5ad_write.h"
+#include "cli.h"
+#include "sample_write.h"
+
+typedef struct csv_job {
+    const sample_cells *g;
+    const ast_dataset *d;
+    int with_expr;
+} csv_job;
+
+static void csv_coords(FILE *f, const float *p, int dims)
+{
+    for (int k = 0; k < dims; k++) fprintf(f, ",%.7g", p[k]);
+}
+
+static int fill_csv(FILE *f, void *ud)
+{
+    const csv_job *c = ud;
+    const sample_cells *g = c->g;
+    int dims = c->d->coord_dims;
+    fprintf(f, dims == 2 ? "cell,set,x,y,x_true,y_true" : "cell,set,x,y,z,x_true,y_true,z_true");
+    for (int j = 0; c->with_expr && j < g->G; j++) fprintf(f, ",%s", c->d->genes[j]);
+    fputc('\n', f);
+    for (int64_t r = 0; r < g->n; r++) {
+        fprintf(f, "%lld,%lld", (long long)g->cell[r], (long long)g->set[r]);
+        csv_coords(f, g->pos + r * 3, dims);
+        csv_coords(f, g->pos_true + r * 3, dims);
+        for (int j = 0; c->with_expr && j < g->G; j++) fprintf(f, ",%.7g", g->expr[r * g->G + j]);
+        fputc('\n', f);
+    }
+    return ferror(f) ? -1 : 0;
+}
+
+int sample_write_csv(const char *path, const sample_cells *g, const ast_dataset *d, int with_expr, ast_error *e)
+{
+    csv_job c = {g, d, with_expr};
+    return ast_atomic_write(path, fill_csv, &c, e);
+}
+
+/* ---- AnnData ------------------------------------------------------------ */
+
+/* The obs of the generated cells: the source's columns, gathered by row,
+ * then cell and set. */
+typedef struct obs_frame {
+    ast_h5ad_column *cols;
+    int n;
+    char own[2][32]; /* the names of cell and set */
+    const char **names;
+    char **numbered; /* the row numbers as names, when the source has none */
+} obs_frame;
+
+static ast_h5ad_column gathered(const ast_obs_column *src, const sample_cells *g)
+{
+    ast_h5ad_column c = {.name = src->name};
+    if (src->kind == AST_OBS_NUMBER) {
+        double *v = ast_xmalloc((size_t)(g->n ? g->n : 1) * sizeof *v);
+        for (int64_t r = 0; r < g->n; r++) v[r] = src->numbers[g->cell[r]];
+        c.kind = AST_H5AD_NUMBER, c.numbers = v;
+    } else {
+        int *v = ast_xmalloc((size_t)(g->n ? g->n : 1) * sizeof *v);
+        for (int64_t r = 0; r < g->n; r++) v[r] = src->codes[g->cell[r]];
+        c.kind = AST_H5AD_CATEGORY, c.codes = v;
+        c.categories = (const char *const *)src->categories, c.n_categories = src->n_categories;
+    }
+    return c;
+}
+
+/* `name`, or alphast_<name> when the source has a column of that name. */
+static const char *own_name(const ast_dataset *d, const char *name, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s", name);
+    for (int j = 0; j < d->n_obs; j++)
+        if (!strcmp(d->obs[j].name, name)) snprintf(buf, n, "alphast_%s", name);
+    return buf;
+}
+
+static void obs_names(obs_frame *o, const sample_cells *g, const ast_dataset *d)
+{
+    o->names = ast_xmalloc((size_t)(g->n ? g->n : 1) * sizeof *o->names);
+    if (!d->cell_names) o->numbered = ast_xmalloc((size_t)(g->n ? g->n : 1) * sizeof *o->numbered);
+    for (int64_t r = 0; r < g->n; r++) {
+        if (d->cell_names) {
+            o->names[r] = d->cell_names[g->cell[r]];
+            continue;
+        }
+        o->numbered[r] = ast_xmalloc(24);
+        snprintf(o->numbered[r], 24, "%lld", (long long)g->cell[r]);
+        o->names[r] = o->numbered[r];
+    }
+}
+
+static void obs_frame_init(obs_frame *o, const sample_cells *g, const ast_dataset *d)
+{
+    *o = (obs_frame){.n = d->n_obs + 2};
+    o->cols = ast_xcalloc((size_t)o->n, sizeof *o->cols);
+    for (int j = 0; j < d->n_obs; j++) o->cols[j] = gathered(&d->obs[j], g);
+    o->cols[d->n_obs] = (ast_h5ad_column){own_name(d, "cell", o->own[0], 32), AST_H5AD_INT, .ints = g->cell};
+    o->cols[d->n_obs + 1] = (ast_h5ad_column){own_name(d, "set", o->own[1], 32), AST_H5AD_INT, .ints = g->set};
+    obs_names(o, g, d);
+}
+
+static void obs_frame_free(obs_frame *o, int64_t n_cells)
+{
+    for (int j = 0; j < o->n - 2; j++) free((void *)o->cols[j].numbers), free((void *)o->cols[j].codes);
+    for (int64_t r = 0; o->numbered && r < n_cells; r++) free(o->numbered[r]);
+    free(o->cols), free(o->names), free(o->numbered);
+}
+
+/* The first `dims` of each row's 3 coordinates. */
+static float *coords(const float *p, int64_t n, int dims)
+{
+    float *v = ast_xmalloc((size_t)(n ? n : 1) * dims * sizeof *v);
+    for (int64_t r = 0; r < n; r++) memcpy(v + r * dims, p + r * 3, (size_t)dims * sizeof *v);
+    return v;
+}
+
+int sample_write_h5ad(const char *path, const sample_cells *g, const ast_dataset *d, const char *const *provenance,
+                      ast_error *e)
+{
+    obs_frame o;
+    obs_frame_init(&o, g, d);
+    int dims = d->coord_dims;
+    float *pos = coords(g->pos, g->n, dims), *pos_true = coords(g->pos_true, g->n, dims);
+    ast_h5ad_table t = {.n_cells = g->n, .n_genes = g->G, .X = g->expr, .genes = (const char *const *)d->genes,
+                        .cells = o.names, .n_obsm = 2,
+                        .obsm = {{"spatial", pos, dims}, {"spatial_true", pos_true, dims}},
+                        .n_obs = o.n, .obs = o.cols, .uns_group = "alphast", .uns = provenance};
+    int rc = ast_h5ad_write(path, &t, e);
+    free(pos), free(pos_true);
+    obs_frame_free(&o, g->n);
+    return rc;
+}
+
+/* ---- provenance --------------------------------------------------------- */
+
+/* Plain words need no quotes; others are single-quoted, ' as '\''. */
+static int plain(const char *w)
+{
+    if (!*w) return 0;
+    for (const char *c = w; *c; c++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./=:,+-@%", *c)) return 0;
+    return 1;
+}
+
+static size_t append_word(char *out, size_t at, const char *w)
+{
+    if (at) out[at++] = ' ';
+    if (plain(w)) return at + (size_t)sprintf(out + at, "%s", w);
+    out[at++] = '\'';
+    for (const char *c = w; *c; c++) {
+        if (*c == '\'') at += (size_t)sprintf(out + at, "'\\'");
+        out[at++] = *c;
+    }
+    out[at++] = '\'';
+    out[at] = 0;
+    return at;
+}
+
+char *sample_command_line(int argc, char **argv)
+{
+    size_t cap = sizeof CLI_PROG + 1;
+    for (int i = 0; i < argc; i++) cap += 4 * strlen(argv[i]) + 3;
+    char *out = ast_xmalloc(cap);
+    size_t at = append_word(out, 0, CLI_PROG);
+    for (int i = 0; i < argc; i++) at = append_word(out, at, argv[i]);
+    return out;
+}

@@ -1,0 +1,62 @@
+"""Checks, with the real anndata, that `alphast-run sample --out x.h5ad`
+joins back to the .h5ad it was trained on (tests/test_anndata_roundtrip.sh).
+
+usage: anndata_roundtrip.py SOURCE.h5ad GENERATED.h5ad RUN_DIR
+"""
+import sys
+
+import anndata
+import numpy as np
+import pandas as pd
+
+
+def check_obs(src, gen):
+    assert gen.n_obs > 0, "no cells generated"
+    assert gen.obs_names.isin(src.obs_names).all(), (
+        "obs_names are not the source's: " + ", ".join(gen.obs_names[:3]))
+    assert gen.obs_names.is_unique, "a cell was written twice"
+    rows = src.obs.loc[gen.obs_names]
+    for col in src.obs.columns:
+        assert col in gen.obs.columns, f"obs column {col!r} is missing"
+        got, want = gen.obs[col], rows[col]
+        if isinstance(want.dtype, pd.CategoricalDtype):
+            assert isinstance(got.dtype, pd.CategoricalDtype), f"{col}: {got.dtype}, not categorical"
+            assert list(got.astype(str)) == list(want.astype(str)), f"{col}: other categories"
+        else:
+            np.testing.assert_array_equal(got.to_numpy(float), want.to_numpy(float), err_msg=col)
+    # cell is the row in the data: the source's row of the same name
+    np.testing.assert_array_equal(gen.obs["cell"].to_numpy(), src.obs_names.get_indexer(gen.obs_names))
+    assert list(gen.obs.columns[-2:]) == ["cell", "set"], list(gen.obs.columns)
+
+
+def check_rest(src, gen):
+    assert list(gen.var_names) == list(src.var_names), "var_names differ"
+    dims = src.obsm["spatial"].shape[1]
+    for key in ("spatial", "spatial_true"):
+        assert gen.obsm[key].shape == (gen.n_obs, dims), f"obsm/{key} is {gen.obsm[key].shape}"
+        assert np.isfinite(gen.obsm[key]).all(), key
+    uns = gen.uns["alphast"]
+    assert set(uns) == {"config", "checkpoint", "version", "command"}, sorted(uns)
+    assert "training_mode: expr_to_pos" in uns["config"], uns["config"][:200]
+    assert uns["checkpoint"].endswith("/best.safetensors"), uns["checkpoint"]
+    assert uns["command"].startswith("alphast-run sample "), uns["command"]
+
+
+def check_metrics(run_dir):
+    m = pd.read_json(f"{run_dir}/metrics.jsonl", lines=True)
+    assert {"train", "epoch", "monitor"} <= set(m["kind"]), set(m["kind"])
+    assert m["kind"].notna().all() and m["time"].notna().all(), "a line without kind or time"
+    assert (m["time"] > 1.6e9).all(), "time is not the wall clock"
+
+
+def main():
+    src, gen = anndata.read_h5ad(sys.argv[1]), anndata.read_h5ad(sys.argv[2])
+    check_obs(src, gen)
+    check_rest(src, gen)
+    check_metrics(sys.argv[3])
+    print(f"anndata {anndata.__version__}: {gen.n_obs} cells join back on obs_names and "
+          f"{len(src.obs.columns)} obs columns")
+
+
+if __name__ == "__main__":
+    main()
