@@ -41,7 +41,7 @@ static void reference_of_slice(const eval_run *run, int slice, reference *ref)
     for (int64_t i = 0; i < run->train->n; i++) {
         int64_t c = run->train->cells[i];
         if (d->slice[c] != slice) continue;
-        memcpy(ref->expr + m * d->n_genes, d->expr + c * d->n_genes, (size_t)d->n_genes * sizeof(float));
+        ast_data_row(d, c, ref->expr + m * d->n_genes);
         for (int k = 0; k < 3; k++) ref->pos[m * 3 + k] = d->pos[c * 3 + k] / run->sets->pos_scale;
         m++;
     }
