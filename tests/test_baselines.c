@@ -2,6 +2,7 @@
  * reproduce known distances, and k-NN means over tiny reference sets. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <string.h>
 
 #include "eval/baselines.h"
 
@@ -144,12 +145,25 @@ static const float ref_x[8] = {0, 0, 10, 0, 0, 10, 10, 10};
 static const float ref_pos[12] = {1, 1, 0, 3, 1, 0, 1, 5, 0, 3, 5, 0};
 static const float ref_e[12] = {1, 0, 2, 3, 4, 2, 2, 8, 5, 6, 0, 7};
 
+/* The reference expression [n, G] of a test, read row by row. */
+typedef struct dense {
+    const float *expr;
+    int G;
+} dense;
+
+static void dense_row(const void *ctx, int64_t i, float *out)
+{
+    const dense *m = ctx;
+    memcpy(out, m->expr + i * m->G, (size_t)m->G * sizeof *out);
+}
+
 Test(baselines, knn_positions_by_hand)
 {
     /* (1,1): squared distances 2, 82, 82, 162 -> cells 0 and 1 (the tie by
      * index), mean (2, 1). (9,2): 85, 5, 145, 65 -> cells 1 and 3, mean
      * (3, 3). k = 10 is cut to the 4 cells: the centre (2, 3). */
-    ast_reference_cells ref = {4, 2, ref_x, ref_pos};
+    dense x_rows = {ref_x, 2};
+    ast_reference_cells ref = {4, 2, ref_pos, dense_row, &x_rows};
     float x[4] = {1, 1, 9, 2}, pos[6], all[6];
     ast_baseline_knn_positions(&ref, x, 2, 2, pos);
     ast_baseline_knn_positions(&ref, x, 2, 10, all);
@@ -163,7 +177,8 @@ Test(baselines, knn_positions_by_hand)
 Test(baselines, mean_profile_by_hand)
 {
     /* column sums 12, 12, 16 over 4 cells */
-    ast_reference_cells ref = {4, 3, ref_e, ref_pos};
+    dense e_rows = {ref_e, 3};
+    ast_reference_cells ref = {4, 3, ref_pos, dense_row, &e_rows};
     float e[6], want[3] = {3, 3, 4};
     ast_baseline_mean_profile(&ref, 2, e);
     for (int i = 0; i < 6; i++) cr_assert_float_eq(e[i], want[i % 3], TOL);
@@ -174,7 +189,8 @@ Test(baselines, spatial_knn_expr_by_hand)
     /* (2.9, 1.2): squared distances 3.65, 0.05, 14.45, 18.05 -> cells 1
      * and 0, mean (2, 2, 2). (2, 4.5): 13.25, 13.25, 1.25, 1.25 -> cells 2
      * and 3, mean (4, 4, 6). */
-    ast_reference_cells ref = {4, 3, ref_e, ref_pos};
+    dense e_rows = {ref_e, 3};
+    ast_reference_cells ref = {4, 3, ref_pos, dense_row, &e_rows};
     float q[6] = {2.9f, 1.2f, 0, 2, 4.5f, 0}, e[6], want[6] = {2, 2, 2, 4, 4, 6};
     ast_baseline_spatial_knn_expr(&ref, q, 2, 2, e);
     for (int i = 0; i < 6; i++) cr_assert_float_eq(e[i], want[i], TOL, "entry %d: %g", i, e[i]);

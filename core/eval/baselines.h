@@ -36,12 +36,18 @@ void ast_rescale_to_spacing(float *pos, int n, double spacing);
 
 /* ---- baselines that use the training cells -------------------------------- */
 
-/* Cells with known expression [n, G] and positions [n, 3] in one frame. */
+/* Writes reference row i's G expression values to out. */
+typedef void (*ast_reference_row_fn)(const void *ctx, int64_t i, float *out);
+
+/* Cells with known positions [n, 3] and expression [n, G] in one frame.
+ * The expression is read a row at a time through expr_row(ctx, ...): a
+ * dense copy of a large reference would dwarf the rest of a run. */
 typedef struct ast_reference_cells {
     int64_t n;
     int G;
-    const float *expr;
     const float *pos;
+    ast_reference_row_fn expr_row;
+    const void *ctx;
 } ast_reference_cells;
 
 /* expr_to_pos: each query row of x [n, ref->G] gets the mean position of

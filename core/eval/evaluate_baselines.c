@@ -24,28 +24,67 @@ int eval_set_cells(const ast_eval_sets *t, int b)
     return n;
 }
 
-/* The training cells of one slice, positions in the sets' units. */
+/* The training cells of one slice, positions in the sets' units; their
+ * expression is read from the dataset row by row, and their mean profile
+ * once, when first asked for. */
 typedef struct reference {
     ast_reference_cells cells;
-    float *expr, *pos;
+    const ast_dataset *d;
+    int64_t *ids;
+    float *pos, *profile;
 } reference;
+
+static void reference_row(const void *ctx, int64_t i, float *out)
+{
+    const reference *ref = ctx;
+    ast_data_row(ref->d, ref->ids[i], out);
+}
 
 static void reference_of_slice(const eval_run *run, int slice, reference *ref)
 {
     const ast_dataset *d = run->sets->d;
     int64_t n = 0;
     for (int64_t i = 0; i < run->train->n; i++) n += d->slice[run->train->cells[i]] == slice;
-    ref->expr = ast_xmalloc((size_t)(n ? n : 1) * d->n_genes * sizeof(float));
+    ref->d = d;
+    ref->ids = ast_xmalloc((size_t)(n ? n : 1) * sizeof *ref->ids);
     ref->pos = ast_xmalloc((size_t)(n ? n : 1) * 3 * sizeof(float));
     int64_t m = 0;
     for (int64_t i = 0; i < run->train->n; i++) {
         int64_t c = run->train->cells[i];
         if (d->slice[c] != slice) continue;
-        ast_data_row(d, c, ref->expr + m * d->n_genes);
+        ref->ids[m] = c;
         for (int k = 0; k < 3; k++) ref->pos[m * 3 + k] = d->pos[c * 3 + k] / run->sets->pos_scale;
         m++;
     }
-    ref->cells = (ast_reference_cells){n, d->n_genes, ref->expr, ref->pos};
+    ref->cells = (ast_reference_cells){n, d->n_genes, ref->pos, reference_row, ref};
+}
+
+/* refs [n_slices]: built for the slices of the sets, once per task rather
+ * than per set and baseline. */
+static reference *references(const eval_run *run)
+{
+    const ast_dataset *d = run->sets->d;
+    reference *refs = ast_xcalloc((size_t)d->n_slices, sizeof *refs);
+    for (int b = 0; b < run->truth->B; b++) {
+        int v = run->truth->slice[b];
+        if (!refs[v].ids) reference_of_slice(run, v, &refs[v]);
+    }
+    return refs;
+}
+
+static void references_free(const eval_run *run, reference *refs)
+{
+    for (int v = 0; v < run->sets->d->n_slices; v++) free(refs[v].ids), free(refs[v].pos), free(refs[v].profile);
+    free(refs);
+}
+
+static const float *mean_profile(reference *ref)
+{
+    if (!ref->profile) {
+        ref->profile = ast_xmalloc((size_t)ref->cells.G * sizeof *ref->profile);
+        ast_baseline_mean_profile(&ref->cells, 1, ref->profile);
+    }
+    return ref->profile;
 }
 
 /* Held-out and training cells share a frame when every set's slice has
@@ -82,13 +121,13 @@ static const char *kind_names[] = {"random", "expression_mds", "expression_isoma
                                    "spatial_knn"};
 
 /* One baseline's placement of set b's n cells: pos rows of 3 or expr rows of G. */
-static void place_set(const eval_run *run, kind k, int b, int n, double spacing, ast_rng *rng, float *pos, float *expr)
+static void place_set(const eval_run *run, kind k, int b, int n, double spacing, reference *refs, ast_rng *rng,
+                      float *pos, float *expr)
 {
     const ast_eval_sets *t = run->truth;
     const float *x = t->expr + (int64_t)b * t->N * t->G;
     int dims = run->sets->d->coord_dims;
-    reference ref = {0};
-    if (k == KNN_REGRESSION || k == MEAN_PROFILE || k == SPATIAL_KNN) reference_of_slice(run, t->slice[b], &ref);
+    reference *ref = &refs[t->slice[b]];
     switch (k) {
     case RANDOM:
         for (int i = 0; i < n; i++) {
@@ -98,22 +137,24 @@ static void place_set(const eval_run *run, kind k, int b, int n, double spacing,
         break;
     case MDS: ast_baseline_mds(x, n, t->G, dims, pos), ast_rescale_to_spacing(pos, n, spacing); break;
     case ISOMAP: ast_baseline_isomap(x, n, t->G, dims, run->ec->k, pos), ast_rescale_to_spacing(pos, n, spacing); break;
-    case KNN_REGRESSION: ast_baseline_knn_positions(&ref.cells, x, n, run->ec->k, pos); break;
-    case MEAN_PROFILE: ast_baseline_mean_profile(&ref.cells, n, expr); break;
+    case KNN_REGRESSION: ast_baseline_knn_positions(&ref->cells, x, n, run->ec->k, pos); break;
+    case MEAN_PROFILE: /* the same row for every cell */
+        for (int i = 0; i < n; i++) memcpy(expr + (int64_t)i * t->G, mean_profile(ref), (size_t)t->G * sizeof *expr);
+        break;
     case SPATIAL_KNN: { /* the query positions in the training cells' frame */
         float *abs_pos = ast_xmalloc((size_t)n * 3 * sizeof *abs_pos);
         for (int i = 0; i < n; i++)
             for (int c = 0; c < 3; c++)
                 abs_pos[i * 3 + c] = run->sets->d->pos[t->cells[(int64_t)b * t->N + i] * 3 + c] / run->sets->pos_scale;
-        ast_baseline_spatial_knn_expr(&ref.cells, abs_pos, n, run->ec->k, expr);
+        ast_baseline_spatial_knn_expr(&ref->cells, abs_pos, n, run->ec->k, expr);
         free(abs_pos);
         break;
     }
     }
-    free(ref.expr), free(ref.pos);
 }
 
-static void run_baseline(const eval_run *run, ast_train_mode mode, kind k, double spacing, ast_eval_baseline *out)
+static void run_baseline(const eval_run *run, ast_train_mode mode, kind k, double spacing, reference *refs,
+                         ast_eval_baseline *out)
 {
     const ast_eval_sets *t = run->truth;
     float *pos = ast_xcalloc((size_t)t->B * t->N * 3, sizeof *pos);
@@ -121,7 +162,7 @@ static void run_baseline(const eval_run *run, ast_train_mode mode, kind k, doubl
     ast_rng rng;
     ast_rng_seed(&rng, run->ec->seed ^ RANDOM_SEED);
     for (int b = 0; b < t->B; b++)
-        place_set(run, k, b, eval_set_cells(t, b), spacing, &rng, pos + (int64_t)b * t->N * 3,
+        place_set(run, k, b, eval_set_cells(t, b), spacing, refs, &rng, pos + (int64_t)b * t->N * 3,
                   expr + (int64_t)b * t->N * t->G);
     ast_center_sets(pos, t->mask, t->B, t->N, 3);
     out->name = kind_names[k];
@@ -142,12 +183,14 @@ void eval_baselines(const eval_run *run, ast_eval_task *task)
         if (task->mode == AST_MODE_POS_TO_EXPR && frame) list[n++] = SPATIAL_KNN;
     }
     double spacing = task->mode == AST_MODE_EXPR_TO_POS ? training_spacing(run) : 0.0;
+    reference *refs = references(run);
     task->n_baselines = n;
     task->best = 0;
     for (int i = 0; i < n; i++) {
-        run_baseline(run, task->mode, list[i], spacing, &task->baselines[i]);
+        run_baseline(run, task->mode, list[i], spacing, refs, &task->baselines[i]);
         if (ast_eval_primary(task->mode, &task->baselines[i].scores) >
             ast_eval_primary(task->mode, &task->baselines[task->best].scores))
             task->best = i;
     }
+    references_free(run, refs);
 }

@@ -46,19 +46,33 @@ static void align_to_state(int B, int N, const float *z, const float *mask, floa
     free(p), free(w);
 }
 
-/* One eval forward pass on the state; copies the x0 predictions out of the
- * arena, which the next pass reuses. */
+/* Cells per forward pass: the sets are independent, and the arena of one
+ * pass over all of them ([B, N, G] several times over) would be the
+ * largest allocation of an evaluation. */
+#define PASS_CELLS 2048
+
+/* The eval forward pass on sets b0 .. b0 + B of the state (of N cells,
+ * G genes); copies the x0 predictions out of the arena, which the next
+ * pass reuses. */
+static void predict_sets(ast_model *m, ast_ctx *c, const ast_schedule *s, const ast_sampler_config *sc, int b0, int B,
+                         int N, int G, const ast_noised *z, const float *mask, float *pred_expr, float *pred_pos)
+{
+    int64_t sx[3] = {B, N, G}, sp[3] = {B, N, 3}, st[2] = {B, 1}, sm[2] = {B, N}, cells = (int64_t)b0 * N;
+    ast_ctx_reset(c);
+    ast_tensor *x = ast_tensor_from(c, 3, sx, z->expr + cells * G), *p = ast_tensor_from(c, 3, sp, z->pos + cells * 3);
+    ast_tensor *t = ast_tensor_from(c, 2, st, z->t + b0), *mk = mask ? ast_tensor_from(c, 2, sm, mask + cells) : NULL;
+    ast_model_out out = ast_model_forward(m, c, x, t, p, mk, NULL, NULL);
+    ast_tensor *pos = ast_pos_x0_hat(c, s, sc->pos_param, z->t_int + b0, p, out.positions);
+    memcpy(pred_expr + cells * G, out.expression->data, (size_t)B * N * G * sizeof(float));
+    memcpy(pred_pos + cells * 3, pos->data, (size_t)B * N * 3 * sizeof(float));
+}
+
 static void predict_x0(ast_model *m, ast_ctx *c, const ast_schedule *s, const ast_sampler_config *sc, int B, int N, int G,
                        const ast_noised *z, const float *mask, float *pred_expr, float *pred_pos)
 {
-    int64_t sx[3] = {B, N, G}, sp[3] = {B, N, 3}, st[2] = {B, 1}, sm[2] = {B, N};
-    ast_ctx_reset(c);
-    ast_tensor *x = ast_tensor_from(c, 3, sx, z->expr), *p = ast_tensor_from(c, 3, sp, z->pos);
-    ast_tensor *t = ast_tensor_from(c, 2, st, z->t), *mk = mask ? ast_tensor_from(c, 2, sm, mask) : NULL;
-    ast_model_out out = ast_model_forward(m, c, x, t, p, mk, NULL, NULL);
-    ast_tensor *pos = ast_pos_x0_hat(c, s, sc->pos_param, z->t_int, p, out.positions);
-    memcpy(pred_expr, out.expression->data, (size_t)B * N * G * sizeof(float));
-    memcpy(pred_pos, pos->data, (size_t)B * N * 3 * sizeof(float));
+    int per_pass = N < PASS_CELLS ? PASS_CELLS / N : 1;
+    for (int b0 = 0; b0 < B; b0 += per_pass)
+        predict_sets(m, c, s, sc, b0, B - b0 < per_pass ? B - b0 : per_pass, N, G, z, mask, pred_expr, pred_pos);
     if (sc->align && ast_mode_noises(sc->mode, AST_MOD_POS)) align_to_state(B, N, z->pos, mask, pred_pos);
 }
 
