@@ -141,6 +141,22 @@ Test(sample, deterministic_given_the_seed)
     fixture_close(&f);
 }
 
+/* Without out_expr the given expression is the state itself: the same
+ * positions, bit for bit, as with a copy of it. */
+Test(sample, given_expression_needs_no_output_buffer)
+{
+    fixture f;
+    fixture_open(&f);
+    float a[B * N * 3], b[B * N * 3], x[B * N * G];
+    for (int r = 0; r < 2; r++) {
+        ast_sampler_config sc = {AST_MODE_EXPR_TO_POS, 5, r ? AST_RETURN_Z0 : AST_RETURN_X0, 13};
+        ast_sample(f.m, &f.s, &sc, B, N, f.expr, NULL, f.mask, x, a);
+        ast_sample(f.m, &f.s, &sc, B, N, f.expr, NULL, f.mask, NULL, b);
+        assert_same(a, b, B * N * 3, "positions");
+    }
+    fixture_close(&f);
+}
+
 Test(sample, return_names_round_trip)
 {
     ast_sample_return r;

@@ -139,14 +139,17 @@ static int slice_cells(const ast_set_sampler *s, int slice, int64_t *out)
     return n;
 }
 
-/* Labels of one slice's cells: ceil(n / max) balanced expression clusters. */
-static int cluster_slice(const ast_dataset *d, const int64_t *cells, int n, int max_set_size, uint64_t seed, int *label)
+/* Labels of one slice's cells: ceil(n / max) balanced expression clusters.
+ * Their rows are made dense in x, the slice's sets' own expression (room
+ * for at least n rows), rather than in a copy as large; x is zeroed after,
+ * for fill_set to write the rows where they belong. */
+static int cluster_slice(const ast_dataset *d, const int64_t *cells, int n, int max_set_size, uint64_t seed, int *label,
+                         float *x)
 {
     int k = (n + max_set_size - 1) / max_set_size, G = d->n_genes;
-    float *x = ast_xmalloc((size_t)n * G * sizeof *x);
     for (int i = 0; i < n; i++) ast_data_row(d, cells[i], x + (size_t)i * G);
     ast_balanced_kmeans(x, n, G, k, seed, label);
-    free(x);
+    memset(x, 0, (size_t)n * G * sizeof *x);
     return k;
 }
 
@@ -166,7 +169,8 @@ void ast_eval_sets_region(const ast_set_sampler *s, int max_set_size, uint64_t s
     for (int v = 0; v < d->n_slices; v++) {
         int n = slice_cells(s, v, cells);
         if (!n) continue;
-        int k = cluster_slice(d, cells, n, max_set_size, seed ^ (uint64_t)v, label);
+        float *scratch = out->expr + (size_t)first[v] * N * d->n_genes;
+        int k = cluster_slice(d, cells, n, max_set_size, seed ^ (uint64_t)v, label, scratch);
         for (int c = 0; c < k; c++) {
             int m = 0;
             for (int i = 0; i < n; i++)

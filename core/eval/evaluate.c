@@ -114,13 +114,10 @@ static void generate(ast_model *m, const ast_schedule *s, const eval_run *run, a
     const ast_eval_sets *t = run->truth;
     const ast_eval_config *ec = run->ec;
     ast_sampler_config sc = {mode, steps, ec->ret, ec->seed ^ NOISE_SEED ^ noise, ec->pos_param, ec->align};
-    g->expr = ast_xcalloc((size_t)t->B * t->N * t->G, sizeof(float));
+    /* Expression given, not generated: nothing to score, so no [B, N, G] copy of it. */
+    g->expr = ast_mode_noises(mode, AST_MOD_EXPR) ? ast_xcalloc((size_t)t->B * t->N * t->G, sizeof(float)) : NULL;
     g->pos = ast_xcalloc((size_t)t->B * t->N * 3, sizeof(float));
     ast_sample(m, s, &sc, t->B, t->N, t->expr, t->pos, t->mask, g->expr, g->pos);
-    if (!ast_mode_noises(mode, AST_MOD_EXPR)) { /* given, not generated: nothing to score, [B, N, G] to spare */
-        free(g->expr);
-        g->expr = NULL;
-    }
 }
 
 static void generated_free(generated *g) { free(g->expr), free(g->pos); }

@@ -120,7 +120,8 @@ typedef enum kind { RANDOM, MDS, ISOMAP, KNN_REGRESSION, MEAN_PROFILE, SPATIAL_K
 static const char *kind_names[] = {"random", "expression_mds", "expression_isomap", "knn_regression", "mean_profile",
                                    "spatial_knn"};
 
-/* One baseline's placement of set b's n cells: pos rows of 3 or expr rows of G. */
+/* One baseline's placement of set b's n cells: pos rows of 3 or expr rows
+ * of G (expr NULL where the task generates no expression). */
 static void place_set(const eval_run *run, kind k, int b, int n, double spacing, reference *refs, ast_rng *rng,
                       float *pos, float *expr)
 {
@@ -132,7 +133,10 @@ static void place_set(const eval_run *run, kind k, int b, int n, double spacing,
     case RANDOM:
         for (int i = 0; i < n; i++) {
             for (int c = 0; c < 3; c++) pos[i * 3 + c] = c < dims ? ast_rng_gauss(rng) : 0.0f;
-            for (int g = 0; g < t->G; g++) expr[(int64_t)i * t->G + g] = ast_rng_gauss(rng);
+            for (int g = 0; g < t->G; g++) { /* drawn unscored too: the positions' stream is every task's */
+                float v = ast_rng_gauss(rng);
+                if (expr) expr[(int64_t)i * t->G + g] = v;
+            }
         }
         break;
     case MDS: ast_baseline_mds(x, n, t->G, dims, pos), ast_rescale_to_spacing(pos, n, spacing); break;
@@ -158,12 +162,13 @@ static void run_baseline(const eval_run *run, ast_train_mode mode, kind k, doubl
 {
     const ast_eval_sets *t = run->truth;
     float *pos = ast_xcalloc((size_t)t->B * t->N * 3, sizeof *pos);
-    float *expr = ast_xcalloc((size_t)t->B * t->N * t->G, sizeof *expr);
+    /* Expression is scored only where the task generates it. */
+    float *expr = ast_mode_noises(mode, AST_MOD_EXPR) ? ast_xcalloc((size_t)t->B * t->N * t->G, sizeof *expr) : NULL;
     ast_rng rng;
     ast_rng_seed(&rng, run->ec->seed ^ RANDOM_SEED);
     for (int b = 0; b < t->B; b++)
         place_set(run, k, b, eval_set_cells(t, b), spacing, refs, &rng, pos + (int64_t)b * t->N * 3,
-                  expr + (int64_t)b * t->N * t->G);
+                  expr ? expr + (int64_t)b * t->N * t->G : NULL);
     ast_center_sets(pos, t->mask, t->B, t->N, 3);
     out->name = kind_names[k];
     eval_score(run, mode, pos, expr, &out->scores);

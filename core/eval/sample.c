@@ -49,7 +49,7 @@ static void align_to_state(int B, int N, const float *z, const float *mask, floa
 /* Cells per forward pass: the sets are independent, and the arena of one
  * pass over all of them ([B, N, G] several times over) would be the
  * largest allocation of an evaluation. */
-#define PASS_CELLS 2048
+#define PASS_CELLS 1024
 
 /* The eval forward pass on sets b0 .. b0 + B of the state (of N cells,
  * G genes); copies the x0 predictions out of the arena, which the next
@@ -63,7 +63,7 @@ static void predict_sets(ast_model *m, ast_ctx *c, const ast_schedule *s, const 
     ast_tensor *t = ast_tensor_from(c, 2, st, z->t + b0), *mk = mask ? ast_tensor_from(c, 2, sm, mask + cells) : NULL;
     ast_model_out out = ast_model_forward(m, c, x, t, p, mk, NULL, NULL);
     ast_tensor *pos = ast_pos_x0_hat(c, s, sc->pos_param, z->t_int + b0, p, out.positions);
-    memcpy(pred_expr + cells * G, out.expression->data, (size_t)B * N * G * sizeof(float));
+    if (pred_expr) memcpy(pred_expr + cells * G, out.expression->data, (size_t)B * N * G * sizeof(float));
     memcpy(pred_pos + cells * 3, pos->data, (size_t)B * N * 3 * sizeof(float));
 }
 
@@ -79,25 +79,28 @@ static void predict_x0(ast_model *m, ast_ctx *c, const ast_schedule *s, const as
 void ast_sample(ast_model *m, const ast_schedule *s, const ast_sampler_config *sc, int B, int N, const float *expr,
                 const float *pos, const float *mask, float *out_expr, float *out_pos)
 {
-    int G = ast_model_cfg(m)->num_genes;
+    int G = ast_model_cfg(m)->num_genes, gen_expr = ast_mode_noises(sc->mode, AST_MOD_EXPR);
     size_t n_expr = (size_t)B * N * G, n_pos = (size_t)B * N * 3;
-    float *pred_expr = ast_xcalloc(n_expr, sizeof(float)), *pred_pos = ast_xcalloc(n_pos, sizeof(float));
+    /* A given expression is never stepped: its prediction is not kept. */
+    float *pred_expr = gen_expr ? ast_xcalloc(n_expr, sizeof(float)) : NULL, *pred_pos = ast_xcalloc(n_pos, sizeof(float));
     float *t = ast_xcalloc((size_t)B, sizeof(float));
     int *t_int = ast_xcalloc((size_t)B, sizeof(int)), *grid = ast_xmalloc((size_t)s->steps * sizeof(int));
-    ast_noised z = {out_expr, out_pos, t, t_int}; /* the state lives in the output buffers */
+    /* The state lives in the output buffers; without out_expr its expression is the given one, only ever read. */
+    ast_noised z = {out_expr ? out_expr : (float *)expr, out_pos, t, t_int};
     ast_rng rng;
     ast_rng_seed(&rng, sc->seed);
     ast_ctx *c = ast_ctx_new_on(ast_model_backend(m), sc->seed); /* eval mode draws nothing from it */
     ast_ctx_set_training(c, 0);
     ast_ctx_set_grad(c, 0);
-    ast_limit_sample(s, sc->mode, &rng, B, N, G, expr, pos, mask, &z);
+    /* G = 0 when the state is the given expression itself: nothing to copy, and a given modality draws no noise. */
+    ast_limit_sample(s, sc->mode, &rng, B, N, out_expr ? G : 0, expr, pos, mask, &z);
     int n_steps = ast_sample_grid(s->steps, sc->num_steps, grid);
     for (int i = 0; i < n_steps; i++) {
         predict_x0(m, c, s, sc, B, N, G, &z, mask, pred_expr, pred_pos);
         ast_reverse_step(s, sc->mode, &rng, B, N, G, pred_expr, pred_pos, mask, grid[i], &z);
     }
     if (sc->ret == AST_RETURN_X0) {
-        if (ast_mode_noises(sc->mode, AST_MOD_EXPR)) memcpy(out_expr, pred_expr, n_expr * sizeof(float));
+        if (gen_expr) memcpy(out_expr, pred_expr, n_expr * sizeof(float));
         if (ast_mode_noises(sc->mode, AST_MOD_POS)) memcpy(out_pos, pred_pos, n_pos * sizeof(float));
     }
     ast_ctx_free(c);

@@ -34,8 +34,9 @@ int ast_sample_grid(int T, int num_steps, int *s_out);
  * eval mode. expr [B,N,G] and pos [B,N,3] give the conditioning modality
  * (the generated one is ignored and may be NULL); mask [B,N] marks valid
  * cells (NULL = all). out_expr / out_pos receive the result: generated
- * modalities per sc->ret, conditioning ones as given. Deterministic for a
- * given seed. */
+ * modalities per sc->ret, conditioning ones as given. out_expr may be NULL
+ * when expression is given rather than generated: the [B, N, G] copy of it
+ * is then spared. Deterministic for a given seed. */
 void ast_sample(ast_model *m, const ast_schedule *s, const ast_sampler_config *sc, int B, int N, const float *expr,
                 const float *pos, const float *mask, float *out_expr, float *out_pos);
 
