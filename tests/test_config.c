@@ -475,6 +475,21 @@ Test(config, tilde_deletes_a_written_key_back_to_its_default)
     ast_cfg_free(cfg);
 }
 
+/* Found by fuzz_override: after `~ffn` an option made a plugin mapping
+ * with no name, which the dumped config could not load again. */
+Test(config, an_option_of_a_deleted_plugin_needs_its_name)
+{
+    ast_cfg *cfg = load("ffn: dense\n");
+    overrides(cfg, "~ffn");
+    override_fails(cfg, "ffn.top_k=1", "override:1:1: ffn.top_k: ffn names no plugin here; name it first (ffn=NAME, "
+                                       "or ffn={name: NAME, top_k: ...})");
+    cr_assert_null(ast_cfg_get(cfg, "ffn"));
+    overrides(cfg, "ffn=moe");
+    overrides(cfg, "ffn.top_k=1");
+    cr_assert_str_eq(text_at(cfg, "ffn.name"), "moe");
+    ast_cfg_free(cfg);
+}
+
 Test(config, tilde_with_a_value_deletes_only_that_value)
 {
     ast_cfg *cfg = load("training:\n  epochs: 5\n  learning_rate: 1e-3\n  amsgrad: yes\n"

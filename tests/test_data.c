@@ -925,6 +925,14 @@ Test(h5ad_bad, a_file_that_hangs_libhdf5_times_out, .timeout = 60)
     cr_assert(took >= 1.9 && took < 10, "took %.2f s", took);
 }
 
+/* Fuzzed: var is an object that is neither a group nor a dataset; the
+ * read failed with an empty message. */
+Test(h5ad_bad, an_object_neither_group_nor_dataset_is_named)
+{
+    expect_bad_h5ad(BAD_H5AD "var_not_group_or_dataset.h5ad",
+                    "var is neither a dataset nor a group; expected a dataframe group");
+}
+
 /* On this fuzzed file libhdf5 believes a damaged vlen length and fills
  * 1.8 GB before giving up. The reader's address space is capped
  * (ALPHAST_H5AD_MEMORY_MB; the machine's memory by default), so the

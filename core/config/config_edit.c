@@ -238,11 +238,28 @@ static int delete_key(ast_cfg *cfg, const target *t, const char *yaml, const cfg
     return 0;
 }
 
+/* An option joins a plugin the config names: after `~ffn` the plugin is
+ * chosen by the legacy switches (use_moe, use_gated_attention), which no
+ * option can know, and a mapping of options alone has no plugin. */
+static int check_plugin_named(const ast_cfg *cfg, const target *t, ast_error *e)
+{
+    ast_cfg_node *n = cfg->root;
+    for (int i = 0; n && i < t->n - 1; i++) n = cfg_child(n, t->parts[i]);
+    if (n) return 0;
+    char plugin[1024];
+    snprintf(plugin, sizeof plugin, "%.*s", (int)(strrchr(t->path, '.') - t->path), t->path);
+    char msg[4200];
+    snprintf(msg, sizeof msg, "%s names no plugin here; name it first (%s=NAME, or %s={name: NAME, %s: ...})", plugin,
+             plugin, plugin, t->parts[t->n - 1]);
+    return fail_at(e, t->col, t->path, msg);
+}
+
 int cfg_edit(ast_cfg *cfg, const cfg_override *o, const char *yaml, const cfg_place *place, ast_error *e)
 {
     target t;
     if (resolve(o->key, o->key_col, &t, e) < 0) return -1;
     if (o->op == CFG_OP_DELETE) return delete_key(cfg, &t, yaml, place, e);
+    if (!t.key && check_plugin_named(cfg, &t, e) < 0) return -1;
     ast_cfg_node *old = written(cfg, &t);
     if (o->op == CFG_OP_ADD && old && old->kind != AST_CFG_NULL) return fail_present(&t, old, e);
     ast_cfg_node *value = cfg_parse(yaml, strlen(yaml), CFG_OVERRIDE_FILE, t.path, place, e);

@@ -12,7 +12,8 @@ EXTRA_DIST += tests/data/h5ad_bad/README.md tests/data/h5ad_bad/mkmin.py \
 	tests/data/h5ad_bad/enc_vlen_array.h5ad tests/data/h5ad_bad/enc_fixed_array.h5ad \
 	tests/data/h5ad_bad/indptr_nonmono.h5ad tests/data/h5ad_bad/indptr_negative.h5ad \
 	tests/data/h5ad_bad/negative_shape.h5ad tests/data/h5ad_bad/hdf5-hang-H5HG_read.h5ad \
-	tests/data/h5ad_bad/lsan-hdf5-leak.h5ad tests/data/h5ad_bad/hdf5-vlen-huge-alloc.h5ad
+	tests/data/h5ad_bad/lsan-hdf5-leak.h5ad tests/data/h5ad_bad/hdf5-vlen-huge-alloc.h5ad \
+	tests/data/h5ad_bad/var_not_group_or_dataset.h5ad
 
 check_PROGRAMS += tests/test_data
 tests_test_data_SOURCES = tests/test_data.c

@@ -156,7 +156,6 @@ static int read_coords(h5ad *h, const char *key, ast_dataset *d)
     H5O_type_t type = h5ad_object_type(h, path, "coordinates");
     if (type == H5O_TYPE_DATASET) d->pos = coords_of_array(h, path, d->n_cells, &d->coord_dims);
     else if (type == H5O_TYPE_GROUP) d->pos = coords_of_frame(h, path, d->n_cells, &d->coord_dims);
-    else if (type != H5O_TYPE_UNKNOWN) ast_error_set(h->e, "%s: %s is neither a dataset nor a group " DAMAGED, h->path, path);
     for (int64_t i = 0; d->pos && i < d->n_cells * 3; i++)
         if (!isfinite(d->pos[i])) {
             ast_error_set(h->e, "%s: coordinate of cell %lld is %g", h->path, (long long)(i / 3), d->pos[i]);

@@ -51,7 +51,8 @@ void h5ad_join(char *out, const char *group, const char *name);
 int h5ad_exists(h5ad *h, const char *name);
 /* The object's type (H5O_TYPE_GROUP, H5O_TYPE_DATASET), or
  * H5O_TYPE_UNKNOWN with the error set: missing (naming the missing
- * part, `want` saying what belongs there) or unopenable. */
+ * part, `want` saying what belongs there), unopenable, or of another
+ * kind (a named datatype). */
 H5O_type_t h5ad_object_type(h5ad *h, const char *name, const char *want);
 /* Appends the names of group `key`'s members, in name order (none when
  * it is missing or cannot be listed). */

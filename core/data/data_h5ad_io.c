@@ -102,6 +102,12 @@ H5O_type_t h5ad_object_type(h5ad *h, const char *name, const char *want)
         ast_error_set(h->e, "%s: %s cannot be opened (a dangling link, or the file is damaged)", h->path, name);
         return H5O_TYPE_UNKNOWN;
     }
+    /* A named datatype (or what a damaged header makes of one): AnnData
+     * stores nothing but groups and datasets. */
+    if (info.type != H5O_TYPE_GROUP && info.type != H5O_TYPE_DATASET) {
+        ast_error_set(h->e, "%s: %s is neither a dataset nor a group; expected %s " DAMAGED, h->path, name, want);
+        return H5O_TYPE_UNKNOWN;
+    }
     return info.type;
 }
 
