@@ -3,13 +3,17 @@
  * and `alphast-run sweep` as a user runs it: failures, two runners on one
  * sweep, and a killed sweep that resumes only what is missing. The scripts
  * are the Lua files in tests/data/sweeps, over a tiny model (tiny.yaml). */
+#define _XOPEN_SOURCE 700 /* posix_openpt; the build defines _DEFAULT_SOURCE */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -75,6 +79,40 @@ static int cli(const char *args, const char *out_file)
     snprintf(cmd, sizeof cmd, "%s %s >%s 2>&1", CLI, args, out_file);
     int status = system(cmd);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* `alphast-run ARGS...` with stderr on a terminal `width` columns wide
+ * (a pty); what the terminal received, into out. */
+static void cli_on_terminal(char *const argv[], int width, char *out, size_t n)
+{
+    int master = posix_openpt(O_RDWR | O_NOCTTY);
+    cr_assert(master >= 0 && grantpt(master) == 0 && unlockpt(master) == 0);
+    int tty = open(ptsname(master), O_RDWR | O_NOCTTY);
+    struct winsize ws = {.ws_row = 24, .ws_col = (unsigned short)width};
+    cr_assert(tty >= 0 && ioctl(tty, TIOCSWINSZ, &ws) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        unsetenv("COLUMNS");
+        dup2(tty, STDERR_FILENO);
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, STDOUT_FILENO);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(tty);
+    size_t used = 0;
+    int status = 0;
+    /* Read while it runs: a full pty would block its writes. */
+    for (;;) {
+        struct pollfd p = {master, POLLIN, 0};
+        ssize_t got = poll(&p, 1, 200) > 0 ? read(master, out + used, n - 1 - used) : 0;
+        if (got > 0) used += (size_t)got;
+        if (got <= 0 && waitpid(pid, &status, WNOHANG) == pid) break;
+        cr_assert_lt(used, n - 1, "more output than expected");
+    }
+    out[used] = 0;
+    close(master);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", out);
 }
 
 static const char *run_path(char *buf, const char *dir, const ast_sweep_run *r, const char *file)
@@ -467,6 +505,27 @@ Test(sweep, schedules_set_the_values_of_every_step, .timeout = 60)
         cJSON_Delete(lines[i]);
     }
     ast_sweep_free(s);
+}
+
+/* The progress line is redrawn in place ("\r\033[K" then the line, no
+ * newline): one that reached the last column would wrap, and every
+ * redraw would then start a new line. Event lines end with a newline. */
+Test(sweep, progress_redraws_fit_a_50_column_terminal, .timeout = 120)
+{
+    char *dir = tmp_dir(), out_dir[256];
+    snprintf(out_dir, sizeof out_dir, "%s/sweep", dir);
+    char *argv[] = {CLI, "sweep", "--jobs", "2", "--out", out_dir, SCRIPTS "list.lua", NULL};
+    static char out[1 << 20];
+    cli_on_terminal(argv, 50, out, sizeof out);
+    int redraws = 0;
+    for (const char *p = strstr(out, "\r\033[K"); p; p = strstr(p, "\r\033[K")) {
+        p += 4;
+        size_t len = strcspn(p, "\r\n");
+        if (!strncmp(p + len, "\r\n", 2) || p[len] == '\n') continue; /* an event line */
+        cr_assert_leq((int)len, 49, "a redraw of %zu columns: '%.*s'", len, (int)len, p);
+        redraws++;
+    }
+    cr_assert_geq(redraws, 1, "no progress line was drawn:\n%s", out);
 }
 
 /* The table the sweep writes holds, at every step, what the schedule's
