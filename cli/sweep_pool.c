@@ -92,7 +92,7 @@ static void format_eta(const pool *p, char *buf, size_t n)
         snprintf(buf, n, "?");
         return;
     }
-    double mean = p->run_seconds / p->finished_here, left = 0, now = ast_wall_time();
+    double mean = p->run_seconds / p->finished_here, left = 0, now = ast_wall_clock();
     for (int i = 0; i < p->n; i++) {
         const slot *s = &p->slots[i];
         if (s->state == SLOT_RUNNING) left += mean > now - s->start ? mean - (now - s->start) : 0;
@@ -227,7 +227,7 @@ static int finish(pool *p, slot *s, int status);
 static int fail_unstarted(pool *p, slot *s)
 {
     s->pid = 0;
-    s->start = ast_wall_time();
+    s->start = ast_wall_clock();
     s->state = SLOT_RUNNING;
     p->running++;
     return finish(p, s, W_EXITCODE(1, 0));
@@ -264,7 +264,7 @@ static int spawn(pool *p, slot *s)
         return -1;
     }
     s->pid = pid;
-    s->start = ast_wall_time();
+    s->start = ast_wall_clock();
     s->state = SLOT_RUNNING;
     p->running++;
     return record(p, s, AST_RUN_RUNNING, &(ast_ledger_entry){.pid = pid, .start = s->start, .exit_code = -1}) < 0 ? -1 : 1;
@@ -277,7 +277,7 @@ static int try_start(pool *p, slot *s)
     int got = ast_claim_take(p->o->dir, s->run->id, &s->claim, p->e);
     if (got <= 0) {
         s->state = SLOT_ELSEWHERE;
-        s->retry_at = ast_wall_time() + RETRY_SECONDS;
+        s->retry_at = ast_wall_clock() + RETRY_SECONDS;
         return got;
     }
     /* Claimed: now the ledger cannot change under us for this run. */
@@ -303,7 +303,7 @@ static int try_start(pool *p, slot *s)
 
 static int launch(pool *p)
 {
-    double now = ast_wall_time();
+    double now = ast_wall_clock();
     for (int i = 0; i < p->n && p->running < p->o->jobs && !p->stopping; i++) {
         slot *s = &p->slots[i];
         if ((s->state == SLOT_TODO || (s->state == SLOT_ELSEWHERE && now >= s->retry_at)) && try_start(p, s) < 0)
@@ -332,7 +332,7 @@ static void describe_status(int status, char *buf, size_t n)
 
 static int finish(pool *p, slot *s, int status)
 {
-    double end = ast_wall_time();
+    double end = ast_wall_clock();
     int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     char why[128], took[16];
     describe_status(status, why, sizeof why);
@@ -418,7 +418,7 @@ sweep_outcome sweep_pool_run(ast_sweep *s, const sweep_opts *o, ast_error *e)
 {
     ast_ledger *l = ast_ledger_read(o->dir, e);
     if (!l) return SWEEP_ERROR;
-    pool p = {.sweep = s, .o = o, .n = s->n_runs, .started = ast_wall_time(), .tty = isatty(STDERR_FILENO), .e = e};
+    pool p = {.sweep = s, .o = o, .n = s->n_runs, .started = ast_wall_clock(), .tty = isatty(STDERR_FILENO), .e = e};
     child_env(&p);
     int rc = init_slots(&p, l);
     ast_ledger_free(l);

@@ -53,9 +53,6 @@ int ast_ledger_last(const ast_ledger *l, const char *run, ast_run_state *state, 
  * for checking that nothing ran twice). */
 int ast_ledger_count(const ast_ledger *l, const char *run, ast_run_state state);
 
-/* Wall-clock Unix seconds, as the ledger writes them. */
-double ast_wall_time(void);
-
 typedef struct ast_claim {
     int fd; /* holds the lock; -1 when not held */
     char *path;

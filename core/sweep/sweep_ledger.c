@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include "sweep/ledger.h"
@@ -27,18 +26,11 @@ static int parse_state(const char *s, ast_run_state *out)
     return -1;
 }
 
-double ast_wall_time(void)
-{
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (double)tv.tv_sec + tv.tv_usec * 1e-6;
-}
-
 /* "\n" + the entry's JSON + "\n". */
 static char *entry_line(const ast_ledger_entry *en)
 {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "time", en->time > 0 ? en->time : ast_wall_time());
+    cJSON_AddNumberToObject(o, "time", en->time > 0 ? en->time : ast_wall_clock());
     cJSON_AddStringToObject(o, "run", en->run);
     cJSON_AddStringToObject(o, "config_name", en->config_name);
     cJSON_AddNumberToObject(o, "seed", (double)en->seed);
