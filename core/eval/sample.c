@@ -92,8 +92,7 @@ void ast_sample(ast_model *m, const ast_schedule *s, const ast_sampler_config *s
     ast_ctx *c = ast_ctx_new_on(ast_model_backend(m), sc->seed); /* eval mode draws nothing from it */
     ast_ctx_set_training(c, 0);
     ast_ctx_set_grad(c, 0);
-    /* G = 0 when the state is the given expression itself: nothing to copy, and a given modality draws no noise. */
-    ast_limit_sample(s, sc->mode, &rng, B, N, out_expr ? G : 0, expr, pos, mask, &z);
+    ast_limit_sample(s, sc->mode, &rng, B, N, G, expr, pos, mask, &z);
     int n_steps = ast_sample_grid(s->steps, sc->num_steps, grid);
     for (int i = 0; i < n_steps; i++) {
         predict_x0(m, c, s, sc, B, N, G, &z, mask, pred_expr, pred_pos);

@@ -164,13 +164,15 @@ void ast_limit_sample(const ast_schedule *s, ast_train_mode mode, ast_rng *rng, 
                       const float *expr, const float *pos, const float *mask, ast_noised *out)
 {
     set_time(s, B, s->steps, out);
+    /* A given modality is copied in, unless the state already is the
+     * caller's buffer (a sampler that never writes it). */
     if (ast_mode_noises(mode, AST_MOD_EXPR))
         masked_noise(rng, out->expr, mask, B, N, G, 0);
-    else
+    else if (out->expr != expr)
         memcpy(out->expr, expr, (size_t)B * N * G * sizeof(float));
     if (ast_mode_noises(mode, AST_MOD_POS))
         masked_noise(rng, out->pos, mask, B, N, 3, 1);
-    else
+    else if (out->pos != pos)
         memcpy(out->pos, pos, (size_t)B * N * 3 * sizeof(float));
 }
 
