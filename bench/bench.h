@@ -66,6 +66,7 @@ void bench_sgemm_child(const void *arg, bench_timing *out);
 typedef struct bench_run_opts {
     int warmup, steps;
     uint64_t seed;
+    ast_precision precision; /* of linear, matmul and bmm (--precision) */
 } bench_run_opts;
 
 typedef struct bench_model_job {
@@ -104,7 +105,9 @@ double bench_flops_ffn(const ast_model_config *cfg, const char *ffn, int num_exp
 /* ---- JSON ------------------------------------------------------------ */
 
 typedef struct bench_json bench_json;
-bench_json *bench_json_open(const char *path, const char *impl, int threads, double sgemm_gflops);
+/* precision: "32-true" or "bf16-mixed", training.precision's names. */
+bench_json *bench_json_open(const char *path, const char *impl, const char *precision, int threads,
+                            double sgemm_gflops);
 void bench_json_model(bench_json *j, const bench_model_case *mc, const bench_timing *t);
 void bench_json_scaling(bench_json *j, const char *section, const char *label, double x, const bench_timing *t,
                         const char *note);

@@ -13,7 +13,8 @@ struct bench_json {
     double sgemm;
 };
 
-bench_json *bench_json_open(const char *path, const char *impl, int threads, double sgemm_gflops)
+bench_json *bench_json_open(const char *path, const char *impl, const char *precision, int threads,
+                            double sgemm_gflops)
 {
     bench_json *j = ast_xcalloc(1, sizeof *j);
     j->path = ast_xstrdup(path);
@@ -23,6 +24,7 @@ bench_json *bench_json_open(const char *path, const char *impl, int threads, dou
     time_t now = time(NULL);
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
     cJSON_AddStringToObject(j->root, "impl", impl);
+    cJSON_AddStringToObject(j->root, "precision", precision);
     cJSON_AddStringToObject(j->root, "date", when);
     cJSON_AddNumberToObject(j->root, "threads", threads);
     cJSON_AddNumberToObject(j->root, "sgemm_gflops", sgemm_gflops);
@@ -122,6 +124,13 @@ static cJSON *load(const char *path)
     return root;
 }
 
+/* A file's precision; files written before the bf16 mode were float32. */
+static const char *precision(const cJSON *root)
+{
+    const cJSON *v = cJSON_GetObjectItem(root, "precision");
+    return cJSON_IsString(v) ? v->valuestring : "32-true";
+}
+
 static double num(const cJSON *o, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItem(o, key);
@@ -182,8 +191,8 @@ void bench_print_ratios(const char *ours, const char *theirs)
         cJSON_Delete(a), cJSON_Delete(b);
         return;
     }
-    printf("\nalphast vs PyTorch twin (%s vs %s; threads %g vs %g; speedup = torch time / alphast time)\n", ours, theirs, num(a, "threads"),
-           num(b, "threads"));
+    printf("\nalphast vs PyTorch twin (%s vs %s; threads %g vs %g; precision %s vs %s; speedup = torch time / "
+           "alphast time)\n", ours, theirs, num(a, "threads"), num(b, "threads"), precision(a), precision(b));
     const cJSON *m;
     int header = 0;
     cJSON_ArrayForEach(m, cJSON_GetObjectItem(a, "models"))

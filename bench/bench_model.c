@@ -15,6 +15,7 @@ typedef struct bench_args {
     const char *sections; /* "demo,reference,gated,moe" */
     const char *configs;  /* "baseline,gated,moe,gated_moe" */
     const char *json, *compare;
+    const char *precision; /* "32-true", "bf16-mixed" */
     bench_run_opts run;
     double budget_s;      /* per gated-attention size */
     int max_cells;
@@ -24,7 +25,9 @@ static const char usage[] =
     "usage: bench_model [--sections demo,reference,gated,moe] [--configs baseline,gated,moe,gated_moe]\n"
     "                   [--steps 20] [--warmup 3] [--budget 120] [--max-cells 32768]\n"
     "                   [--json bench/results/alphast.json] [--compare bench/results/pytorch.json]\n"
-    "Threads: OPENBLAS_NUM_THREADS (default 2).\n";
+    "                   [--precision 32-true|bf16-mixed]\n"
+    "Threads: OPENBLAS_NUM_THREADS (default 2). --precision bf16-mixed runs the GEMMs of linear, matmul\n"
+    "and bmm in bf16 (training.precision's mode; torch_bench.py --precision bf16-mixed is autocast).\n";
 
 /* Is `name` in the comma-separated `list`? */
 static int listed(const char *list, const char *name)
@@ -42,7 +45,7 @@ static int listed(const char *list, const char *name)
 static int parse_args(int argc, char **argv, bench_args *a)
 {
     *a = (bench_args){"demo,reference,gated,moe", "baseline,gated,moe,gated_moe", "bench/results/alphast.json",
-                      "bench/results/pytorch.json", {.warmup = 3, .steps = 20, .seed = 42}, 120.0, 32768};
+                      "bench/results/pytorch.json", "32-true", {.warmup = 3, .steps = 20, .seed = 42}, 120.0, 32768};
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) return -1;
@@ -54,9 +57,11 @@ static int parse_args(int argc, char **argv, bench_args *a)
         else if (!strcmp(k, "--warmup")) a->run.warmup = atoi(v);
         else if (!strcmp(k, "--budget")) a->budget_s = atof(v);
         else if (!strcmp(k, "--max-cells")) a->max_cells = atoi(v);
+        else if (!strcmp(k, "--precision") && (!strcmp(v, "32-true") || !strcmp(v, "bf16-mixed"))) a->precision = v;
         else return -1;
         i++;
     }
+    a->run.precision = strcmp(a->precision, "bf16-mixed") ? AST_PRECISION_FP32 : AST_PRECISION_BF16;
     return a->run.steps >= 1 && a->run.warmup >= 0 ? 0 : -1;
 }
 
@@ -150,7 +155,8 @@ static void run_gated_scaling(const bench_args *a, bench_json *j, double peak)
             continue;
         }
         /* Long steps need no warm-up to be representative, and each costs minutes. */
-        bench_run_opts run = {.warmup = predicted > GATED_LONG_STEP_S ? 0 : 1, .steps = 3, .seed = a->run.seed};
+        bench_run_opts run = {.warmup = predicted > GATED_LONG_STEP_S ? 0 : 1, .steps = 3, .seed = a->run.seed,
+                              .precision = a->run.precision};
         bench_plugin_job job = {AST_KIND_ATTENTION, "gated", gated_opts, 2,
                                 {.d_model = base.d_model, .heads = base.num_heads, .d_ff = base.d_ff,
                                  .d_time = base.d_time, .num_layers = 1, .dropout = base.dropout,
@@ -226,6 +232,14 @@ int main(int argc, char **argv)
         fputs(usage, stderr);
         return 2;
     }
+    char bf16[256], precision[300] = "32-true";
+    if (a.run.precision == AST_PRECISION_BF16) {
+        if (!ast_bf16_supported(bf16, sizeof bf16)) {
+            fprintf(stderr, "bench: --precision bf16-mixed cannot run here: %s\n", bf16);
+            return 2;
+        }
+        snprintf(precision, sizeof precision, "bf16-mixed (%s)", bf16);
+    }
     bench_timing peak;
     bench_in_child(bench_sgemm_child, NULL, &peak);
     if (!peak.ok) {
@@ -233,10 +247,10 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("alphast bench: OpenBLAS threads %d, sgemm peak (2048^3, best of 5) %.1f GFLOP/s; "
-           "timings are medians over %d steps after %d warm-up\n",
-           peak.threads, peak.value, a.run.steps, a.run.warmup);
+           "timings are medians over %d steps after %d warm-up; precision %s\n",
+           peak.threads, peak.value, a.run.steps, a.run.warmup, precision);
     make_parent(a.json);
-    bench_json *j = bench_json_open(a.json, "alphast", peak.threads, peak.value);
+    bench_json *j = bench_json_open(a.json, "alphast", a.precision, peak.threads, peak.value);
     if (listed(a.sections, "demo")) run_models(&a, "demo", j, peak.value);
     if (listed(a.sections, "reference")) run_models(&a, "reference", j, peak.value);
     if (listed(a.sections, "gated")) run_gated_scaling(&a, j, peak.value);

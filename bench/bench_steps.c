@@ -136,6 +136,7 @@ void bench_model_child(const void *arg, bench_timing *out)
         return;
     }
     s.c = ast_ctx_new(job->run.seed);
+    ast_ctx_set_precision(s.c, job->run.precision);
     s.opt = ast_adamw_new(ast_model_params(s.m), &adamw_cfg);
     inputs_init(&s.in, mc, job->run.seed + 1);
     step_times st;
@@ -214,6 +215,7 @@ void bench_plugin_child(const void *arg, bench_timing *out)
     plugin_state s = {0};
     if (plugin_open(job, &s, out)) return;
     s.c = ast_ctx_new(job->run.seed);
+    ast_ctx_set_precision(s.c, job->run.precision);
     s.opt = ast_adamw_new(s.params, &adamw_cfg);
     int64_t E = job->dims.d_model, n = (int64_t)job->sets * job->cells * E;
     memcpy(s.shape, (int64_t[]){job->sets, job->cells, E}, sizeof s.shape);

@@ -2,7 +2,9 @@
 
 Same sections, sizes, seeds-style inputs, step (forward, diffusion loss,
 backward, clip 1.0, AdamW with AMSGrad) and thread count
-(OPENBLAS_NUM_THREADS, default 2, via torch.set_num_threads). Each
+(OPENBLAS_NUM_THREADS, default 2, via torch.set_num_threads). --precision
+bf16-mixed runs forward and loss under torch.autocast("cpu", bfloat16), as
+bench_model --precision bf16-mixed runs alphast's bf16 mode. Each
 measurement runs in a child process of its own, which reports its peak RSS
 (VmHWM). Writes JSON in the format of bench/results/alphast.json.
 """
@@ -73,7 +75,7 @@ def adamw(params):
     return torch.optim.AdamW(params, lr=LR, weight_decay=WD, amsgrad=True)
 
 
-def run_model(spec, warmup, steps):
+def run_model(spec, warmup, steps, precision):
     cfg, genes, sets, cells = model_cfg(spec["config"], spec["size"])
     model = tw.Model(cfg, genes)
     opt = adamw(model.parameters())
@@ -85,14 +87,16 @@ def run_model(spec, warmup, steps):
     def step():
         model.train()
         opt.zero_grad(set_to_none=True)
-        e, p, aux = model(z_expr, t, z_pos, mask)
-        tw.diffusion_loss(e, p, expr, pos, mask, aux).backward()
+        with tw.autocast(precision):
+            e, p, aux = model(z_expr, t, z_pos, mask)
+            loss = tw.diffusion_loss(e, p, expr, pos, mask, aux)
+        loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP)
         opt.step()
 
     def evaluate():
         model.eval()
-        with torch.no_grad():
+        with torch.no_grad(), tw.autocast(precision):
             model(z_expr, t, z_pos, mask)
 
     out = time_steps(step, warmup, steps)
@@ -101,7 +105,7 @@ def run_model(spec, warmup, steps):
     return out
 
 
-def run_gated(spec, warmup, steps, budget_s):
+def run_gated(spec, warmup, steps, budget_s, precision):
     attn = tw.GatedMultiHeadAttention(GATED_E, GATED_H, "headwise", True, 0.1).train()
     opt = adamw(attn.parameters())
     x = torch.randn(1, spec["cells"], GATED_E, requires_grad=True)
@@ -109,7 +113,9 @@ def run_gated(spec, warmup, steps, budget_s):
 
     def step():
         opt.zero_grad(set_to_none=True)
-        F.mse_loss(attn(x), target).backward()
+        with tw.autocast(precision):
+            loss = F.mse_loss(attn(x), target)
+        loss.backward()
         opt.step()
 
     out = time_steps(step, warmup, steps, budget_s)
@@ -117,7 +123,7 @@ def run_gated(spec, warmup, steps, budget_s):
     return out
 
 
-def run_moe(spec, warmup, steps):
+def run_moe(spec, warmup, steps, precision):
     cfg, _, _, _ = model_cfg("moe", "demo")
     tl = cfg["TransformerLayer_setting"]
     cfg["mlp_in_expression_setting"]["mlp_out_expression_dims"] = MOE_E
@@ -129,8 +135,10 @@ def run_moe(spec, warmup, steps):
 
     def step():
         opt.zero_grad(set_to_none=True)
-        y, aux = moe(x)
-        (F.mse_loss(y, target) + aux).backward()
+        with tw.autocast(precision):
+            y, aux = moe(x)
+            loss = F.mse_loss(y, target) + aux
+        loss.backward()
         opt.step()
 
     out = time_steps(step, warmup, steps)
@@ -143,11 +151,11 @@ def child(spec, args):
     torch.set_num_threads(threads())
     try:
         if spec["kind"] == "model":
-            out = run_model(spec, args.warmup, args.steps)
+            out = run_model(spec, args.warmup, args.steps, args.precision)
         elif spec["kind"] == "gated":
-            out = run_gated(spec, spec["warmup"], 3, args.budget)
+            out = run_gated(spec, spec["warmup"], 3, args.budget, args.precision)
         else:
-            out = run_moe(spec, args.warmup, args.steps)
+            out = run_moe(spec, args.warmup, args.steps, args.precision)
         out.update(ok=True, peak_rss_mb=peak_rss_mb(), threads=torch.get_num_threads())
     except RuntimeError as err:  # out of memory and the like: report, go on with the next
         out = {"ok": False, "error": str(err).splitlines()[0]}
@@ -156,7 +164,8 @@ def child(spec, args):
 
 def in_child(spec, args):
     cmd = [sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec), "--steps", str(args.steps),
-           "--warmup", str(args.warmup), "--budget", str(args.budget), "--seed", str(args.seed)]
+           "--warmup", str(args.warmup), "--budget", str(args.budget), "--seed", str(args.seed),
+           "--precision", args.precision]
     res = subprocess.run(cmd, capture_output=True, text=True)
     lines = res.stdout.strip().splitlines()
     if res.returncode or not lines:
@@ -202,6 +211,8 @@ def main():
     # and their gradient buffers would not fit in this much memory
     ap.add_argument("--max-attn-gb", type=float, default=8.0)
     ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--precision", choices=["32-true", "bf16-mixed"], default="32-true",
+                    help="bf16-mixed: forward and loss under torch.autocast('cpu', dtype=torch.bfloat16)")
     ap.add_argument("--json", default="bench/results/pytorch.json")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--compare", default=None, help="ignored (the alphast bench prints the comparison)")
@@ -212,9 +223,10 @@ def main():
     sections = args.sections.split(",")
     peak = sgemm_peak()
     print(f"PyTorch twin bench (torch {torch.__version__}): threads {threads()}, torch.mm 2048^3 best of 5 "
-          f"{peak:.1f} GFLOP/s; medians over {args.steps} steps after {args.warmup} warm-up")
-    result = {"impl": "pytorch", "torch": torch.__version__, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-              "threads": threads(), "sgemm_gflops": peak, "models": [], "scaling": {}}
+          f"{peak:.1f} GFLOP/s; medians over {args.steps} steps after {args.warmup} warm-up; precision {args.precision}")
+    result = {"impl": "pytorch", "precision": args.precision, "torch": torch.__version__,
+              "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "threads": threads(), "sgemm_gflops": peak,
+              "models": [], "scaling": {}}
     for size in ("demo", "reference"):
         if size not in sections:
             continue

@@ -15,6 +15,7 @@ TransformerLayer_setting.honour_mask: false.
 A config is the reference's config dict (the YAML's nested blocks) plus the
 gene count; missing keys take the reference code defaults.
 """
+import contextlib
 import json
 import math
 import struct
@@ -118,11 +119,20 @@ class Chunk(nn.Module):
         return self.fn(x)
 
 
+class LayerNorm(nn.LayerNorm):
+    """nn.LayerNorm that also takes the bf16 activations of CPU autocast: it normalises in float32 and
+    returns the input's dtype, as PyTorch 2's mixed-dtype layer_norm does (1.13's refuses the mix).
+    Float32 inputs are normalised as nn.LayerNorm does."""
+
+    def forward(self, x):
+        return super().forward(x.float()).to(x.dtype)
+
+
 class PreNorm(nn.Module):
     def __init__(self, dim, fn):
         super().__init__()
         self.fn = fn
-        self.norm = nn.LayerNorm(dim)  # eps 1e-5, as lucidrains
+        self.norm = LayerNorm(dim)  # eps 1e-5, as lucidrains
 
     def forward(self, x):
         return self.fn(self.norm(x))
@@ -318,13 +328,13 @@ class TransformerLayer(nn.Module):
         else:
             self.lin_expression_features_1 = nn.Linear(E, dims.F)
             self.lin_expression_features_2 = nn.Linear(dims.F, E)
-        self.norm_node_features_1 = nn.LayerNorm(E, eps=eps)
-        self.norm_node_features_2 = nn.LayerNorm(E, eps=eps)
+        self.norm_node_features_1 = LayerNorm(E, eps=eps)
+        self.norm_node_features_2 = LayerNorm(E, eps=eps)
         self.norm_positions_1 = PositionNorm(eps)
         self.lin_diffusion_time_1 = nn.Linear(T, dims.Ft)
         self.lin_diffusion_time_2 = nn.Linear(dims.Ft, T)
-        self.norm_diffusion_time_1 = nn.LayerNorm(T, eps=eps)
-        self.norm_diffusion_time_2 = nn.LayerNorm(T, eps=eps)
+        self.norm_diffusion_time_1 = LayerNorm(T, eps=eps)
+        self.norm_diffusion_time_2 = LayerNorm(T, eps=eps)
 
     def drop(self, x):
         return F.dropout(x, self.p, self.training)
@@ -392,6 +402,17 @@ def diffusion_loss(pred_expr, pred_pos, expr, pos, mask, aux):
     l_pos = per_set[ok].mean() if ok.any() else per_set.new_zeros(())
     total = l_expr + l_pos
     return total + aux if aux is not None else total
+
+
+def autocast(precision):
+    """alphast's training.precision in PyTorch: "bf16-mixed" is CPU autocast in bfloat16, under which
+    linear, matmul and bmm take bf16 operands (PyTorch also rounds their outputs to bf16, alphast keeps
+    them float32); "32-true" is float32 as it is. Wrap the forward and the loss, not the backward."""
+    if precision == "bf16-mixed":
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+    if precision != "32-true":
+        raise ValueError(f"precision {precision!r}: 32-true or bf16-mixed")
+    return contextlib.nullcontext()
 
 
 # ---- safetensors without the safetensors package (not in Debian 12) ------

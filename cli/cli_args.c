@@ -98,7 +98,9 @@ static void print_option(const cli_option *o, FILE *out)
     char left[64];
     snprintf(left, sizeof left, "%c%c%s --%s%s%s", o->letter ? '-' : ' ', o->letter ? o->letter : ' ',
              o->letter ? "," : " ", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
-    fprintf(out, "  %-26s %s\n", left, o->help);
+    /* Two blanks at least before a description: completion/mkcompletion.sh
+     * splits an option from its description there. */
+    fprintf(out, "  %-26s %s%s\n", left, strlen(left) >= 26 ? " " : "", o->help);
 }
 
 void cli_print_help(const cli_spec *s, FILE *out)

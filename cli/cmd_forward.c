@@ -26,7 +26,8 @@ static const cli_spec spec = {
              "diffusion_time (t / T), node_mask, with or without the golden dumps' 'in.' prefix\n"
              "(a reference io file is an input file as it is); its outputs pred_expression,\n"
              "pred_positions and moe_aux are our expression, positions and moe_aux. Weights\n"
-             "are PyTorch state_dict names, also under a Lightning checkpoint's 'model.'.",
+             "are PyTorch state_dict names, also under a Lightning checkpoint's 'model.'.\n"
+             "It computes in float32, whatever the config's training.precision says.",
     .options = options,
     .n_options = N_OPTS,
 };

@@ -157,7 +157,7 @@ static int sampler_config(cli_run *r, const char **v, ast_train_config *tc, ast_
         return -1;
     *sc = (ast_sampler_config){.mode = tc->mode, .num_steps = (int)ast_cfg_int(r->cfg, "sampling.num_steps"),
                                .seed = (uint64_t)ast_cfg_int(r->cfg, "seed.value"), .pos_param = tc->pos_param,
-                               .align = tc->loss.position_loss == AST_POS_LOSS_ALIGNED};
+                               .align = tc->loss.position_loss == AST_POS_LOSS_ALIGNED, .precision = tc->precision};
     ast_sample_return_parse(ast_cfg_str(r->cfg, "sampling.return"), &sc->ret); /* the schema's enum */
     if (v[OPT_MODE]) ast_mode_parse(v[OPT_MODE], &sc->mode);
     return 0;

@@ -9,6 +9,8 @@
 #include "sweep/sweep.h"
 #include "train/schedule_table.h"
 #include "train/train.h"
+#include "train/train_dist.h"
+#include "train/train_stop.h"
 #include "cli.h"
 #include "commands.h"
 #include "run_setup.h"
@@ -38,7 +40,9 @@ static const cli_spec spec = {
              "The run directory gets config.yaml, metrics.jsonl, checkpoint.safetensors,\n"
              "best.safetensors and summary.json; running again resumes from the checkpoint.\n"
              "Afterwards the best weights are evaluated on the held-out test cells next to the\n"
-             "baselines (eval.json; see alphast-run eval).",
+             "baselines (eval.json; see alphast-run eval).\n"
+             "Started by mpirun -np R (or srun) in a build configured --with-mpi, R processes\n"
+             "train the one run together, each on its share of every batch (docs/cluster.md).",
     .options = options,
     .n_options = N_OPTS,
     .max_args = 64,
@@ -97,16 +101,26 @@ static int evaluate(const ast_cfg *cfg, ast_model *m, const ast_dataset *d, cons
 {
     char json[4096 + 16]; /* dir is at most 4095 bytes */
     if (sp[AST_SPLIT_TEST].n < 1) {
-        printf("  no test split (data.split_ratio.test is 0): evaluation skipped\n");
+        if (ast_dist_rank() == 0) printf("  no test split (data.split_ratio.test is 0): evaluation skipped\n");
         return 0;
     }
     snprintf(json, sizeof json, "%s/eval.json", dir);
+    ast_dist_barrier(); /* over MPI rank 0 wrote best.safetensors: every rank reads it once it is in place */
     return cli_load_weights(m, dir, e) < 0 ? -1 : cli_evaluate(cfg, m, d, sp, AST_SPLIT_TEST, json, e);
+}
+
+/* ", over R ranks, ..." for a run over MPI (train_dist.h), else "". */
+static const char *ranks_note(const ast_train_config *tc, char *buf, size_t n)
+{
+    if (ast_dist_size() < 2) return "";
+    snprintf(buf, n, ", over %d ranks (AdamW state %s)", ast_dist_size(),
+             tc->sharding == AST_SHARD_ZERO1 ? "split, ZeRO-1" : "replicated");
+    return buf;
 }
 
 static int train(const char **v, const char **args, int n_args, ast_error *e)
 {
-    char def[4096], out[4096];
+    char def[4096], out[4096], rank_words[96];
     const char *cfg_path = v[OPT_CONFIG] ? v[OPT_CONFIG] : ast_shipped_file("configs/starmap.yaml", def, sizeof def);
     ast_cfg *cfg = cli_load_config(cfg_path, args, n_args, e);
     if (!cfg) return -1;
@@ -130,7 +144,7 @@ static int train(const char **v, const char **args, int n_args, ast_error *e)
         ast_cfg_model(cfg, d.n_genes, &mc, e) < 0 ||
         ast_train_config_from_cfg(cfg, &tc, e) < 0 || !(m = ast_model_new(&mc, tc.seed, e)) || !(yaml = ast_cfg_dump_string(cfg, e)))
         goto done;
-    tc.progress = !v[OPT_QUIET];
+    tc.progress = !v[OPT_QUIET] && ast_dist_rank() == 0; /* one bar for the run, not one per rank */
     if (v[OPT_SCHEDULE] && load_schedule(v[OPT_SCHEDULE], v[OPT_TRUST] != NULL, &tc, &table, &sweep, e) < 0) goto done;
     if (!v[OPT_OUT]) {
         char *copy = ast_xstrdup(cfg_path), *base = basename(copy), *dot = strrchr(base, '.');
@@ -139,15 +153,28 @@ static int train(const char **v, const char **args, int n_args, ast_error *e)
         free(copy);
     }
     const char *dir = v[OPT_OUT] ? v[OPT_OUT] : out;
-    if (!(t = ast_trainer_new(m, &d, sp, &tc, dir, yaml, e)) || ast_trainer_add_monitors(t, cfg, e) < 0) goto done;
+    /* Rank 0 writes metrics.jsonl, so it alone runs the monitors. */
+    if (!(t = ast_trainer_new(m, &d, sp, &tc, dir, yaml, e)) ||
+        (ast_dist_rank() == 0 && ast_trainer_add_monitors(t, cfg, e) < 0))
+        goto done;
     int resumed = v[OPT_FRESH] ? 0 : ast_trainer_resume(t, e);
     if (resumed < 0) goto done;
-    fprintf(stderr, "alphast: %s %s: %lld cells x %d genes (%lld train, %lld validation), %s + %s, %s\n",
-            resumed ? "resuming" : "training", dir, (long long)d.n_cells, d.n_genes, (long long)sp[0].n,
-            (long long)sp[1].n, mc.attention, mc.ffn, ast_mode_name(tc.mode));
+    if (ast_dist_rank() == 0)
+        fprintf(stderr, "alphast: %s %s: %lld cells x %d genes (%lld train, %lld validation), %s + %s, %s%s\n",
+                resumed ? "resuming" : "training", dir, (long long)d.n_cells, d.n_genes, (long long)sp[0].n,
+                (long long)sp[1].n, mc.attention, mc.ffn, ast_mode_name(tc.mode),
+                ranks_note(&tc, rank_words, sizeof rank_words));
     ast_train_result r;
     if (ast_trainer_run(t, &r, e) < 0) goto done;
-    print_summary(dir, &r, m);
+    if (!strcmp(r.stop_reason, "signal")) { /* preempted, or Ctrl-C: the work is saved, evaluation waits for the end */
+        int sig = ast_dist_max(r.stop_signal); /* the ranks stopped together, perhaps for one's signal */
+        if (ast_dist_rank() == 0)
+            fprintf(stderr, "alphast: %s: stopped by signal %d (%s) after step %lld, checkpoint written; run the "
+                    "same command again to continue\n", dir, sig, strsignal(sig), (long long)r.steps);
+        rc = AST_EXIT_PREEMPTED;
+        goto done;
+    }
+    if (ast_dist_rank() == 0) print_summary(dir, &r, m);
     if (evaluate(cfg, m, &d, sp, dir, e) < 0) goto done;
     rc = 0;
 done:
@@ -162,6 +189,20 @@ done:
     return rc;
 }
 
+/* The error of one rank of several says which it is; then the run ends
+ * (ast_dist_fail). */
+static void fail_on_rank(const ast_error *e)
+{
+    if (ast_dist_size() > 1) {
+        ast_error mine;
+        ast_error_set(&mine, "rank %d of %d: %s", ast_dist_rank(), ast_dist_size(), e->msg);
+        cli_fail(&mine);
+    } else {
+        cli_fail(e);
+    }
+    ast_dist_fail();
+}
+
 int cmd_train(int argc, char **argv)
 {
     const char *v[N_OPTS], *args[64];
@@ -169,5 +210,12 @@ int cmd_train(int argc, char **argv)
     int rc = cli_parse(&spec, argc, argv, v, args, &n_args);
     if (rc != CLI_CONTINUE) return rc;
     ast_error e = {""};
-    return train(v, args, n_args, &e) < 0 ? cli_fail(&e) : CLI_OK;
+    if (ast_dist_start(&e) < 0) return cli_fail(&e);
+    rc = train(v, args, n_args, &e);
+    if (rc < 0) {
+        fail_on_rank(&e);
+        return CLI_FAILED;
+    }
+    ast_dist_stop();
+    return rc; /* CLI_OK, or AST_EXIT_PREEMPTED */
 }

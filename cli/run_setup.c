@@ -8,6 +8,7 @@
 #include "eval/evaluate.h"
 #include "io/safetensors.h"
 #include "train/train.h"
+#include "train/train_dist.h"
 #include "run_setup.h"
 
 ast_cfg *cli_load_config(const char *path, const char **args, int n_args, ast_error *e)
@@ -165,7 +166,7 @@ int cli_evaluate(const ast_cfg *cfg, ast_model *m, const ast_dataset *d, const a
     ast_set_sampler sets = cli_eval_sets(cfg, d, sp, which);
     ast_eval_report r;
     int rc = ast_evaluate(m, &s, &sets, &sp[AST_SPLIT_TRAIN], &ec, cli_split_name(which), &r, e);
-    if (rc == 0) {
+    if (rc == 0 && ast_dist_rank() == 0) { /* the ranks of a training run over MPI sampled together: one reports */
         FILE *table = strcmp(json_path, "-") ? stdout : stderr; /* stdout is the JSON's */
         ast_eval_report_print(&r, table);
         rc = ast_eval_report_write_json(&r, json_path, e);

@@ -15,12 +15,18 @@
 
 #include "sweep/ledger.h"
 #include "base/progress.h"
+#include "train/train_stop.h"
 #include "cli.h"
 #include "sweep_pool.h"
 
 #define RETRY_SECONDS 1.0 /* how often to look again at runs another runner holds */
 #define POLL_NS 50000000L
 #define LOG_TAIL_LINES 6
+/* What asks a training process to stop at its next step (train_stop.h).
+ * Not SIGTERM: Slurm sends that to every process of a job it preempts, and
+ * a training process takes a second SIGTERM as "now", which ours, arriving
+ * just after Slurm's, would be. */
+#define STOP_SIGNAL SIGUSR1
 
 extern char **environ;
 
@@ -44,6 +50,7 @@ typedef struct pool {
     double run_seconds; /* of the runs finished here, for the ETA */
     int finished_here;
     int stopping, interrupted, failed_fast;
+    const char *stop_why; /* the reason of the runs stop_all stopped: "interrupted" or "preempted" */
     char **envp; /* the environment of every child */
     char thread_vars[2][48];
     int tty;
@@ -51,11 +58,12 @@ typedef struct pool {
     ast_error *e;
 } pool;
 
-static volatile sig_atomic_t signals_received;
+static volatile sig_atomic_t signals_received, first_signal, last_signal;
 
 static void on_signal(int sig)
 {
-    (void)sig;
+    if (!signals_received) first_signal = sig;
+    last_signal = sig;
     signals_received++;
 }
 
@@ -66,15 +74,54 @@ static void run_dir(const pool *p, const slot *s, char *buf, size_t n)
     snprintf(buf, n, "%s/runs/%s", p->o->dir, s->run->id);
 }
 
-static int record(pool *p, const slot *s, ast_run_state state, const ast_ledger_entry *extra)
+/* A line for run r; `extra` (NULL for a run only declared) says how it
+ * runs or ended, and where. */
+static int record_run(const char *sweep_dir, const ast_sweep_run *r, ast_run_state state, const ast_ledger_entry *extra,
+                      ast_error *e)
 {
     char hash[17], dir[512];
-    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)s->run->hash);
-    snprintf(dir, sizeof dir, "runs/%s", s->run->id);
+    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)r->hash);
+    snprintf(dir, sizeof dir, "runs/%s", r->id);
     ast_ledger_entry en = extra ? *extra : (ast_ledger_entry){.exit_code = -1};
-    en.run = s->run->id, en.config_name = s->run->config_name, en.hash = hash, en.dir = dir;
-    en.seed = s->run->seed, en.state = state;
-    return ast_ledger_append(p->o->dir, &en, p->e);
+    en.run = r->id, en.config_name = r->config_name, en.hash = hash, en.dir = dir;
+    if (extra) en.host = ast_runner_host(), en.job = *ast_runner_job() ? ast_runner_job() : NULL;
+    en.seed = r->seed, en.state = state;
+    return ast_ledger_append(sweep_dir, &en, e);
+}
+
+static int record(pool *p, const slot *s, ast_run_state state, const ast_ledger_entry *extra)
+{
+    return record_run(p->o->dir, s->run, state, extra, p->e);
+}
+
+int sweep_pool_left(const ast_sweep *s, const char *dir, int count_failed, ast_error *e)
+{
+    ast_ledger *l = ast_ledger_read(dir, e);
+    if (!l) return -1;
+    int n = 0;
+    for (int i = 0; i < s->n_runs; i++) {
+        ast_run_state st;
+        int known = ast_ledger_last(l, s->runs[i].id, &st, NULL);
+        n += !known || (st != AST_RUN_DONE && (count_failed || st != AST_RUN_FAILED));
+    }
+    ast_ledger_free(l);
+    return n;
+}
+
+int sweep_pool_declare(const ast_sweep *s, const char *dir, int *not_done, ast_error *e)
+{
+    ast_ledger *l = ast_ledger_read(dir, e);
+    if (!l) return -1;
+    int rc = 0;
+    *not_done = 0;
+    for (int i = 0; i < s->n_runs && !rc; i++) {
+        ast_run_state last;
+        int known = ast_ledger_last(l, s->runs[i].id, &last, NULL);
+        *not_done += !known || last != AST_RUN_DONE;
+        if (!known) rc = record_run(dir, &s->runs[i], AST_RUN_PENDING, NULL, e);
+    }
+    ast_ledger_free(l);
+    return rc;
 }
 
 /* ---- output --------------------------------------------------------------- */
@@ -312,9 +359,12 @@ static int launch(pool *p)
     return 0;
 }
 
-static void stop_all(pool *p, int sig)
+/* Stops every running run with `sig`; those that end go back to pending
+ * with reason `why`. */
+static void stop_all(pool *p, int sig, const char *why)
 {
     p->stopping = 1;
+    p->stop_why = why;
     for (int i = 0; i < p->n; i++)
         if (p->slots[i].state == SLOT_RUNNING) {
             kill(p->slots[i].pid, sig);
@@ -340,19 +390,23 @@ static int finish(pool *p, slot *s, int status)
     ast_ledger_entry en = {.pid = s->pid, .start = s->start, .end = end, .exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1,
                            .signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0};
     p->running--;
-    ast_run_state state = ok ? AST_RUN_DONE : s->signalled ? AST_RUN_PENDING : AST_RUN_FAILED;
-    s->state = ok ? SLOT_DONE : s->signalled ? SLOT_TODO : SLOT_FAILED;
-    if (!ok) en.reason = s->signalled ? "interrupted" : why;
+    /* Stopped with its work saved: by us, or by a signal of its own (Slurm
+     * signals every process of a job it preempts). Never a failure. */
+    int saved = WIFEXITED(status) && WEXITSTATUS(status) == AST_EXIT_PREEMPTED, back = s->signalled || saved;
+    const char *back_why = s->signalled ? p->stop_why : "preempted";
+    ast_run_state state = ok ? AST_RUN_DONE : back ? AST_RUN_PENDING : AST_RUN_FAILED;
+    s->state = ok ? SLOT_DONE : back ? SLOT_TODO : SLOT_FAILED;
+    if (!ok) en.reason = back ? back_why : why;
     int rc = record(p, s, state, &en);
     ast_claim_release(&s->claim); /* after the ledger says what happened */
     if (ok) p->run_seconds += end - s->start, p->finished_here++;
     char detail[200];
-    snprintf(detail, sizeof detail, "(%s%s%s)", ok ? "" : s->signalled ? "interrupted" : why, ok ? "" : ", ", took);
-    event(p, ok ? "done" : s->signalled ? "stopped" : "FAILED", s, detail);
+    snprintf(detail, sizeof detail, "(%s%s%s)", ok ? "" : back ? back_why : why, ok ? "" : ", ", took);
+    event(p, ok ? "done" : back ? "stopped" : "FAILED", s, detail);
     if (state == AST_RUN_FAILED) print_log_tail(p, s);
     if (state == AST_RUN_FAILED && p->o->fail_fast && !p->stopping) {
         p->failed_fast = 1;
-        stop_all(p, SIGTERM);
+        stop_all(p, STOP_SIGNAL, "interrupted");
     }
     return rc;
 }
@@ -369,8 +423,8 @@ static int reap(pool *p)
 
 /* ---- the loop -------------------------------------------------------------- */
 
-/* Slots from the ledger; runs it has never seen get a pending line. */
-static int init_slots(pool *p, const ast_ledger *l)
+/* Slots from the ledger (where sweep_pool_declare put every run). */
+static void init_slots(pool *p, const ast_ledger *l)
 {
     p->slots = ast_xcalloc((size_t)p->n, sizeof *p->slots);
     for (int i = 0; i < p->n; i++) {
@@ -380,15 +434,32 @@ static int init_slots(pool *p, const ast_ledger *l)
         s->claim.fd = -1;
         int known = ast_ledger_last(l, s->run->id, &last, NULL);
         s->state = known && last == AST_RUN_DONE ? SLOT_DONE : SLOT_TODO;
-        if (!known && record(p, s, AST_RUN_PENDING, NULL) < 0) return -1;
     }
-    return 0;
 }
 
+/* A worker leaves the runs other runners hold to them once it has nothing
+ * of its own left: a Slurm task that waited would hold its allocation idle. */
 static int finished(const pool *p)
 {
     if (p->running) return 0;
-    return p->stopping || count(p, SLOT_TODO) + count(p, SLOT_ELSEWHERE) == 0;
+    return p->stopping || count(p, SLOT_TODO) + (p->o->worker ? 0 : count(p, SLOT_ELSEWHERE)) == 0;
+}
+
+/* The first signal stops the runs at their next step (they write a
+ * checkpoint); another SIGINT kills them, while a later SIGTERM or SIGUSR1
+ * (Slurm's) only repeats the request. */
+static void on_signals(pool *p, int *handled)
+{
+    int first = *handled == 0;
+    *handled = signals_received;
+    p->interrupted = 1;
+    if (!first) {
+        stop_all(p, last_signal == SIGINT ? SIGKILL : STOP_SIGNAL, p->stop_why);
+        return;
+    }
+    stop_all(p, STOP_SIGNAL, first_signal == SIGINT ? "interrupted" : "preempted");
+    fprintf(stderr, "%s%s: the running runs stop after their step, with a checkpoint%s\n", p->tty ? "\r\033[K" : "",
+            strsignal(first_signal), first_signal == SIGINT ? " (again to kill them)" : "");
 }
 
 static sweep_outcome loop(pool *p)
@@ -396,14 +467,10 @@ static sweep_outcome loop(pool *p)
     int error = 0;
     int handled = 0;
     while (!finished(p)) {
-        if (signals_received > handled) {
-            p->interrupted = 1;
-            stop_all(p, ++handled > 1 ? SIGKILL : SIGINT);
-            if (handled == 1) fprintf(stderr, "%sinterrupted: stopping the running runs (again to kill them)\n", p->tty ? "\r\033[K" : "");
-        }
+        if (signals_received > handled) on_signals(p, &handled);
         if (reap(p) < 0 || launch(p) < 0) {
             error = 1;
-            stop_all(p, SIGINT);
+            stop_all(p, STOP_SIGNAL, "interrupted");
         }
         if (p->tty && ast_now() - p->drawn_at > 0.5) progress_line(p);
         nanosleep(&(struct timespec){0, POLL_NS}, NULL);
@@ -414,29 +481,30 @@ static sweep_outcome loop(pool *p)
     return count(p, SLOT_FAILED) ? SWEEP_SOME_FAILED : SWEEP_ALL_DONE;
 }
 
-sweep_outcome sweep_pool_run(ast_sweep *s, const sweep_opts *o, ast_error *e)
+sweep_outcome sweep_pool_run(ast_sweep *s, const sweep_opts *o, sweep_tally *tally, ast_error *e)
 {
-    ast_ledger *l = ast_ledger_read(o->dir, e);
+    int not_done;
+    *tally = (sweep_tally){0};
+    ast_ledger *l = sweep_pool_declare(s, o->dir, &not_done, e) < 0 ? NULL : ast_ledger_read(o->dir, e);
     if (!l) return SWEEP_ERROR;
     pool p = {.sweep = s, .o = o, .n = s->n_runs, .started = ast_wall_clock(), .tty = isatty(STDERR_FILENO), .e = e};
     child_env(&p);
-    int rc = init_slots(&p, l);
+    init_slots(&p, l);
     ast_ledger_free(l);
-    if (rc < 0) {
-        free(p.envp), free(p.slots);
-        return SWEEP_ERROR;
-    }
     int before = count(&p, SLOT_DONE);
     fprintf(stderr, "%s: %d runs (%d done before), %d at a time x %d thread%s, in %s\n", s->name, p.n, before, o->jobs,
             o->threads, o->threads > 1 ? "s" : "", o->dir);
-    struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
+    struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term, old_usr1;
     sigemptyset(&sa.sa_mask);
-    signals_received = 0;
+    signals_received = first_signal = 0;
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGUSR1, &sa, &old_usr1); /* Slurm's warning before a time limit (sbatch --signal=B:USR1@N) */
     sweep_outcome out = loop(&p);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGUSR1, &old_usr1, NULL);
+    *tally = (sweep_tally){.stop_signal = first_signal, .ended = p.finished_here + count(&p, SLOT_FAILED)};
     fprintf(stderr, "%s: %d/%d done (%d here, %d before), %d failed%s; ledger %s/ledger.jsonl\n", s->name,
             count(&p, SLOT_DONE), p.n, p.finished_here, before, count(&p, SLOT_FAILED),
             out == SWEEP_INTERRUPTED ? ", interrupted (run again to continue)" : p.failed_fast ? ", stopped by --fail-fast" : "",

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Configures and builds alphast in BUILD_DIR (default _build) from a clean
 # checkout; extra arguments go to configure (e.g. --enable-sanitizers).
+# Where MPI is installed (pkg-config mpi-c) the build has it, so that
+# make check runs the MPI tests (--without-mpi after it turns it off).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$top/_build}
@@ -14,6 +16,8 @@ if ! [ -x configure ] || [ configure.ac -nt configure ]; then
 fi
 mkdir -p "$build"
 cd "$build"
-"$top/configure" -q "$@" 2>&1 | grep -v "cannot remove 'core'" || true
+mpi=()
+if pkg-config --exists mpi-c 2>/dev/null; then mpi=(--with-mpi); fi
+"$top/configure" -q "${mpi[@]}" "$@" 2>&1 | grep -v "cannot remove 'core'" || true
 make -j"$(nproc)" >/dev/null
 echo "alphast: built in $build"

@@ -2,11 +2,14 @@
 # The CPU benchmark against PyTorch 2 on a machine without alphast's build
 # dependencies (issue 13: the `device` tool's 16-core Xeon with torch 2.11).
 #
-#   scripts/device-bench.sh bundle [BUILD_DIR]
+#   scripts/device-bench.sh bundle [BUILD_DIR] [--cluster]
 #       here: builds bench/bench_model and alphast-run in BUILD_DIR (default
 #       _build) and packs them, the plugins and the shared libraries they
 #       need (OpenBLAS, libyaml, libltdl, cJSON, libhdf5, Lua, ...) into
 #       .device/bundle.tar.xz (git-ignored), the folder to carry.
+#       --cluster adds this machine's Open MPI, Slurm and munge (their
+#       Debian packages' files under root/, relocated there by OPAL_PREFIX,
+#       PATH and LD_LIBRARY_PATH) for the scaling runs of issue 14.
 #   scripts/device-bench.sh run OUT_DIR [THREADS...]
 #       there: for each thread count (default 1 2 4 8 16) times the PyTorch
 #       twin (python3 with torch) and then alphast on the same sizes, side by
@@ -16,11 +19,37 @@
 #   scripts/device-bench.sh sweeps OUT_DIR [JOBSxTHREADS...]
 #       there: runs the quickstart's ablation (scripts/ablation.lua, 12 runs)
 #       once per layout (default 16x1 4x4 1x16) and prints runs per hour.
+#   scripts/device-bench.sh cluster OUT_DIR
+#       there, from a --cluster bundle of an MPI build: one training run at
+#       1, 2, 4, 8 MPI ranks against one 16-thread process
+#       (scripts/mpi-scaling.sh), then the quick ablation's runs per hour,
+#       local executor against Slurm executor on a one-node cluster
+#       (scripts/sweep-throughput.sh), into OUT_DIR/cluster.txt.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 
-collect() { # build-dir
-  local build=$1
+# The files of the Debian packages the scale-out runs need, at their paths
+# under DEST/root, and the libraries they and their dlopened plugins load.
+cluster_packages=(openmpi-bin libopenmpi3 openmpi-common libpmix2 slurm-client slurmctld slurmd
+  slurm-wlm-basic-plugins munge libmunge2 iproute2)
+pack_cluster() { # dest
+  local dest=$1 p f
+  for p in "${cluster_packages[@]}"; do
+    dpkg -L "$p" | grep -vE '/share/(doc|man|lintian|bug)/' | while read -r f; do
+      if [ -f "$f" ]; then install -D -m "$(stat -c %a "$f")" "$f" "$dest/root$f"; fi
+    done
+  done
+  # Debian names the daemons through update-alternatives (slurmctld ->
+  # slurmctld-wlm), links dpkg -L does not list.
+  for f in "$dest"/root/usr/sbin/*-wlm; do ln -sf "${f##*/}" "${f%-wlm}"; done
+  # ldd fails on the scripts and data files among them: only its output counts.
+  { find "$dest/root" -type f \( -name '*.so*' -o -perm -u+x \) -exec ldd {} + 2>/dev/null || true; } |
+    awk '/=> \// { print $3 }' | grep -vE '/(libc|libm|libpthread|libdl|libresolv|ld-linux)[.-]' |
+    sort -u | while read -r lib; do if [ ! -e "$dest/lib/${lib##*/}" ]; then cp -L "$lib" "$dest/lib/"; fi; done
+}
+
+collect() { # build-dir [--cluster]
+  local build=$1 cluster=${2:-}
   make -C "$build" -j"$(nproc)" bench/bench_model alphast-run >/dev/null
   local plugins
   plugins=$(make -s -C "$build" -f - print-plugins <<'EOF'
@@ -42,6 +71,7 @@ EOF
   # Every library but the C library's own, which the other machine has.
   ldd "$bundle/bench_model" "$bundle/alphast-run" | awk '/=> \// { print $3 }' | grep -vE '/(libc|libm|libpthread|libdl|ld-linux)[.-]' |
     sort -u | while read -r lib; do cp -L "$lib" "$bundle/lib/"; done
+  [ "$cluster" = --cluster ] && pack_cluster "$bundle"
   mkdir -p "$top/.git/info" "$top/.device"
   grep -qx '/.device/' "$top/.git/info/exclude" 2>/dev/null || echo '/.device/' >>"$top/.git/info/exclude"
   tar -C "$bundle" -cJf "$top/.device/bundle.tar.xz" .
@@ -55,6 +85,12 @@ unpack() { # sets bundle and the environment
   tar -C "$bundle" -xJf "$top/.device/bundle.tar.xz"
   export LD_LIBRARY_PATH=$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export ALPHAST_PLUGIN_PATH=$bundle/plugins PYTHONUNBUFFERED=1
+  if [ -d "$bundle/root" ]; then # the --cluster runtime, relocated
+    local r=$bundle/root/usr
+    export PATH=$r/bin:$r/sbin:$bundle/root/bin:$bundle/root/sbin:$PATH OPAL_PREFIX=$r
+    export LD_LIBRARY_PATH=$r/lib/x86_64-linux-gnu:$r/lib/x86_64-linux-gnu/openmpi/lib:$r/lib/x86_64-linux-gnu/slurm-wlm:$LD_LIBRARY_PATH
+    export SLURM_PLUGIN_DIR=$r/lib/x86_64-linux-gnu/slurm-wlm
+  fi
 }
 
 sweeps() { # out layouts...
@@ -83,6 +119,20 @@ sweeps() { # out layouts...
   done
 }
 
+cluster() { # out
+  local out=$1 here=$top/device-sweep
+  unpack
+  mkdir -p "$here"
+  cp "$top/scripts/ablation.lua" "$top"/configs/*.yaml "$here/"
+  {
+    echo "== one run over MPI ranks"
+    ALPHAST_RUN=$bundle/alphast-run bash "$top/scripts/mpi-scaling.sh" || echo "mpi-scaling failed"
+    echo "== sweep throughput, local vs Slurm executor"
+    ALPHAST_RUN=$bundle/alphast-run bash "$top/scripts/sweep-throughput.sh" "$here/ablation.lua" ||
+      echo "sweep-throughput failed"
+  } 2>&1 | tee "$out/cluster.txt"
+}
+
 run() { # out threads...
   local out=$1
   shift
@@ -107,8 +157,9 @@ run() { # out threads...
 }
 
 case ${1:-} in
-  bundle) collect "${2:-$top/_build}" ;;
+  bundle) collect "${2:-$top/_build}" "${3:-}" ;;
   run) shift; run "$@" ;;
   sweeps) shift; mkdir -p "$1"; sweeps "$@" ;;
-  *) sed -n '2,20p' "$0" >&2; exit 2 ;;
+  cluster) mkdir -p "$2"; cluster "$2" ;;
+  *) sed -n '2,29p' "$0" >&2; exit 2 ;;
 esac

@@ -9,6 +9,9 @@ packages=(
   clang libclang-rt-14-dev # make fuzz (tests/fuzz): clang and its libFuzzer/sanitizer runtime
   python3-anndata # make check: sample's .h5ad read back by the real anndata (those tests skip without it)
   help2man # the man pages, made from --help (a release tarball ships them made)
+  openmpi-bin libopenmpi-dev # one run over MPI (configure --with-mpi; build.sh turns it on, make check runs mpirun)
+  libdnnl-dev # oneDNN: training.precision: bf16-mixed (optional for configure; CI builds and tests it)
+  slurm-wlm munge iproute2 # make check: tests/test_slurm.sh starts a one-node Slurm (scripts/slurm-local.sh)
 )
 for arg in "$@"; do
   case "$arg" in

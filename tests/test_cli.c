@@ -207,15 +207,18 @@ Test(cli, overrides_fail_with_the_override_s_column)
                              "nothing to delete (it is at its default, 10)\n");
 }
 
-/* The reference's file loads but asks for bf16: train refuses it until
- * precision is float32, and refuses wandb. */
+/* The reference's file loads and asks for bf16, which train takes (where
+ * the machine cannot run it: train_refuses_bf16_where_it_cannot_run);
+ * float16 it refuses, and wandb. */
 Test(cli, train_refuses_keys_it_accepts_but_does_not_implement)
 {
     run_result *r = run("train --cfg --config " ALPHAST_SOURCE_DIR "/tests/data/reference_config.yaml");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    r = run("train --cfg --config " ALPHAST_SOURCE_DIR "/tests/data/reference_config.yaml training.precision=16-mixed");
     cr_assert_eq(r->status, 1);
-    cr_assert_str_eq(r->err, "alphast-run: " ALPHAST_SOURCE_DIR "/tests/data/reference_config.yaml:40:14: "
-                             "training.precision: 'bf16-mixed' is not supported: alphast computes in float32 and has "
-                             "no mixed precision; write training.precision: 32-true or leave it out\n");
+    cr_assert_str_eq(r->err, "alphast-run: override:1:20: training.precision: '16-mixed' is not supported: alphast "
+                             "computes in float32, or with bf16 GEMMs (bf16-mixed); it has no float16 mode: write "
+                             "training.precision: 32-true, bf16-mixed or leave it out\n");
     r = run("train --cfg --config " ALPHAST_SOURCE_DIR "/tests/data/reference_config.yaml training.precision=32-true");
     cr_assert_eq(r->status, 0, "%s", r->err);
     r = run("train --config " TINY " logging.logger=wandb");
@@ -224,8 +227,31 @@ Test(cli, train_refuses_keys_it_accepts_but_does_not_implement)
                              "loggers: every metric goes to the run's metrics.jsonl; leave logging.logger out\n");
     r = run("train --config " TINY " distributed.num_nodes=2");
     cr_assert_eq(r->status, 1);
-    assert_has(r->err, "override:1:23: distributed.num_nodes: '2' is not supported: distributed training is not "
-                       "supported yet");
+    assert_has(r->err, "override:1:23: distributed.num_nodes: '2' is not supported: alphast does not read "
+                       "Lightning's distributed settings: one run over several processes is mpirun -np R");
+}
+
+/* bf16-mixed on a machine that cannot run it: here a CPU held below
+ * AVX512-BF16 (ONEDNN_MAX_CPU_ISA), or a build without oneDNN. The run
+ * stops before training, at the value, saying why and what to write. */
+Test(cli, train_refuses_bf16_where_it_cannot_run)
+{
+    setenv("ONEDNN_MAX_CPU_ISA", "AVX512_CORE", 1);
+    char out[64] = "/tmp/alphast-cli-bf16-XXXXXX", args[512];
+    cr_assert_not_null(mkdtemp(out));
+    snprintf(args, sizeof args, "train --config " TINY " --out %s training.precision=bf16-mixed", out);
+    run_result *r = run(args);
+    cr_assert_eq(r->status, 1);
+    assert_has(r->err, "alphast-run: override:1:20: training.precision: 'bf16-mixed' cannot run here: ");
+#if AST_HAVE_ONEDNN
+    assert_has(r->err, "this CPU has neither AVX512-BF16 nor AMX");
+#else
+    assert_has(r->err, "this alphast was built without oneDNN (install it with apt-get install libdnnl-dev");
+#endif
+    assert_has(r->err, "; train in float32 with training.precision: 32-true\n");
+    snprintf(args, sizeof args, "%s/metrics.jsonl", out);
+    cr_assert_neq(access(args, F_OK), 0, "a refused run wrote metrics");
+    rmdir(out);
 }
 
 Test(cli, params_takes_overrides)

@@ -1,10 +1,12 @@
-/* The step context: arena reuse and growth, gradient accumulation on the
- * tape, named losses and published statistics. */
+/* The step context: arena reuse and growth, spans handed back and reused,
+ * gradient accumulation on the tape and gradients handed back once the
+ * tape is done with them, named losses and published statistics. */
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/arena.h"
 #include "gradcheck.h"
 
 #define MIB ((size_t)1 << 20)
@@ -56,6 +58,176 @@ Test(ctx, outgrown_arena_becomes_one_chunk_after_reset)
     cr_assert_eq(ast_ctx_arena_used(c), 0);
     cr_assert(allocs_contiguous(c, blk, N, 8 * MIB), "after reset the whole step fits one chunk");
     cr_assert_eq(ast_ctx_arena_peak(c), N * 8 * MIB);
+    ast_ctx_free(c);
+}
+
+/* ---- spans handed back to the arena during a step ------------------------ */
+
+/* Between spans, so they neither merge nor end where the carving stops. */
+static void *fence(ast_arena *a) { return ast_arena_take(a, 64); }
+
+Test(ctx, a_span_handed_back_is_reused_best_fit)
+{
+    ast_arena a;
+    ast_arena_init(&a, ast_backend_cpu());
+    unsigned char *big = ast_arena_take(&a, 3 * MIB);
+    fence(&a);
+    unsigned char *small = ast_arena_take(&a, MIB);
+    fence(&a);
+    ast_arena_give_back(&a, big, 3 * MIB);
+    ast_arena_give_back(&a, small, MIB);
+    size_t used = a.used;
+    cr_assert_eq(ast_arena_take(&a, MIB), small, "the smallest span that fits comes first");
+    cr_assert_eq(ast_arena_take(&a, MIB), big, "then the bigger one, from its start");
+    cr_assert_eq(ast_arena_take(&a, 2 * MIB), big + MIB, "then the rest of it");
+    cr_assert_eq(a.used, used, "nothing new was carved");
+    cr_assert_eq(a.n_spare, 0);
+    ast_arena_free(&a);
+}
+
+Test(ctx, neighbouring_spans_merge)
+{
+    ast_arena a;
+    ast_arena_init(&a, ast_backend_cpu());
+    unsigned char *p = ast_arena_take(&a, MIB), *q = ast_arena_take(&a, MIB), *r = ast_arena_take(&a, MIB);
+    fence(&a);
+    ast_arena_give_back(&a, p, MIB);
+    ast_arena_give_back(&a, r, MIB);
+    cr_assert_eq(a.n_spare, 2);
+    ast_arena_give_back(&a, q, MIB); /* joins both */
+    cr_assert_eq(a.n_spare, 1);
+    cr_assert_eq(ast_arena_take(&a, 3 * MIB), p, "three neighbours make one span");
+    ast_arena_free(&a);
+}
+
+Test(ctx, a_span_where_the_carving_stops_goes_back_to_the_chunk)
+{
+    ast_arena a;
+    ast_arena_init(&a, ast_backend_cpu());
+    fence(&a);
+    size_t before = a.used;
+    unsigned char *p = ast_arena_take(&a, MIB), *q = ast_arena_take(&a, MIB);
+    ast_arena_give_back(&a, p, MIB);
+    cr_assert_eq(a.n_spare, 1);
+    ast_arena_give_back(&a, q, MIB); /* q ends the carving, and then so does p */
+    cr_assert_eq(a.n_spare, 0, "both went back to the chunk");
+    cr_assert_eq(a.used, before);
+    cr_assert_eq(a.peak, before + 2 * MIB, "the peak remembers them");
+    cr_assert_eq(ast_arena_take(&a, 2 * MIB), p, "a bigger request gets the memory");
+    ast_arena_free(&a);
+}
+
+Test(ctx, reset_forgets_the_spans)
+{
+    ast_arena a;
+    ast_arena_init(&a, ast_backend_cpu());
+    unsigned char *p = ast_arena_take(&a, MIB);
+    fence(&a);
+    ast_arena_give_back(&a, p, MIB);
+    ast_arena_reset(&a);
+    cr_assert_eq(a.n_spare, 0);
+    cr_assert_eq(ast_arena_take(&a, 64), p, "the step starts at the chunk's base");
+    cr_assert_eq(ast_arena_take(&a, MIB), p + 64, "not in the forgotten span");
+    ast_arena_free(&a);
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+/* ASan poisons a span handed back: reading it is reported (and ends the
+ * test's process with ASan's exit status 1). */
+Test(ctx, reading_a_span_handed_back_is_caught_by_asan, .exit_code = 1)
+{
+    ast_arena a;
+    ast_arena_init(&a, ast_backend_cpu());
+    volatile float *p = ast_arena_take(&a, MIB);
+    fence(&a);
+    ast_arena_give_back(&a, (void *)p, MIB);
+    float v = p[7];
+    cr_log_error("read %g from a span handed back without a report", (double)v);
+    ast_arena_free(&a);
+}
+#endif
+
+/* ---- gradients handed back by the backward pass ------------------------------- */
+
+enum { CHAIN = 16 };
+
+/* y_16 = s^16 x through 16 affine nodes of 1 MiB each: once a node's
+ * backward has run, its output's gradient is reused, so the backward
+ * holds two gradients at a time instead of all 16. */
+Test(ctx, backward_reuses_the_memory_of_finished_gradients)
+{
+    const float s = 1.0001f;
+    ast_params *p = ast_params_new(1);
+    ast_tensor *x = gc_input(p, "x", 1, (int64_t[]){MIB / sizeof(float)}, 1.0f);
+    ast_ctx *c = ast_ctx_new(0);
+    ast_tensor *y[CHAIN + 1] = {x};
+    for (int k = 1; k <= CHAIN; k++) y[k] = ast_affine(c, y[k - 1], s, 0.0f);
+    size_t forward = ast_ctx_arena_used(c);
+    ast_backward(c, ast_sum(c, y[CHAIN]));
+    size_t peak = ast_ctx_arena_peak(c);
+    cr_assert_lt(peak, forward + 3 * MIB, "peak %zu MiB over a forward of %zu MiB", peak / MIB, forward / MIB);
+    float want = 1.0f;
+    for (int k = 0; k < CHAIN; k++) want *= s; /* the backward's products, in its order */
+    for (int64_t i = 0; i < x->size; i += 4099) cr_assert_eq(x->grad[i], want, "dx[%lld]", (long long)i);
+    for (int k = 1; k <= CHAIN; k++) cr_assert_null(y[k]->grad, "y%d keeps its gradient", k);
+    ast_ctx_free(c);
+    ast_params_free(p);
+}
+
+/* out += k a, the gradient flowing through: MoE's combine nodes add into
+ * one output like this. */
+static void add_into_backward(ast_ctx *c, const ast_node *n)
+{
+    float *g = ast_grad(c, n->in[0]);
+    for (int64_t i = 0; g && i < n->out->size; i++) g[i] += n->farg[0] * n->out->grad[i];
+}
+
+static void add_into(ast_ctx *c, ast_tensor *out, ast_tensor *a, float k)
+{
+    for (int64_t i = 0; i < out->size; i++) out->data[i] += k * a->data[i];
+    ast_record(c, &(ast_node){.op = "add_into", .backward = add_into_backward, .out = out, .in = {a}, .n_in = 1,
+                              .farg = {k}});
+}
+
+/* The output's gradient is handed back only after the earliest of the
+ * nodes that write it; handed back after the latest, a would get none. */
+Test(ctx, nodes_adding_into_one_output_all_get_its_gradient)
+{
+    ast_params *p = ast_params_new(2);
+    ast_tensor *a = gc_input(p, "a", 1, (int64_t[]){4}, 1.0f), *b = gc_input(p, "b", 1, (int64_t[]){4}, 1.0f);
+    ast_ctx *c = ast_ctx_new(0);
+    ast_tensor *out = ast_zeros(c, 1, (int64_t[]){4});
+    add_into(c, out, a, 1.0f);
+    add_into(c, out, b, 2.0f);
+    ast_backward(c, ast_sum(c, out));
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(a->grad[i], 1.0f, "da[%d] = %g", i, a->grad[i]);
+        cr_assert_eq(b->grad[i], 2.0f, "db[%d] = %g", i, b->grad[i]);
+    }
+    ast_ctx_free(c);
+    ast_params_free(p);
+}
+
+/* t *= 2 in place: the node's output is its input, whose gradient the
+ * backward turns into the gradient of t before the op. */
+static void double_in_place_backward(ast_ctx *c, const ast_node *n)
+{
+    for (int64_t i = 0; i < n->out->size; i++) n->out->grad[i] *= 2.0f;
+}
+
+/* A leaf of the step written in place keeps its gradient: the in-place
+ * node is not where it first appears. */
+Test(ctx, an_op_writing_into_its_input_leaves_the_gradient)
+{
+    ast_ctx *c = ast_ctx_new(0);
+    ast_tensor *t = ast_tensor_from(c, 1, (int64_t[]){3}, (float[]){1, 2, 3});
+    t->flags |= AST_REQUIRES_GRAD;
+    for (int i = 0; i < 3; i++) t->data[i] *= 2.0f;
+    ast_record(c, &(ast_node){.op = "double_in_place", .backward = double_in_place_backward, .out = t, .in = {t},
+                              .n_in = 1});
+    ast_backward(c, ast_sum(c, t));
+    cr_assert_not_null(t->grad, "the leaf's gradient was handed back");
+    for (int i = 0; i < 3; i++) cr_assert_eq(t->grad[i], 2.0f, "dt[%d] = %g", i, t->grad[i]);
     ast_ctx_free(c);
 }
 
@@ -149,13 +321,29 @@ Test(ctx, published_stats_are_copied_and_last_one_step)
     ast_ctx_free(c);
 }
 
+/* The numbers of `op`'s row of the profile table. */
+typedef struct profile_row {
+    double calls, forward_ms, backward_ms, share, fwd_mb, bwd_mb;
+} profile_row;
+
+static int profile_row_of(const char *table, const char *op, profile_row *r)
+{
+    char head[32];
+    snprintf(head, sizeof head, "\n%s ", op);
+    const char *line = strstr(table, head);
+    return line && sscanf(line + strlen(head), "%lf %lf %lf %lf%% %lf %lf", &r->calls, &r->forward_ms, &r->backward_ms,
+                          &r->share, &r->fwd_mb, &r->bwd_mb) == 6;
+}
+
 /* ALPHAST_PROFILE=1: the table printed when the context is freed names the
- * ops of the steps with their forward and backward times. */
+ * ops of the steps with their forward and backward times and the arena
+ * megabytes each asks for: gelu's output and the Phi its backward keeps
+ * (1 MiB each) and, in its backward, its input's gradient (1 MiB). */
 Test(ctx, profile_prints_a_table_of_the_steps_ops, .init = cr_redirect_stderr)
 {
     setenv("ALPHAST_PROFILE", "1", 1);
     ast_params *p = ast_params_new(1);
-    ast_tensor *x = gc_input(p, "x", 2, (int64_t[]){8, 16}, 1.0f);
+    ast_tensor *x = gc_input(p, "x", 2, (int64_t[]){256, 1024}, 1.0f);
     ast_ctx *c = ast_ctx_new(0);
     unsetenv("ALPHAST_PROFILE");
     for (int step = 0; step < 3; step++) {
@@ -168,7 +356,15 @@ Test(ctx, profile_prints_a_table_of_the_steps_ops, .init = cr_redirect_stderr)
     char out[4096] = {0};
     fread(out, 1, sizeof out - 1, cr_get_redirected_stderr());
     cr_assert(strstr(out, "alphast profile: 3 steps"), "got: %s", out);
-    cr_assert(strstr(out, "\ngelu ") && strstr(out, "\nrelu ") && strstr(out, "\nsum "), "got: %s", out);
+    profile_row gelu, relu, sum;
+    cr_assert(profile_row_of(out, "gelu", &gelu) && profile_row_of(out, "relu", &relu) &&
+              profile_row_of(out, "sum", &sum), "got: %s", out);
+    cr_assert(gelu.fwd_mb == 2.0 && gelu.bwd_mb == 1.0, "gelu asks %g MB forward, %g MB backward", gelu.fwd_mb,
+              gelu.bwd_mb);
+    cr_assert_eq(relu.bwd_mb, 0.0, "x's gradient is the parameter's, not the arena's");
+    double peak = 0.0;
+    cr_assert(sscanf(strstr(out, "\narena peak ") + 12, "%lf", &peak) == 1 && peak >= 5.0 && peak < 6.0,
+              "two activations, Phi and two gradients of 1 MiB: got: %s", out);
 }
 
 Test(ctx, no_profile_without_the_variable, .init = cr_redirect_stderr)

@@ -82,12 +82,13 @@ Test(moe_combine, gradients_to_both_experts_and_the_weights)
     ast_params_free(p);
 }
 
-/* Enough rows for the host's threads (2,000 x 64): once with every token
- * and weight distinct (rows split over threads) and once with each token
- * twice (rows kept on one thread), against a direct double loop, forward
- * and both gradients. Sums of <= 2 terms (forward) and 64 products
- * (weight gradient, ~1e-5 of its magnitude). */
-static void check_many_rows(int repeat_tokens)
+/* Enough rows for the host's threads (2,000 x 64): with every token and
+ * weight distinct, with each token twice (as top-2 routing gives: the
+ * forward goes by token, so a token's rows add on one thread) and with each
+ * weight row twice (the backward's rows then stay on one thread), against a
+ * direct double loop, forward and both gradients. Sums of <= 2 terms
+ * (forward) and up to 128 products (weight gradient, ~1e-5 of its magnitude). */
+static void check_many_rows(int repeat_tokens, int repeat_weights)
 {
     enum { ROWS = 2000, DD = 64 };
     int64_t tokens = repeat_tokens ? ROWS / 2 : ROWS;
@@ -96,7 +97,8 @@ static void check_many_rows(int repeat_tokens)
     ast_tensor *y = gc_input(p, "y", 2, (int64_t[]){ROWS, DD}, 1.0f);
     ast_tensor *w = gc_input(p, "w", 2, (int64_t[]){ROWS, 1}, 1.0f);
     int32_t *token = malloc(ROWS * sizeof *token), *weight = malloc(ROWS * sizeof *weight);
-    for (int i = 0; i < ROWS; i++) token[i] = (int32_t)((i * 7919) % tokens), weight[i] = (int32_t)((i * 31) % ROWS);
+    int64_t weights = repeat_weights ? ROWS / 2 : ROWS;
+    for (int i = 0; i < ROWS; i++) token[i] = (int32_t)((i * 7919) % tokens), weight[i] = (int32_t)((i * 31) % weights);
     ast_ctx *c = ast_ctx_new(0);
     ast_tensor *out = h->ops->zeros(c, 2, (int64_t[]){tokens, DD});
     moe_combine(c, out, y, w, token, weight);
@@ -107,19 +109,19 @@ static void check_many_rows(int repeat_tokens)
     for (int i = 0; i < ROWS; i++)
         for (int k = 0; k < DD; k++) want[token[i] * DD + k] += (double)w->data[weight[i]] * y->data[i * DD + k];
     for (int64_t i = 0; i < tokens * DD; i++) cr_assert_float_eq(out->data[i], want[i], 1e-5, "out %lld", (long long)i);
-    for (int i = 0; i < ROWS; i++) {
-        double gw = 0.0;
+    double *want_gw = calloc(ROWS, sizeof *want_gw);
+    for (int i = 0; i < ROWS; i++)
         for (int k = 0; k < DD; k++) {
             double g = (double)w->data[weight[i]] * r->data[token[i] * DD + k];
             cr_assert_float_eq(y->grad[i * DD + k], g, 1e-5, "dy[%d, %d]", i, k);
-            gw += (double)r->data[token[i] * DD + k] * y->data[i * DD + k];
+            want_gw[weight[i]] += (double)r->data[token[i] * DD + k] * y->data[i * DD + k];
         }
-        cr_assert_float_eq(w->grad[weight[i]], gw, 1e-4, "dw[%d]", weight[i]);
-    }
-    free(want), free(token), free(weight);
+    for (int j = 0; j < ROWS; j++) cr_assert_float_eq(w->grad[j], want_gw[j], 1e-4, "dw[%d]", j);
+    free(want), free(want_gw), free(token), free(weight);
     ast_ctx_free(c);
     ast_params_free(p);
 }
 
-Test(moe_combine, many_distinct_rows_split_over_threads) { check_many_rows(0); }
-Test(moe_combine, many_rows_sharing_tokens_stay_correct) { check_many_rows(1); }
+Test(moe_combine, many_distinct_rows_split_over_threads) { check_many_rows(0, 0); }
+Test(moe_combine, many_rows_sharing_tokens_stay_correct) { check_many_rows(1, 0); }
+Test(moe_combine, many_rows_sharing_weights_stay_correct) { check_many_rows(0, 1); }

@@ -376,20 +376,23 @@ Test(ops_elementwise, dropout_masks_follow_the_seed)
 }
 
 /* With x = 1 the gradient of sum(y) is the mask times the scale, i.e. y
- * itself; RNG draws between forward and backward must not change it. */
-Test(ops_elementwise, dropout_backward_uses_the_saved_mask)
+ * itself: the backward hashes the forward's mask again from its key, and
+ * RNG draws between forward and backward must not change it. 100,000
+ * elements: both passes split over the thread pool. */
+Test(ops_elementwise, dropout_backward_uses_the_forwards_mask)
 {
+    enum { N = 100000 };
     ast_params *p = ast_params_new(6);
     ast_scope *s = ast_scope_new(p, "");
-    ast_tensor *x = ast_param(s, "x", 1, (int64_t[]){300}, AST_INIT_ONE, 0.0f);
+    ast_tensor *x = ast_param(s, "x", 1, (int64_t[]){N}, AST_INIT_ONE, 0.0f);
     ast_ctx *c = ast_ctx_new(3);
     ast_ctx_set_training(c, 1);
     ast_tensor *y = ast_dropout(c, x, 0.3f);
     for (int i = 0; i < 10; i++) next_draw(c);
-    float *seed = ast_alloc(c, 300 * sizeof(float));
-    for (int i = 0; i < 300; i++) seed[i] = 1.0f;
+    float *seed = ast_alloc(c, N * sizeof(float));
+    for (int i = 0; i < N; i++) seed[i] = 1.0f;
     ast_backward_seed(c, y, seed);
-    for (int i = 0; i < 300; i++) cr_assert_eq(x->grad[i], y->data[i], "x.grad[%d]", i);
+    for (int i = 0; i < N; i++) cr_assert_eq(x->grad[i], y->data[i], "x.grad[%d]", i);
     ast_ctx_free(c);
     ast_params_free(p);
 }

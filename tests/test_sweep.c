@@ -777,7 +777,9 @@ Test(sweep, ctrl_c_stops_the_runs_and_puts_them_back_to_pending, .timeout = 90)
     snprintf(path, sizeof path, "%s/ledger.jsonl", dir);
     char *text = slurp(path);
     assert_has(text, "\"state\":\"pending\",\"dir\":\"runs/c_long-");
-    assert_has(text, "\"signal\":2,\"reason\":\"interrupted\"}");
+    /* It stopped at a step with a checkpoint (exit 75), or was killed by the
+     * SIGTERM that asked it to, between training and evaluation. */
+    assert_has(text, "\"reason\":\"interrupted\"}");
     snprintf(path, sizeof path, "%s/claims/%s.claim", dir, s->runs[2].id);
     cr_assert(access(path, F_OK), "its claim is released");
     free(text);

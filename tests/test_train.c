@@ -2,6 +2,7 @@
  * the non-finite stop, and the run directory. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,12 +34,13 @@ static void fixture_open(fixture *f, int epochs)
     train_setup_open(f, tiny_yaml, overrides);
 }
 
-/* Trains in dir (resuming if it holds a checkpoint); returns this
- * process's step losses, malloc'd, and their count. */
-static double *train_in(const char *dir, int epochs, int64_t *n, ast_train_result *r)
+/* Trains in dir (resuming if it holds a checkpoint) with `schedule` (may
+ * be NULL); returns this process's step losses, malloc'd, and their count. */
+static double *train_scheduled_in(const char *dir, int epochs, ast_schedule_fn schedule, int64_t *n, ast_train_result *r)
 {
     fixture f;
     fixture_open(&f, epochs);
+    f.tc.schedule = schedule;
     ast_error e = {""};
     ast_model *m = ast_model_new(&f.mc, f.tc.seed, &e);
     cr_assert(m, "%s", e.msg);
@@ -53,6 +55,11 @@ static double *train_in(const char *dir, int epochs, int64_t *n, ast_train_resul
     ast_model_free(m);
     train_setup_close(&f);
     return losses;
+}
+
+static double *train_in(const char *dir, int epochs, int64_t *n, ast_train_result *r)
+{
+    return train_scheduled_in(dir, epochs, NULL, n, r);
 }
 
 Test(train, resumed_run_repeats_the_uninterrupted_losses_exactly, .timeout = 60)
@@ -73,6 +80,58 @@ Test(train, resumed_run_repeats_the_uninterrupted_losses_exactly, .timeout = 60)
     for (int i = 0; i < 6; i++) cr_assert_eq(rest[i], full[6 + i], "step %d: %.9g vs %.9g", 7 + i, rest[i], full[6 + i]);
     cr_assert_eq(r.steps, 12);
     free(full), free(first), free(rest);
+}
+
+/* A "schedule" that delivers SIGUSR1 as step 5 begins, as Slurm's warning
+ * would arrive in the middle of an epoch (train/train_stop.h). */
+static int signal_at_step_5(void *ud, int64_t step, int epoch, ast_schedule_values *v, ast_error *e)
+{
+    if (step == 4) raise(SIGUSR1);
+    return 0;
+}
+
+/* metrics.jsonl without the wall-clock times. */
+static char *metrics_untimed(const char *dir)
+{
+    char path[256], line[1024], *text = NULL;
+    size_t len = 0;
+    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    FILE *in = fopen(path, "r"), *out = open_memstream(&text, &len);
+    cr_assert(in, "%s missing", path);
+    while (fgets(line, sizeof line, in)) {
+        char *t = strstr(line, "\"time\":"), *comma = t ? strchr(t, ',') : NULL;
+        if (comma) memmove(t, comma + 1, strlen(comma + 1) + 1);
+        fputs(line, out);
+    }
+    fclose(in), fclose(out);
+    return text;
+}
+
+Test(train, a_signal_stops_mid_epoch_and_the_resumed_run_repeats_the_losses, .timeout = 60)
+{
+    /* The step under way finishes (step 5 of 12, the 2nd of epoch 2's 3),
+     * the checkpoint keeps the epoch's position and loss so far, and the
+     * resumed run's steps, epoch means and validation match bit for bit. */
+    int64_t n_full, n_first, n_rest;
+    ast_train_result r;
+    char *full_dir = train_tmp_dir("train"), *dir = train_tmp_dir("train");
+    double *full = train_in(full_dir, 4, &n_full, &r);
+    double *first = train_scheduled_in(dir, 4, signal_at_step_5, &n_first, &r);
+    cr_assert_str_eq(r.stop_reason, "signal");
+    cr_assert_eq(r.stop_signal, SIGUSR1);
+    cr_assert_eq(n_first, 5, "the step under way ends, no other starts");
+    cr_assert_eq(r.steps, 5);
+    struct sigaction now;
+    sigaction(SIGUSR1, NULL, &now);
+    cr_assert(now.sa_handler == SIG_DFL, "the handler is gone after the run");
+    double *rest = train_in(dir, 4, &n_rest, &r);
+    cr_assert_str_eq(r.stop_reason, "epochs");
+    cr_assert_eq(n_rest, 7, "the resumed run continues at step 6");
+    for (int i = 0; i < 5; i++) cr_assert_eq(first[i], full[i], "step %d", i + 1);
+    for (int i = 0; i < 7; i++) cr_assert_eq(rest[i], full[5 + i], "step %d: %.9g vs %.9g", 6 + i, rest[i], full[5 + i]);
+    char *a = metrics_untimed(full_dir), *b = metrics_untimed(dir);
+    cr_assert_str_eq(b, a, "metrics.jsonl (epoch means, validation) of the stopped and resumed run differs");
+    free(a), free(b), free(full), free(first), free(rest);
 }
 
 Test(train, run_directory_holds_the_logs_and_a_loadable_checkpoint, .timeout = 60)
@@ -469,7 +528,9 @@ Test(train, checkpoint_metadata_out_of_range_is_refused_naming_the_field, .timeo
         {"epoch", "1e300", "integer in 0..2147483646"},
         {"epoch", "-1", "integer in 0.."},
         {"step", "nan", "'step' is 'nan'"},
-        {"step", "0", "integer in 1..2147483647"}, /* fewer steps than epochs */
+        {"step", "0", "integer in 1..4294967294"}, /* fewer steps than epochs; at most 2^31 - 1 per epoch and the one under way */
+        {"epoch_step", "3", "integer in 0..2"},  /* a whole epoch is no longer under way */
+        {"epoch_loss_sum", "inf", "'epoch_loss_sum' is 'inf'"},
         {"optimizer_step", "4", "integer in 3..3"},
         {"best_epoch", "3", "integer in -1..0"},
         {"bad_epochs", "1", "integer in 0..0"},

@@ -6,6 +6,13 @@ EXTRA_DIST += tests/lsan.supp
 TESTS += tests/check_layers.sh
 EXTRA_DIST += tests/check_layers.sh core/LAYERS
 
+# The grouped expert GEMM (issue 13 item 3): an engine op, so its test links
+# the engine library alone, as the other op tests (core/engine/engine.mk).
+check_PROGRAMS += tests/test_ops_grouped
+tests_test_ops_grouped_SOURCES = tests/test_ops_grouped.c
+tests_test_ops_grouped_CFLAGS = $(TEST_CC)
+tests_test_ops_grouped_LDADD = $(ENGINE_TEST_LIBS)
+
 # The progress bar's width on narrow terminals (core/base/progress.c).
 check_PROGRAMS += tests/test_progress
 tests_test_progress_SOURCES = tests/test_progress.c
@@ -34,3 +41,38 @@ EXTRA_DIST += tests/data/anndata/README.md tests/data/anndata/make.py tests/data
 	tests/data/anndata/obsm_dataframe.h5ad tests/data/anndata/lzf.h5ad tests/data/anndata/nan_category.h5ad \
 	tests/data/anndata/obs_columns.h5ad tests/data/anndata/scanpy_state.h5ad tests/data/anndata/x_without_indptr.h5ad \
 	tests/data/anndata/var_index_missing.h5ad tests/data/anndata/anndata_0.7.h5ad tests/data/anndata/anndata_0.7.0.h5ad
+
+# The bf16 mode (training.precision: bf16-mixed): a training run's losses
+# against float32's (skips without oneDNN or AVX512-BF16 / AMX; the GEMM
+# and op tests are tests/test_bf16, with the engine's).
+check_PROGRAMS += tests/test_train_bf16
+tests_test_train_bf16_SOURCES = tests/test_train_bf16.c tests/train_fixture.c tests/train_fixture.h
+tests_test_train_bf16_CFLAGS = $(TEST_CC)
+tests_test_train_bf16_LDADD = $(TEST_LIBS)
+
+# One run over MPI (docs/cluster.md): the real mpirun's two ranks against
+# one process, ZeRO-1 against replicated state, kill and resume. Only with
+# configure --with-mpi; test_mpi_parts, the pieces that need no MPI, always.
+check_PROGRAMS += tests/test_mpi_parts
+tests_test_mpi_parts_SOURCES = tests/test_mpi_parts.c
+tests_test_mpi_parts_CFLAGS = $(TEST_CC)
+tests_test_mpi_parts_LDADD = $(TEST_LIBS)
+if HAVE_MPI
+check_PROGRAMS += tests/test_mpi
+tests_test_mpi_SOURCES = tests/test_mpi.c
+tests_test_mpi_CFLAGS = $(TEST_CC) $(CJSON_CFLAGS) -DALPHAST_MPIRUN='"$(MPIRUN)"'
+tests_test_mpi_LDADD = $(TEST_LIBS) $(CJSON_LIBS)
+endif
+
+# Sweeps on Slurm (docs/cluster.md): the executor's options, batch script,
+# --status and a warned worker without Slurm (test_slurm); then a one-node
+# cluster of the real daemons (scripts/slurm-local.sh) runs the quick
+# ablation to the local executor's report and a preempted sweep to the
+# uninterrupted losses (test_slurm.sh; skips, 77, unless root with slurm-wlm
+# and munge).
+check_PROGRAMS += tests/test_slurm
+tests_test_slurm_SOURCES = tests/test_slurm.c
+tests_test_slurm_CFLAGS = $(TEST_CC)
+tests_test_slurm_LDADD = $(TEST_LIBS)
+TESTS += tests/test_slurm.sh
+EXTRA_DIST += tests/test_slurm.sh scripts/slurm-local.sh tests/data/sweeps/slurm.lua tests/data/sweeps/slurm_preempt.lua

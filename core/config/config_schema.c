@@ -74,6 +74,8 @@ static const cfg_key schema[] = {
     BOOL("training.amsgrad", "true"),                        /* alphast: the reference hard-codes AMSGrad */
     INT("training.val_sets", "16", CFG_POSITIVE),            /* alphast: fixed validation sets */
     INT("training.val_t_points", "4", CFG_POSITIVE),         /* alphast: fixed grid of diffusion times for validation */
+    /* alphast: under mpirun, the AdamW state split over the ranks (ZeRO-1) or whole on each */
+    ENUM("training.optimizer_sharding", "zero1", "zero1|replicated"),
     MAP("training.scheduler"), /* absent: constant learning rate */
     ENUM("training.scheduler.type", "cosine", "cosine"),
     INT("training.scheduler.T_max", "100", CFG_POSITIVE),

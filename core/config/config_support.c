@@ -8,16 +8,17 @@
 
 typedef struct unsupported {
     const char *path; /* a key, or every key below a prefix that ends in '.' */
-    const char *also; /* a value accepted besides the default, or NULL */
+    const char *also; /* values accepted besides the default ("a|b"), or NULL */
     const char *fix;
 } unsupported;
 
 static const unsupported table[] = {
-    {"training.precision", "32",
-     "alphast computes in float32 and has no mixed precision; write training.precision: 32-true or leave it out"},
+    {"training.precision", "32|bf16-mixed",
+     "alphast computes in float32, or with bf16 GEMMs (bf16-mixed); it has no float16 mode: write "
+     "training.precision: 32-true, bf16-mixed or leave it out"},
     {"distributed.", NULL,
-     "distributed training is not supported yet (alphast trains in one process; MPI is planned); leave "
-     "distributed.* at its defaults or out, and run several trainings at once with alphast-run sweep --jobs"},
+     "alphast does not read Lightning's distributed settings: one run over several processes is mpirun -np R "
+     "alphast-run train (built --with-mpi, docs/cluster.md); leave distributed.* at its defaults or out"},
     {"logging.logger", NULL,
      "alphast has no loggers: every metric goes to the run's metrics.jsonl; leave logging.logger out"},
     {"logging.", NULL,
@@ -35,12 +36,22 @@ static const unsupported *rule_of(const char *path)
     return NULL;
 }
 
+/* Is the scalar n one of the '|'-separated values? */
+static int accepted(const ast_cfg_node *n, const char *values)
+{
+    if (n->kind != AST_CFG_SCALAR) return 0;
+    size_t len = strlen(n->value);
+    for (const char *p = values; p; p = strchr(p, '|'), p = p ? p + 1 : NULL)
+        if (!strncmp(p, n->value, len) && (p[len] == '|' || p[len] == 0)) return 1;
+    return 0;
+}
+
 /* The written nodes in file order: the first that asks for what is not supported. */
 static int check(const ast_cfg_node *n, ast_error *e)
 {
     const cfg_key *k = cfg_schema_find(n->path);
     const unsupported *r = k && k->type != CFG_MAP ? rule_of(n->path) : NULL;
-    int also = r && r->also && n->kind == AST_CFG_SCALAR && !strcmp(n->value, r->also);
+    int also = r && r->also && accepted(n, r->also);
     if (r && !also && !cfg_is_default(n, k)) {
         char got[256];
         ast_cfg_fail(e, n->file, n->line, n->col, n->path, "%s is not supported: %s",

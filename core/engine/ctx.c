@@ -1,33 +1,26 @@
-/* The step context: an arena for activations, the autograd tape, the RNG,
- * and what plugins published during the step (extra losses, statistics).
- * Everything allocated here dies at ast_ctx_reset, so a training step
- * costs no malloc/free once the arena has grown to the step's size. */
+/* The step context: an arena for activations (arena.c), the autograd
+ * tape, the RNG, and what plugins published during the step (extra losses,
+ * statistics). Everything allocated here dies at ast_ctx_reset; the
+ * backward pass hands each gradient back to the arena as soon as the tape
+ * is done with it, so gradients reuse each other's memory. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/crash.h"
-#include "engine/backend.h"
+#include "engine/arena.h"
 #include "engine/profile.h"
 
-#define ARENA_ALIGN 64
-#define ARENA_MIN_CHUNK ((size_t)16 << 20)
 #define MAX_LOSSES 64
 #define MAX_SCHEDULED 16
 
-typedef struct chunk {
-    struct chunk *prev;
-    size_t cap, used;
-    unsigned char *base;
-} chunk;
-
 struct ast_ctx {
-    const ast_backend *backend; /* owns the arena's buffers and runs the ops */
-    chunk *top;
-    size_t used, peak;
+    ast_arena arena; /* on the backend's buffers; the backend also runs the ops */
     ast_node *tape;
     size_t tape_n, tape_cap;
+    unsigned char *frees_grad; /* [tape_cap]: see frees_grad_pass */
     ast_rng rng;
     int training, grad_enabled;
+    ast_precision precision; /* of linear, matmul and bmm (ops_linalg.c) */
     const char *loss_names[MAX_LOSSES];
     ast_tensor *losses[MAX_LOSSES];
     int n_losses;
@@ -41,97 +34,56 @@ struct ast_ctx {
     ast_profile *profile; /* ALPHAST_PROFILE=1, else NULL */
 };
 
-static chunk *chunk_new(const ast_backend *b, size_t cap, chunk *prev)
-{
-    chunk *k = ast_xmalloc(sizeof *k);
-    k->prev = prev;
-    k->cap = cap;
-    k->used = 0;
-    k->base = b->buffer_alloc(b, cap);
-    if (!k->base) {
-        fprintf(stderr, "alphast: out of memory growing the step arena to %zu bytes (%s)\n", cap, b->name);
-        exit(70);
-    }
-    return k;
-}
-
 ast_ctx *ast_ctx_new(uint64_t seed) { return ast_ctx_new_on(ast_backend_cpu(), seed); }
 
 ast_ctx *ast_ctx_new_on(const ast_backend *b, uint64_t seed)
 {
     ast_ctx *c = ast_xcalloc(1, sizeof *c);
-    c->backend = b;
-    c->top = chunk_new(b, ARENA_MIN_CHUNK, NULL);
+    ast_arena_init(&c->arena, b);
     c->grad_enabled = 1;
     c->profile = ast_profile_from_env();
     ast_rng_seed(&c->rng, seed);
     return c;
 }
 
-static void free_chunks(const ast_backend *b, chunk *k)
-{
-    while (k) {
-        chunk *prev = k->prev;
-        b->buffer_free(b, k->base);
-        free(k);
-        k = prev;
-    }
-}
-
 void ast_ctx_free(ast_ctx *c)
 {
     if (!c) return;
-    if (c->profile) ast_profile_print(c->profile, stderr);
+    if (c->profile) ast_profile_print(c->profile, stderr, c->arena.peak);
     free(c->profile);
-    free_chunks(c->backend, c->top);
+    ast_arena_free(&c->arena);
     free(c->tape);
+    free(c->frees_grad);
     free(c->stats);
     free(c);
 }
 
 void ast_ctx_reset(ast_ctx *c)
 {
-    /* Several chunks mean the step outgrew the arena: replace them by one
-     * chunk big enough for the whole step, so the next step fits. */
-    if (c->top->prev) {
-        size_t total = 0;
-        for (chunk *k = c->top; k; k = k->prev) total += k->cap;
-        free_chunks(c->backend, c->top);
-        c->top = chunk_new(c->backend, total, NULL);
-    }
-    c->top->used = 0;
-    c->used = 0;
+    ast_arena_reset(&c->arena);
     c->tape_n = 0;
-    if (c->profile) ast_profile_step(c->profile);
+    if (c->profile) ast_profile_step(c->profile, 0);
     c->n_losses = 0;
     c->n_stats = 0;
 }
 
 void ast_ctx_set_training(ast_ctx *c, int training) { c->training = training; }
 void ast_ctx_set_grad(ast_ctx *c, int enabled) { c->grad_enabled = enabled; }
+void ast_ctx_set_precision(ast_ctx *c, ast_precision p)
+{
+    char why[256];
+    AST_ASSERT(p == AST_PRECISION_FP32 || ast_bf16_supported(why, sizeof why), "bf16 precision: %s", why);
+    c->precision = p;
+}
+ast_precision ast_ctx_precision(const ast_ctx *c) { return c->precision; }
 ast_rng *ast_ctx_rng(ast_ctx *c) { return &c->rng; }
-const ast_backend *ast_ctx_backend(const ast_ctx *c) { return c->backend; }
-size_t ast_ctx_arena_used(const ast_ctx *c) { return c->used; }
-size_t ast_ctx_arena_peak(const ast_ctx *c) { return c->peak; }
+const ast_backend *ast_ctx_backend(const ast_ctx *c) { return c->arena.backend; }
+size_t ast_ctx_arena_used(const ast_ctx *c) { return c->arena.used; }
+size_t ast_ctx_arena_peak(const ast_ctx *c) { return c->arena.peak; }
 int ast_training(const ast_ctx *c) { return c->training; }
 int ast_grad_enabled(const ast_ctx *c) { return c->grad_enabled; }
 
-void *ast_alloc_uninit(ast_ctx *c, size_t bytes)
-{
-    size_t need = (bytes + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
-    if (c->top->used + need > c->top->cap) {
-        size_t cap = c->top->cap * 2;
-        c->top = chunk_new(c->backend, need > cap ? need : cap, c->top);
-    }
-    void *p = c->top->base + c->top->used;
-    c->top->used += need;
-    c->used += need;
-    if (c->used > c->peak) c->peak = c->used;
-#ifdef ALPHAST_POISON_UNINIT
-    memset(p, 0xff, bytes); /* all-ones bits: a NaN in every float */
-#endif
-    return p;
-}
+void *ast_alloc_uninit(ast_ctx *c, size_t bytes) { return ast_arena_take(&c->arena, bytes); }
 
 static void zero_range(void *arg, int64_t lo, int64_t hi)
 {
@@ -178,10 +130,11 @@ void ast_record(ast_ctx *c, const ast_node *n)
     if (c->tape_n == c->tape_cap) {
         c->tape_cap = c->tape_cap ? 2 * c->tape_cap : 256;
         c->tape = ast_xrealloc(c->tape, c->tape_cap * sizeof *c->tape);
+        c->frees_grad = ast_xrealloc(c->frees_grad, c->tape_cap);
     }
     c->tape[c->tape_n++] = *n;
     n->out->flags |= AST_REQUIRES_GRAD;
-    if (c->profile) ast_profile_forward(c->profile, n->op);
+    if (c->profile) ast_profile_forward(c->profile, n->op, c->arena.requested);
 }
 
 void ast_backward(ast_ctx *c, ast_tensor *loss)
@@ -191,22 +144,63 @@ void ast_backward(ast_ctx *c, ast_tensor *loss)
     ast_backward_seed(c, loss, &one);
 }
 
+/* A tensor flag of the engine's own (plugin.h's flags use the low bits),
+ * set only while frees_grad_pass runs. */
+#define TAPE_SEEN (1u << 31)
+
+static void mark_seen(ast_tensor *t, int seen)
+{
+    if (t) t->flags = seen ? t->flags | TAPE_SEEN : t->flags & ~TAPE_SEEN;
+}
+
+/* Which nodes may hand their output's gradient back to the arena once
+ * their backward has run: those where the output first appears on the tape.
+ * Every later node that reads or adds into it runs its backward earlier,
+ * so nothing touches that gradient again. Not a node whose output appeared
+ * before, as an input (an op writing into its input: the gradient is the
+ * input's too) or as an earlier node's output (MoE's combine nodes add
+ * into one shared output: the earliest of them frees it). */
+static void frees_grad_pass(ast_ctx *c)
+{
+    for (size_t i = 0; i < c->tape_n; i++) {
+        ast_node *n = &c->tape[i];
+        for (int k = 0; k < n->n_in; k++) mark_seen(n->in[k], 1);
+        c->frees_grad[i] = !(n->out->flags & TAPE_SEEN);
+        mark_seen(n->out, 1);
+    }
+    for (size_t i = 0; i < c->tape_n; i++) {
+        for (int k = 0; k < c->tape[i].n_in; k++) mark_seen(c->tape[i].in[k], 0);
+        mark_seen(c->tape[i].out, 0);
+    }
+}
+
+static void release_output_grad(ast_ctx *c, const ast_node *n)
+{
+    ast_tensor *y = n->out;
+    if (!y->grad || (y->flags & AST_PARAM)) return;
+    ast_arena_give_back(&c->arena, y->grad, (size_t)y->size * sizeof(float));
+    y->grad = NULL;
+}
+
 void ast_backward_seed(ast_ctx *c, ast_tensor *out, const float *dout)
 {
     float *g = ast_grad(c, out);
     if (!g) return; /* nothing on the tape leads to a parameter */
     for (int64_t i = 0; i < out->size; i++) g[i] += dout[i];
+    frees_grad_pass(c);
     for (size_t i = c->tape_n; i-- > 0;) {
         const ast_node *n = &c->tape[i];
         if (!n->out->grad) continue;
         double t0 = c->profile ? ast_profile_now() : 0.0;
+        size_t asked = c->arena.requested;
         ast_crash_scope saved;
         ast_crash_enter(&saved, "backward of op", n->op, NULL, -1);
         n->backward(c, n);
         ast_crash_leave(&saved);
-        if (c->profile) ast_profile_backward(c->profile, n->op, ast_profile_now() - t0);
+        if (c->frees_grad[i]) release_output_grad(c, n);
+        if (c->profile) ast_profile_backward(c->profile, n->op, ast_profile_now() - t0, c->arena.requested - asked);
     }
-    if (c->profile) ast_profile_mark(c->profile);
+    if (c->profile) ast_profile_mark(c->profile, c->arena.requested);
 }
 
 void ast_add_loss(ast_ctx *c, const char *name, ast_tensor *scalar)

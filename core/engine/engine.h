@@ -36,8 +36,20 @@ void ast_ctx_free(ast_ctx *c);
 void ast_ctx_reset(ast_ctx *c);
 void ast_ctx_set_training(ast_ctx *c, int training);
 void ast_ctx_set_grad(ast_ctx *c, int enabled);
+/* The precision of the GEMMs of linear, matmul and bmm, forward and
+ * backward (default float32). AST_PRECISION_BF16 rounds their operands to
+ * bfloat16 and accumulates in float32 (oneDNN, gemm_bf16.c), as PyTorch's
+ * CPU autocast does; parameters, gradients and every other op stay float32.
+ * Setting it where ast_bf16_supported says no is a programming error. */
+typedef enum ast_precision { AST_PRECISION_FP32, AST_PRECISION_BF16 } ast_precision;
+void ast_ctx_set_precision(ast_ctx *c, ast_precision p);
+ast_precision ast_ctx_precision(const ast_ctx *c);
+/* 1 if this build and CPU run bf16 GEMMs in hardware (oneDNN with
+ * AVX512-BF16 or AMX); else 0 with the reason and the fix in why. */
+int ast_bf16_supported(char *why, size_t n);
 ast_rng *ast_ctx_rng(ast_ctx *c);
-/* Bytes of arena in use now and at most since creation. */
+/* Bytes of arena carved now (spans the backward handed back for reuse
+ * included) and at most since creation: the memory a step touches. */
 size_t ast_ctx_arena_used(const ast_ctx *c);
 size_t ast_ctx_arena_peak(const ast_ctx *c);
 
@@ -149,6 +161,10 @@ void ast_sgemm_bias(int trans_a, int trans_b, int m, int n, int k, float alpha, 
                     const float *b, int ldb, float beta, float *cmat, int ldc, const float *bias);
 void ast_sgemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
                const float *b, int ldb, float beta, float *cmat, int ldc);
+/* C = op(A) op(B) + beta C (+ bias [n] in each row, beta then ignored) in
+ * precision p: the GEMMs of linear, matmul and bmm. */
+void ast_gemm(ast_precision p, int trans_a, int trans_b, int m, int n, int k, const float *a, int lda,
+              const float *b, int ldb, float beta, float *cmat, int ldc, const float *bias);
 
 #ifdef __cplusplus
 }

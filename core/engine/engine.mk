@@ -3,23 +3,27 @@
 # builds as its own library, with no libyaml, libhdf5, Lua or cJSON.
 noinst_LTLIBRARIES += libalphast_engine.la
 libalphast_engine_la_SOURCES += \
-	core/engine/engine.h core/engine/ctx.c core/engine/tensor.c core/engine/params.c core/engine/host.c \
+	core/engine/engine.h core/engine/arena.h core/engine/arena.c core/engine/ctx.c core/engine/tensor.c core/engine/params.c core/engine/host.c \
 	core/engine/rng.c core/engine/parallel.c core/engine/profile.c core/engine/profile.h \
-	core/engine/sink.c core/engine/sink.h core/engine/gemm.c core/engine/backend.h core/engine/backend_cpu.c \
+	core/engine/sink.c core/engine/sink.h core/engine/gemm.c core/engine/gemm_internal.h core/engine/gemm_bf16.c \
+	core/engine/backend.h core/engine/backend_cpu.c \
 	core/engine/blas_coretype.h core/engine/blas_coretype.c \
 	core/engine/ops/ops_axis.h core/engine/ops/ops_shape.c core/engine/ops/ops_elementwise.c \
 	core/engine/ops/ops_linalg.c core/engine/ops/ops_norm.c core/engine/ops/ops_reduce.c \
-	core/engine/ops/ops_routing.c core/engine/ops/ops_loss.c core/engine/ops/dispatch.c
+	core/engine/ops/ops_routing.c core/engine/ops/ops_grouped.c core/engine/ops/ops_loss.c core/engine/ops/dispatch.c
 libalphast_engine_la_CFLAGS = $(AM_CFLAGS) $(BLAS_CFLAGS)
-libalphast_engine_la_LIBADD = $(BLAS_LIBS) -lm
+libalphast_engine_la_LIBADD = $(BLAS_LIBS) $(ONEDNN_LIBS) -lm
 EXTRA_DIST += core/engine/README.md
 
 # Engine tests link the engine library alone: it needs nothing above it.
 ENGINE_TEST_LIBS = tests/libgradcheck.la libalphast_engine.la $(CRITERION_LIBS)
 ENGINE_TESTS = tests/test_ops_shape tests/test_ops_elementwise tests/test_ops_linalg tests/test_ops_norm \
 	tests/test_ops_reduce tests/test_ops_routing tests/test_ops_loss tests/test_ctx tests/test_rng \
-	tests/test_fastmath tests/test_parallel tests/test_blas_coretype
+	tests/test_fastmath tests/test_parallel tests/test_blas_coretype tests/test_bf16
 check_PROGRAMS += $(ENGINE_TESTS)
+tests_test_bf16_SOURCES = tests/test_bf16.c
+tests_test_bf16_CFLAGS = $(TEST_CC)
+tests_test_bf16_LDADD = $(ENGINE_TEST_LIBS)
 tests_test_blas_coretype_SOURCES = tests/test_blas_coretype.c
 tests_test_blas_coretype_CFLAGS = $(TEST_CC)
 tests_test_blas_coretype_LDADD = $(ENGINE_TEST_LIBS)

@@ -1,7 +1,10 @@
-/* ALPHAST_PROFILE=1: where a step's time goes, per op. Forward time is the
- * wall time from the previous op's record to this one (so it includes the
- * plugin code between ops); backward time is each node's backward call.
- * The table goes to stderr when the context is freed. */
+/* ALPHAST_PROFILE=1: where a step's time and memory go, per op. Forward
+ * time is the wall time from the previous op's record to this one (so it
+ * includes the plugin code between ops), and forward bytes are the arena
+ * bytes asked for in that span: the op's output and what it saves for its
+ * backward. Backward time and bytes are each node's backward call's (the
+ * gradients and scratch it asks for). The table goes to stderr when the
+ * context is freed. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -13,14 +16,16 @@
 typedef struct op_time {
     const char *op;
     double forward, backward;
+    double fwd_bytes, bwd_bytes;
     long calls;
 } op_time;
 
 struct ast_profile {
     op_time ops[MAX_OPS];
     int n_ops;
-    long steps;
+    long steps, backwards;
     double mark;
+    size_t mark_bytes; /* the context's bytes asked for at the mark */
 };
 
 static double now(void)
@@ -48,26 +53,39 @@ static op_time *entry(ast_profile *p, const char *op)
     return &p->ops[p->n_ops++];
 }
 
-void ast_profile_step(ast_profile *p)
+void ast_profile_step(ast_profile *p, size_t requested)
 {
     p->steps++;
     p->mark = now();
+    p->mark_bytes = requested;
 }
 
-void ast_profile_mark(ast_profile *p) { p->mark = now(); }
+void ast_profile_mark(ast_profile *p, size_t requested)
+{
+    p->backwards++;
+    p->mark = now();
+    p->mark_bytes = requested;
+}
 
-void ast_profile_forward(ast_profile *p, const char *op)
+void ast_profile_forward(ast_profile *p, const char *op, size_t requested)
 {
     double t = now();
     op_time *e = entry(p, op);
     e->forward += t - p->mark;
+    e->fwd_bytes += (double)(requested - p->mark_bytes);
     e->calls++;
     p->mark = t;
+    p->mark_bytes = requested;
 }
 
 double ast_profile_now(void) { return now(); }
 
-void ast_profile_backward(ast_profile *p, const char *op, double seconds) { entry(p, op)->backward += seconds; }
+void ast_profile_backward(ast_profile *p, const char *op, double seconds, size_t bytes)
+{
+    op_time *e = entry(p, op);
+    e->backward += seconds;
+    e->bwd_bytes += (double)bytes;
+}
 
 static int by_total(const void *a, const void *b)
 {
@@ -76,19 +94,29 @@ static int by_total(const void *a, const void *b)
     return (tx < ty) - (tx > ty);
 }
 
-void ast_profile_print(ast_profile *p, FILE *out)
+void ast_profile_print(ast_profile *p, FILE *out, size_t arena_peak)
 {
-    long steps = p->steps ? p->steps : 1;
-    double total = 0.0;
-    for (int i = 0; i < p->n_ops; i++) total += p->ops[i].forward + p->ops[i].backward;
+    /* Per training step: eval steps record nothing on the tape, so counting
+     * them would dilute every figure. */
+    double per = (double)(p->backwards ? p->backwards : p->steps ? p->steps : 1), mb = 1.0 / 1048576.0;
+    double total = 0.0, fwd_mb = 0.0, bwd_mb = 0.0;
+    for (int i = 0; i < p->n_ops; i++) {
+        total += p->ops[i].forward + p->ops[i].backward;
+        fwd_mb += p->ops[i].fwd_bytes * mb / per;
+        bwd_mb += p->ops[i].bwd_bytes * mb / per;
+    }
     qsort(p->ops, (size_t)p->n_ops, sizeof *p->ops, by_total);
-    fprintf(out, "alphast profile: %ld steps, ms per step (forward = since the previous op's record)\n", p->steps);
-    fprintf(out, "%-22s %8s %10s %10s %7s\n", "op", "calls", "forward", "backward", "share");
+    fprintf(out, "alphast profile: %ld steps, %ld backward passes; per backward pass: calls, ms (forward = since "
+                 "the previous op's record), MB asked of the arena\n", p->steps, p->backwards);
+    fprintf(out, "%-22s %8s %10s %10s %7s %8s %8s\n", "op", "calls", "forward", "backward", "share", "fwd MB",
+            "bwd MB");
     for (int i = 0; i < p->n_ops; i++) {
         const op_time *e = &p->ops[i];
-        fprintf(out, "%-22s %8.1f %10.2f %10.2f %6.1f%%\n", e->op, (double)e->calls / (double)steps,
-                1e3 * e->forward / (double)steps, 1e3 * e->backward / (double)steps,
-                total > 0 ? 100.0 * (e->forward + e->backward) / total : 0.0);
+        fprintf(out, "%-22s %8.1f %10.2f %10.2f %6.1f%% %8.1f %8.1f\n", e->op, (double)e->calls / per,
+                1e3 * e->forward / per, 1e3 * e->backward / per,
+                total > 0 ? 100.0 * (e->forward + e->backward) / total : 0.0, e->fwd_bytes * mb / per,
+                e->bwd_bytes * mb / per);
     }
-    fprintf(out, "%-22s %8s %21.2f\n", "total on the tape", "", 1e3 * total / (double)steps);
+    fprintf(out, "%-22s %8s %21.2f %8s %8.1f %8.1f\n", "total on the tape", "", 1e3 * total / per, "", fwd_mb, bwd_mb);
+    fprintf(out, "arena peak %.1f MB\n", (double)arena_peak * mb);
 }

@@ -70,6 +70,7 @@ int ast_eval_config_from_cfg(const ast_cfg *cfg, const ast_dataset *d, ast_eval_
     if (ast_train_config_from_cfg(cfg, &tc, e) < 0) return -1;
     ec->pos_param = tc.pos_param;
     ec->align = tc.loss.position_loss == AST_POS_LOSS_ALIGNED;
+    ec->precision = tc.precision;
     if (read_genes(cfg, d, ec, e) < 0) {
         ast_eval_config_free(ec);
         return -1;
@@ -113,7 +114,8 @@ static void generate(ast_model *m, const ast_schedule *s, const eval_run *run, a
 {
     const ast_eval_sets *t = run->truth;
     const ast_eval_config *ec = run->ec;
-    ast_sampler_config sc = {mode, steps, ec->ret, ec->seed ^ NOISE_SEED ^ noise, ec->pos_param, ec->align};
+    ast_sampler_config sc = {mode, steps, ec->ret, ec->seed ^ NOISE_SEED ^ noise, ec->pos_param, ec->align,
+                             ec->precision};
     /* Expression given, not generated: nothing to score, so no [B, N, G] copy of it. */
     g->expr = ast_mode_noises(mode, AST_MOD_EXPR) ? ast_xcalloc((size_t)t->B * t->N * t->G, sizeof(float)) : NULL;
     g->pos = ast_xcalloc((size_t)t->B * t->N * 3, sizeof(float));

@@ -29,6 +29,7 @@ typedef struct ast_eval_config {
     int noise_seeds;             /* evaluation.noise_seeds: samples per set for the diversity score */
     ast_pos_param pos_param;     /* how the model's position output is read (as trained) */
     int align;                   /* align x0 predictions to the state while sampling (aligned loss) */
+    ast_precision precision;     /* of the sampler's GEMMs (training.precision, as trained) */
     int *genes;                  /* evaluation.morans_genes as gene indices; NULL: the most spatially variable */
     int n_genes;
 } ast_eval_config;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "model/kabsch.h"
+#include "train/train_dist.h"
 #include "eval/sample.h"
 
 static const char *return_names[] = {"x0", "z0"};
@@ -67,12 +68,36 @@ static void predict_sets(ast_model *m, ast_ctx *c, const ast_schedule *s, const 
     memcpy(pred_pos + cells * 3, pos->data, (size_t)B * N * 3 * sizeof(float));
 }
 
+/* After each rank of a run over MPI made its share of the passes: every
+ * rank's predictions to every rank (pred [B, N, width]). */
+static void gather_predictions(int B, int N, int per_pass, int width, float *pred)
+{
+    int size = ast_dist_size();
+    int64_t *at = ast_xmalloc(((size_t)size + 1) * sizeof *at), first, last;
+    for (int r = 0; r < size; r++) {
+        ast_dist_part((B + per_pass - 1) / per_pass, r, size, &first, &last);
+        at[r] = (first * per_pass < B ? first * per_pass : B) * N * width;
+    }
+    at[size] = (int64_t)B * N * width;
+    ast_dist_allgather_f32(pred, at);
+    free(at);
+}
+
 static void predict_x0(ast_model *m, ast_ctx *c, const ast_schedule *s, const ast_sampler_config *sc, int B, int N, int G,
                        const ast_noised *z, const float *mask, float *pred_expr, float *pred_pos)
 {
     int per_pass = N < PASS_CELLS ? PASS_CELLS / N : 1;
-    for (int b0 = 0; b0 < B; b0 += per_pass)
+    /* Each rank of a training run over MPI (train_dist.h) makes its share
+     * of the passes, the passes one process would make, so the
+     * predictions are the same. */
+    int64_t first, last;
+    ast_dist_part((B + per_pass - 1) / per_pass, ast_dist_rank(), ast_dist_size(), &first, &last);
+    for (int b0 = (int)first * per_pass; b0 < B && b0 < last * per_pass; b0 += per_pass)
         predict_sets(m, c, s, sc, b0, B - b0 < per_pass ? B - b0 : per_pass, N, G, z, mask, pred_expr, pred_pos);
+    if (ast_dist_size() > 1) {
+        if (pred_expr) gather_predictions(B, N, per_pass, G, pred_expr);
+        gather_predictions(B, N, per_pass, 3, pred_pos);
+    }
     if (sc->align && ast_mode_noises(sc->mode, AST_MOD_POS)) align_to_state(B, N, z->pos, mask, pred_pos);
 }
 
@@ -92,6 +117,7 @@ void ast_sample(ast_model *m, const ast_schedule *s, const ast_sampler_config *s
     ast_ctx *c = ast_ctx_new_on(ast_model_backend(m), sc->seed); /* eval mode draws nothing from it */
     ast_ctx_set_training(c, 0);
     ast_ctx_set_grad(c, 0);
+    ast_ctx_set_precision(c, sc->precision);
     ast_limit_sample(s, sc->mode, &rng, B, N, G, expr, pos, mask, &z);
     int n_steps = ast_sample_grid(s->steps, sc->num_steps, grid);
     for (int i = 0; i < n_steps; i++) {

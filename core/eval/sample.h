@@ -22,6 +22,7 @@ typedef struct ast_sampler_config {
     ast_pos_param pos_param; /* what the network's position output means */
     int align;           /* rotate each x0 prediction of positions onto the state before stepping (for a
                             rotation-invariant position loss, whose predictions have no preferred frame) */
+    ast_precision precision; /* of the network's GEMMs: the run's training.precision */
 } ast_sampler_config;
 
 /* The reference's step grid: delta = max(1, floor(T / num_steps)) and the

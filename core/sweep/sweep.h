@@ -17,6 +17,7 @@
 
 #include "base/hash.h"
 #include "engine/engine.h"
+#include "sweep/slurm.h"
 #include "train/train.h"
 
 typedef struct ast_sweep_run {
@@ -62,6 +63,8 @@ typedef struct ast_sweep {
     int n_runs;
     int jobs, threads; /* sweep{jobs=, threads=}; 0 when the script leaves them out */
     int report;        /* sweep{report=true} */
+    int slurm;         /* sweep{executor = "slurm" or {kind = "slurm", ...}}: submit a job array */
+    ast_slurm_opts slurm_opts; /* the executor table's Slurm options */
     int trusted;        /* evaluated with the full standard library */
     ast_sweep_lua *lua; /* the script's state, alive for its schedules */
 } ast_sweep;

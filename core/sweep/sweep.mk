@@ -2,7 +2,8 @@
 # the ledger and claims that let runners share a sweep directory.
 libalphast_la_SOURCES += core/sweep/sweep.h core/sweep/ledger.h core/sweep/sweep_internal.h \
 	core/sweep/sweep_lua.c core/sweep/sweep_values.c core/sweep/sweep_points.c core/sweep/sweep_plan.c \
-	core/sweep/sweep_schedule.c core/sweep/sweep_tabulate.c core/sweep/sweep_sandbox.c core/sweep/sweep_ledger.c core/sweep/sweep_claim.c
+	core/sweep/sweep_schedule.c core/sweep/sweep_tabulate.c core/sweep/sweep_sandbox.c core/sweep/sweep_ledger.c core/sweep/sweep_claim.c \
+	core/sweep/slurm.h core/sweep/sweep_slurm.c
 EXTRA_DIST += core/sweep/README.md
 
 check_PROGRAMS += tests/test_sweep

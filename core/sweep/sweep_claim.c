@@ -3,13 +3,18 @@
  * exists), so whoever can open a claim finds it locked for as long as its
  * holder, or a child that inherited the lock, lives. A claim whose lock is
  * free belongs to a dead process and is removed, after checking that the
- * name still refers to the same file. */
+ * name still refers to the same file. The file says who claimed (pid,
+ * host, Slurm job) for `alphast-run sweep --status`, which can test a lock
+ * only on its own host: flock over a network file system is not reliable
+ * to test from another machine, and a pid means nothing there. */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sweep/ledger.h"
@@ -42,7 +47,14 @@ static int locked_file(const char *tmp, ast_error *e)
         if (fd >= 0) close(fd);
         return -1;
     }
-    dprintf(fd, "%d\n", (int)getpid());
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "pid", (double)getpid());
+    cJSON_AddStringToObject(o, "host", ast_runner_host());
+    if (*ast_runner_job()) cJSON_AddStringToObject(o, "job", ast_runner_job());
+    char *json = cJSON_PrintUnformatted(o);
+    dprintf(fd, "%s\n", json);
+    cJSON_free(json);
+    cJSON_Delete(o);
     return fd;
 }
 
@@ -84,4 +96,65 @@ void ast_claim_release(ast_claim *c)
     close(c->fd);
     free(c->path);
     c->fd = -1, c->path = NULL;
+}
+
+const char *ast_runner_host(void)
+{
+    static char host[256];
+    if (!host[0] && gethostname(host, sizeof host - 1)) snprintf(host, sizeof host, "unknown");
+    return host;
+}
+
+const char *ast_runner_job(void)
+{
+    static char job[64];
+    const char *array = getenv("SLURM_ARRAY_JOB_ID"), *task = getenv("SLURM_ARRAY_TASK_ID"), *id = getenv("SLURM_JOB_ID");
+    if (array && task) snprintf(job, sizeof job, "%s_%s", array, task);
+    else snprintf(job, sizeof job, "%s", id ? id : "");
+    return job;
+}
+
+/* What the claim file says about its holder; 0 if unreadable. */
+static int read_holder(int fd, ast_claim_info *info)
+{
+    char text[1024];
+    ssize_t n = pread(fd, text, sizeof text - 1, 0);
+    if (n <= 0) return 0;
+    text[n] = 0;
+    cJSON *o = cJSON_Parse(text);
+    const cJSON *pid = cJSON_GetObjectItemCaseSensitive(o, "pid"), *host = cJSON_GetObjectItemCaseSensitive(o, "host"),
+                *job = cJSON_GetObjectItemCaseSensitive(o, "job");
+    if (cJSON_IsNumber(pid)) info->pid = pid->valueint;
+    else if (cJSON_IsNumber(o)) info->pid = o->valueint; /* an older alphast's claim: the pid alone */
+    if (cJSON_IsString(host)) snprintf(info->host, sizeof info->host, "%s", host->valuestring);
+    if (cJSON_IsString(job)) snprintf(info->job, sizeof info->job, "%s", job->valuestring);
+    cJSON_Delete(o);
+    return 1;
+}
+
+ast_claim_liveness ast_claim_inspect(const char *sweep_dir, const char *run, ast_claim_info *info)
+{
+    char path[4352];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/claims/%s.claim", sweep_dir, run);
+    *info = (ast_claim_info){.liveness = AST_CLAIM_NONE};
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return AST_CLAIM_NONE;
+    read_holder(fd, info);
+    if (!fstat(fd, &st)) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        info->age = (double)(now.tv_sec - st.st_mtim.tv_sec) + 1e-9 * (double)(now.tv_nsec - st.st_mtim.tv_nsec);
+        if (info->age < 0) info->age = 0; /* another host's clock, ahead of ours */
+    }
+    if (info->host[0] && strcmp(info->host, ast_runner_host())) {
+        info->liveness = AST_CLAIM_REMOTE;
+    } else if (flock(fd, LOCK_SH | LOCK_NB) < 0) {
+        info->liveness = AST_CLAIM_LIVE;
+    } else { /* free: its holder died; only looked at, left for the next runner to take over */
+        info->liveness = AST_CLAIM_STALE;
+        flock(fd, LOCK_UN);
+    }
+    close(fd);
+    return info->liveness;
 }

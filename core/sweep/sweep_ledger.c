@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/hash.h"
 #include "sweep/ledger.h"
 
 #define LEDGER_FILE "ledger.jsonl"
@@ -38,6 +39,8 @@ static char *entry_line(const ast_ledger_entry *en)
     cJSON_AddStringToObject(o, "state", ast_run_state_name(en->state));
     cJSON_AddStringToObject(o, "dir", en->dir);
     if (en->pid) cJSON_AddNumberToObject(o, "pid", en->pid);
+    if (en->host) cJSON_AddStringToObject(o, "host", en->host);
+    if (en->job) cJSON_AddStringToObject(o, "job", en->job);
     if (en->start > 0) cJSON_AddNumberToObject(o, "start", en->start);
     if (en->end > 0) cJSON_AddNumberToObject(o, "end", en->end);
     if (en->exit_code >= 0) cJSON_AddNumberToObject(o, "exit", en->exit_code);
@@ -88,16 +91,55 @@ int ast_ledger_append(const char *sweep_dir, const ast_ledger_entry *en, ast_err
     return 0;
 }
 
-typedef struct ledger_line {
-    char *run;
-    ast_run_state state;
-    double time;
-} ledger_line;
-
+/* The runs, each with its last line's fields, found by name through an
+ * open-addressing table (a ledger of a long sweep has many thousands of
+ * lines, read by every runner at every claim). */
 struct ast_ledger {
-    ledger_line *lines;
+    ast_ledger_run *runs;
     int n, cap;
+    int *slots; /* index + 1 into runs, 0: empty; a power of two, at most half full */
+    int n_slots;
 };
+
+static int *slot_of(const ast_ledger *l, const char *run)
+{
+    size_t mask = (size_t)l->n_slots - 1, i = (size_t)ast_fnv1a(AST_FNV_OFFSET, run, strlen(run)) & mask;
+    while (l->slots[i] && strcmp(l->runs[l->slots[i] - 1].run, run)) i = (i + 1) & mask;
+    return &l->slots[i];
+}
+
+static void grow_slots(ast_ledger *l)
+{
+    free(l->slots);
+    l->n_slots = l->n_slots ? 2 * l->n_slots : 64;
+    l->slots = ast_xcalloc((size_t)l->n_slots, sizeof *l->slots);
+    for (int i = 0; i < l->n; i++) *slot_of(l, l->runs[i].run) = i + 1;
+}
+
+static ast_ledger_run *run_named(ast_ledger *l, const char *run)
+{
+    int *slot = slot_of(l, run);
+    if (*slot) return &l->runs[*slot - 1];
+    if (l->n == l->cap) l->runs = ast_xrealloc(l->runs, (size_t)(l->cap = l->cap ? 2 * l->cap : 64) * sizeof *l->runs);
+    ast_ledger_run *r = &l->runs[l->n++];
+    *r = (ast_ledger_run){.run = ast_xstrdup(run)};
+    if (2 * l->n > l->n_slots) grow_slots(l);
+    else *slot = l->n;
+    return r;
+}
+
+/* A string field of the line, copied, or NULL. */
+static char *text_field(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? ast_xstrdup(v->valuestring) : NULL;
+}
+
+static void set_text(const char **field, char *value)
+{
+    free((char *)*field);
+    *field = value;
+}
 
 static void add_line(ast_ledger *l, const char *text)
 {
@@ -105,10 +147,19 @@ static void add_line(ast_ledger *l, const char *text)
     const cJSON *run = cJSON_GetObjectItemCaseSensitive(o, "run");
     const cJSON *state = cJSON_GetObjectItemCaseSensitive(o, "state");
     const cJSON *time = cJSON_GetObjectItemCaseSensitive(o, "time");
+    const cJSON *pid = cJSON_GetObjectItemCaseSensitive(o, "pid");
     ast_run_state st;
     if (cJSON_IsString(run) && cJSON_IsString(state) && !parse_state(state->valuestring, &st)) {
-        if (l->n == l->cap) l->lines = ast_xrealloc(l->lines, (size_t)(l->cap = l->cap ? 2 * l->cap : 64) * sizeof *l->lines);
-        l->lines[l->n++] = (ledger_line){ast_xstrdup(run->valuestring), st, cJSON_IsNumber(time) ? time->valuedouble : 0};
+        ast_ledger_run *r = run_named(l, run->valuestring);
+        r->state = st;
+        r->time = cJSON_IsNumber(time) ? time->valuedouble : 0;
+        r->pid = cJSON_IsNumber(pid) ? pid->valueint : 0;
+        r->lines[st]++;
+        char *name = text_field(o, "config_name");
+        if (name) set_text(&r->config_name, name);
+        set_text(&r->reason, text_field(o, "reason"));
+        set_text(&r->host, text_field(o, "host"));
+        set_text(&r->job, text_field(o, "job"));
     }
     cJSON_Delete(o);
 }
@@ -118,6 +169,7 @@ ast_ledger *ast_ledger_read(const char *sweep_dir, ast_error *e)
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", sweep_dir, LEDGER_FILE);
     ast_ledger *l = ast_xcalloc(1, sizeof *l);
+    grow_slots(l);
     FILE *f = fopen(path, "r");
     if (!f && errno == ENOENT) return l;
     if (!f) {
@@ -136,25 +188,31 @@ ast_ledger *ast_ledger_read(const char *sweep_dir, ast_error *e)
 void ast_ledger_free(ast_ledger *l)
 {
     if (!l) return;
-    for (int i = 0; i < l->n; i++) free(l->lines[i].run);
-    free(l->lines);
+    for (int i = 0; i < l->n; i++) {
+        ast_ledger_run *r = &l->runs[i];
+        free((char *)r->run), free((char *)r->config_name), free((char *)r->reason);
+        free((char *)r->host), free((char *)r->job);
+    }
+    free(l->runs);
+    free(l->slots);
     free(l);
 }
 
 int ast_ledger_last(const ast_ledger *l, const char *run, ast_run_state *state, double *time)
 {
-    for (int i = l->n - 1; i >= 0; i--)
-        if (!strcmp(l->lines[i].run, run)) {
-            *state = l->lines[i].state;
-            if (time) *time = l->lines[i].time;
-            return 1;
-        }
-    return 0;
+    int slot = *slot_of(l, run);
+    if (!slot) return 0;
+    *state = l->runs[slot - 1].state;
+    if (time) *time = l->runs[slot - 1].time;
+    return 1;
 }
 
 int ast_ledger_count(const ast_ledger *l, const char *run, ast_run_state state)
 {
-    int n = 0;
-    for (int i = 0; i < l->n; i++) n += l->lines[i].state == state && !strcmp(l->lines[i].run, run);
-    return n;
+    int slot = *slot_of(l, run);
+    return slot ? l->runs[slot - 1].lines[state] : 0;
 }
+
+int ast_ledger_n_runs(const ast_ledger *l) { return l->n; }
+
+const ast_ledger_run *ast_ledger_run_at(const ast_ledger *l, int i) { return &l->runs[i]; }

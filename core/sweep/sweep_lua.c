@@ -364,6 +364,7 @@ void ast_sweep_free(ast_sweep *s)
     lua_close(s->lua->L);
     free(s->lua->dir), free(s->lua);
     free(s->script), free(s->name);
+    ast_slurm_opts_free(&s->slurm_opts);
     free(s);
 }
 

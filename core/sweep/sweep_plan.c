@@ -12,7 +12,8 @@
 #define AST_STR_(x) #x
 #define AST_STR(x) AST_STR_(x)
 
-static const char *const sweep_fields[] = {"name", "base", "configs", "seeds", "schedule", "jobs", "threads", "report", NULL};
+static const char *const sweep_fields[] = {"name",    "base",   "configs", "seeds",    "schedule",
+                                           "jobs",    "threads", "report", "executor", NULL};
 
 static void check_fields(lua_State *L, int t)
 {
@@ -46,8 +47,67 @@ static int positive_field(lua_State *L, int t, const char *key)
     return v;
 }
 
+/* One Slurm option of an executor table: a string, a whole number or, for
+ * sbatch, a list of strings; checked as the command line's would be. */
+static void read_slurm_option(lua_State *L, int idx, const char *key, ast_sweep *s)
+{
+    ast_error e = {""};
+    int rc = 0;
+    if (lua_type(L, idx) == LUA_TNUMBER || lua_type(L, idx) == LUA_TSTRING) { /* 1.5 fails as text, with the reason */
+        rc = ast_slurm_opt_set(&s->slurm_opts, key, lua_tostring(L, idx), &e);
+    } else if (!strcmp(key, "sbatch") && lua_istable(L, idx) && lua_rawlen(L, idx)) {
+        for (lua_Integer i = 1; !rc && i <= (lua_Integer)lua_rawlen(L, idx); i++) {
+            if (lua_rawgeti(L, idx, i) != LUA_TSTRING) luaL_error(L, "sweep: executor.sbatch[%d] is not a string", (int)i);
+            rc = ast_slurm_opt_set(&s->slurm_opts, key, lua_tostring(L, -1), &e);
+            lua_pop(L, 1);
+        }
+    } else {
+        luaL_error(L, "sweep: executor.%s must be a %s, not a %s", key,
+                   !strcmp(key, "sbatch") ? "string or a list of strings" : "string or a whole number", luaL_typename(L, idx));
+    }
+    if (rc < 0) luaL_error(L, "sweep: executor.%s: %s", key, e.msg);
+}
+
+static int executor_kind(lua_State *L, int idx, const char *where)
+{
+    const char *kind = lua_type(L, idx) == LUA_TSTRING ? lua_tostring(L, idx) : NULL;
+    if (kind && (!strcmp(kind, "local") || !strcmp(kind, "slurm"))) return !strcmp(kind, "slurm");
+    return luaL_error(L, "sweep: %s must be \"local\" or \"slurm\"", where);
+}
+
+/* executor = "local" | "slurm" | {kind = "slurm", partition = ..., time = ..., ...} (docs/cluster.md) */
+static void read_executor(lua_State *L, int t, ast_sweep *s)
+{
+    static const char *const keys[] = {"kind", "partition", "time", "mem", "cpus_per_task", "tasks", "sbatch", NULL};
+    int type = lua_getfield(L, t, "executor"), ex = lua_gettop(L);
+    if (type == LUA_TSTRING) s->slurm = executor_kind(L, ex, "executor");
+    else if (type != LUA_TNIL && type != LUA_TTABLE)
+        luaL_error(L, "sweep: executor must be \"local\", \"slurm\" or a table {kind = \"slurm\", partition = ...}");
+    if (type != LUA_TTABLE) {
+        lua_pop(L, 1);
+        return;
+    }
+    if (lua_rawlen(L, ex)) luaL_error(L, "sweep: executor options are named (executor = {kind = \"slurm\", time = \"4:00:00\"})");
+    sweep_push_sorted_keys(L, ex);
+    for (lua_Integer i = 1; i <= (lua_Integer)lua_rawlen(L, -1); i++) {
+        lua_rawgeti(L, -1, i);
+        const char *key = lua_tostring(L, -1);
+        if (ast_name_index(key, keys, 7) < 0) {
+            const char *near = sweep_near(key, keys);
+            luaL_error(L, "sweep: executor: unknown option '%s'%s%s%s (known: kind, partition, time, mem, cpus_per_task, "
+                       "tasks, sbatch)", key, near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+        }
+        lua_getfield(L, ex, key);
+        if (!strcmp(key, "kind")) s->slurm = executor_kind(L, -1, "executor.kind");
+        else read_slurm_option(L, lua_gettop(L), key, s);
+        lua_pop(L, 2);
+    }
+    lua_pop(L, 2);
+}
+
 static void read_options(lua_State *L, int t, ast_sweep *s)
 {
+    read_executor(L, t, s);
     s->jobs = positive_field(L, t, "jobs");
     s->threads = positive_field(L, t, "threads");
     lua_getfield(L, t, "report");

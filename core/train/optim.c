@@ -6,22 +6,34 @@
 
 #include "train/optim.h"
 
-ast_adamw *ast_adamw_new(ast_params *p, const ast_adamw_config *cfg)
+ast_adamw *ast_adamw_new_part(ast_params *p, const ast_adamw_config *cfg, int64_t first, int64_t count)
 {
     ast_adamw *o = ast_xcalloc(1, sizeof *o);
     int n = ast_params_count(p);
     o->cfg = *cfg;
     o->params = p;
+    o->first = first, o->count = count;
+    o->lo = ast_xcalloc((size_t)n, sizeof *o->lo);
+    o->len = ast_xcalloc((size_t)n, sizeof *o->len);
     o->m = ast_xcalloc((size_t)n, sizeof *o->m);
     o->v = ast_xcalloc((size_t)n, sizeof *o->v);
     o->vmax = ast_xcalloc((size_t)n, sizeof *o->vmax);
-    for (int i = 0; i < n; i++) {
-        size_t size = (size_t)ast_params_at(p, i)->size;
-        o->m[i] = ast_xcalloc(size, sizeof(float));
-        o->v[i] = ast_xcalloc(size, sizeof(float));
-        if (cfg->amsgrad) o->vmax[i] = ast_xcalloc(size, sizeof(float));
+    int64_t at = 0; /* where parameter i starts in the flattened parameters */
+    for (int i = 0; i < n; at += ast_params_at(p, i)->size, i++) {
+        int64_t size = ast_params_at(p, i)->size, from = first > at ? first : at;
+        int64_t to = first + count < at + size ? first + count : at + size;
+        if (to <= from) continue;
+        o->lo[i] = from - at, o->len[i] = to - from;
+        o->m[i] = ast_xcalloc((size_t)o->len[i], sizeof(float));
+        o->v[i] = ast_xcalloc((size_t)o->len[i], sizeof(float));
+        if (cfg->amsgrad) o->vmax[i] = ast_xcalloc((size_t)o->len[i], sizeof(float));
     }
     return o;
+}
+
+ast_adamw *ast_adamw_new(ast_params *p, const ast_adamw_config *cfg)
+{
+    return ast_adamw_new_part(p, cfg, 0, ast_params_numel(p));
 }
 
 void ast_adamw_free(ast_adamw *o)
@@ -35,6 +47,8 @@ void ast_adamw_free(ast_adamw *o)
     free(o->m);
     free(o->v);
     free(o->vmax);
+    free(o->lo);
+    free(o->len);
     free(o);
 }
 
@@ -76,9 +90,9 @@ static void update_param(const ast_adamw *o, int i, float lr, float bc1, float b
 {
     ast_tensor *t = ast_params_at(o->params, i);
     const ast_adamw_config *c = &o->cfg;
-    adamw_args a = {t->data, o->m[i], o->v[i], o->vmax[i], t->grad, c->beta1, c->beta2, c->eps,
+    adamw_args a = {t->data + o->lo[i], o->m[i], o->v[i], o->vmax[i], t->grad + o->lo[i], c->beta1, c->beta2, c->eps,
                     1.0f - lr * c->weight_decay, lr / bc1, bc2_sqrt};
-    ast_parallel_for(t->size, AST_PAR_GRAIN, adamw_range, &a);
+    ast_parallel_for(o->len[i], AST_PAR_GRAIN, adamw_range, &a);
 }
 
 void ast_adamw_step(ast_adamw *o, float lr)
@@ -88,7 +102,7 @@ void ast_adamw_step(ast_adamw *o, float lr)
     float bc2_sqrt = sqrtf(1.0f - powf(o->cfg.beta2, (float)o->step));
     for (int i = 0; i < ast_params_count(o->params); i++) {
         ast_tensor *t = ast_params_at(o->params, i);
-        if (!all_zero(t->grad, t->size)) update_param(o, i, lr, bc1, bc2_sqrt);
+        if (o->len[i] && !all_zero(t->grad, t->size)) update_param(o, i, lr, bc1, bc2_sqrt);
     }
 }
 

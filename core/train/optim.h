@@ -16,12 +16,23 @@ typedef struct ast_adamw {
     ast_adamw_config cfg;
     ast_params *params;
     int64_t step;
-    float **m, **v, **vmax; /* per parameter; vmax only with amsgrad */
+    /* The part of the parameters this optimiser updates: elements
+     * [first, first + count) of all of them flattened in registration order
+     * (all of them, or one rank's part under ZeRO-1). Of parameter i that
+     * is its elements [lo[i], lo[i] + len[i]), len[i] 0 when none. */
+    int64_t first, count;
+    int64_t *lo, *len;
+    float **m, **v, **vmax; /* per parameter, len[i] each (NULL when 0); vmax only with amsgrad */
 } ast_adamw;
 
 ast_adamw *ast_adamw_new(ast_params *p, const ast_adamw_config *cfg);
+/* The optimiser of elements [first, first + count) of the flattened
+ * parameters: its state is theirs alone, and a step updates only them
+ * (each rank's part under ZeRO-1). */
+ast_adamw *ast_adamw_new_part(ast_params *p, const ast_adamw_config *cfg, int64_t first, int64_t count);
 void ast_adamw_free(ast_adamw *o);
-/* One update with learning rate lr. A parameter whose gradient is all zero
+/* One update with learning rate lr of the optimiser's part. A parameter
+ * whose gradient is all zero (the whole gradient, also outside the part)
  * received none this step and is skipped, as PyTorch skips grad=None
  * (e.g. the last layer's unused time branch, docs/model.md §2.3). */
 void ast_adamw_step(ast_adamw *o, float lr);

@@ -9,6 +9,8 @@
 
 #include "base/progress.h"
 #include "io/safetensors.h"
+#include "train/train_dist.h"
+#include "train/train_stop.h"
 #include "train_internal.h"
 
 void ast_train_config_default(ast_train_config *tc)
@@ -161,7 +163,8 @@ ast_trainer *ast_trainer_new(ast_model *m, const ast_dataset *d, const ast_split
     t->best_epoch = -1;
     describe(t, config_yaml);
     if (ast_schedule_init(&t->sched, tc->diffusion_steps, tc->nu_expression, tc->nu_position, e) < 0 ||
-        (config_yaml && write_text_file(ast_trainer_file(t, "config.yaml", path, sizeof path), config_yaml, e) < 0)) {
+        (config_yaml && ast_dist_rank() == 0 &&
+         write_text_file(ast_trainer_file(t, "config.yaml", path, sizeof path), config_yaml, e) < 0)) {
         ast_trainer_free(t);
         return NULL;
     }
@@ -170,8 +173,13 @@ ast_trainer *ast_trainer_new(ast_model *m, const ast_dataset *d, const ast_split
     if (tc->masking.enable)
         t->masking = ast_masking_new(&tc->masking, tc->mode, ast_model_params(m), tc->sets_per_step, tc->set_size,
                                      d->n_genes);
-    t->opt = ast_adamw_new(ast_model_params(m), &tc->adamw);
+    if (train_ranks_init(t, e) < 0) {
+        ast_trainer_free(t);
+        return NULL;
+    }
+    t->opt = train_ranks_optimizer(t);
     t->ctx = ast_ctx_new_on(ast_model_backend(m), tc->seed ^ 0x5eed0c7full);
+    ast_ctx_set_precision(t->ctx, tc->precision); /* training steps and validation */
     ast_rng_seed(&t->data_rng, tc->seed);
     if (trainer_sets(t, splits, e) < 0) {
         ast_trainer_free(t);
@@ -190,6 +198,7 @@ void ast_trainer_free(ast_trainer *t)
     ast_batch_free(&t->batch);
     ast_batch_free(&t->val_batch);
     train_monitors_free(t->monitors);
+    train_ranks_free(&t->ranks);
     if (t->metrics) fclose(t->metrics);
     free(t->val_centres), free(t->losses), free(t->dir), free(t->genes_json), free(t->config_yaml);
     free(t);
@@ -214,7 +223,9 @@ ast_loss_parts ast_trainer_forward(ast_trainer *t, ast_batch *b)
     return lp;
 }
 
-/* One micro-batch: sample, noise, forward, backward (gradients add up). */
+/* One micro-batch: sample, noise, forward, backward (gradients add up).
+ * Every rank draws the whole batch and trains on its sets; returns its
+ * share of the batch's loss. */
 static double micro_step(ast_trainer *t)
 {
     ast_batch *b = &t->batch;
@@ -228,10 +239,11 @@ static double micro_step(ast_trainer *t)
     ast_ctx_reset(t->ctx);
     ast_ctx_set_training(t->ctx, 1);
     ast_ctx_set_grad(t->ctx, 1);
-    ast_loss_parts lp = ast_trainer_forward(t, b);
-    ast_tensor *scaled = ast_affine(t->ctx, lp.total, 1.0f / (float)t->tc.accumulate, 0.0f);
+    ast_batch mine = train_ranks_rows(b, t->ranks.lo, t->ranks.hi);
+    ast_loss_parts lp = ast_trainer_forward(t, &mine);
+    ast_tensor *scaled = ast_affine(t->ctx, lp.total, t->ranks.share / (float)t->tc.accumulate, 0.0f);
     ast_backward(t->ctx, scaled);
-    return lp.total->data[0];
+    return t->ranks.share * lp.total->data[0];
 }
 
 static void log_step(ast_trainer *t, double loss, double gnorm)
@@ -278,7 +290,9 @@ static int train_step(ast_trainer *t, double *loss_out, ast_error *e)
     double loss = 0.0;
     if (schedule_step(t, e) < 0) return -1;
     ast_params_zero_grad(p);
+    train_ranks_step_begin(t);
     for (int i = 0; i < t->tc.accumulate; i++) loss += micro_step(t) / t->tc.accumulate;
+    loss = train_ranks_reduce(t, loss);
     train_monitors_observe(t, AST_PHASE_TRAIN_STEP);
     double gnorm = t->tc.clip_norm > 0 ? ast_clip_grad_norm(p, t->tc.clip_norm) : ast_grad_norm(p);
     if (!isfinite(loss) || !isfinite(gnorm)) {
@@ -286,6 +300,7 @@ static int train_step(ast_trainer *t, double *loss_out, ast_error *e)
         return -1;
     }
     ast_adamw_step(t->opt, t->scheduled.lr);
+    train_ranks_step_end(t);
     t->step++;
     log_step(t, loss, gnorm);
     if (t->n_losses == t->cap_losses)
@@ -305,13 +320,15 @@ static int end_epoch(ast_trainer *t, double train_loss, ast_error *e)
     char path[4096];
     if (val < t->best_val) {
         t->best_val = val, t->best_epoch = t->epoch, t->bad_epochs = 0;
-        if (ast_params_save(ast_model_params(t->model), ast_trainer_file(t, "best.safetensors", path, sizeof path),
+        if (t->ranks.rank == 0 &&
+            ast_params_save(ast_model_params(t->model), ast_trainer_file(t, "best.safetensors", path, sizeof path),
                             t->meta, e) < 0)
             return -1;
     } else {
         t->bad_epochs++;
     }
     t->epoch++;
+    t->epoch_step = 0, t->epoch_loss_sum = 0.0;
     fflush(t->metrics);
     return ast_trainer_save(t, e);
 }
@@ -321,8 +338,10 @@ static int open_metrics(ast_trainer *t, ast_error *e)
     char path[4096];
     if (t->metrics) return 0;
     /* A fresh start owns the log: lines there are from an attempt killed
-     * before its first checkpoint. */
-    t->metrics = fopen(ast_trainer_file(t, "metrics.jsonl", path, sizeof path), t->step ? "a" : "w");
+     * before its first checkpoint. Rank 0 writes it; the others' lines,
+     * the same, go nowhere. */
+    ast_trainer_file(t, "metrics.jsonl", path, sizeof path);
+    t->metrics = fopen(t->ranks.rank == 0 ? path : "/dev/null", t->step ? "a" : "w");
     if (!t->metrics) ast_error_set(e, "%s: cannot open for writing: %s", path, strerror(errno));
     return t->metrics ? 0 : -1;
 }
@@ -335,7 +354,7 @@ double ast_trainer_run_seconds(const ast_trainer *t)
 static void write_summary(ast_trainer *t, const ast_train_result *r)
 {
     char path[4096];
-    FILE *f = fopen(ast_trainer_file(t, "summary.json", path, sizeof path), "w");
+    FILE *f = t->ranks.rank == 0 ? fopen(ast_trainer_file(t, "summary.json", path, sizeof path), "w") : NULL;
     if (!f) return;
     size_t peak = ast_ctx_arena_peak(t->ctx);
     peak = peak > t->prior_peak_arena ? peak : t->prior_peak_arena;
@@ -383,10 +402,29 @@ static int init_weights(ast_trainer *t, ast_error *e)
     return -1;
 }
 
-int ast_trainer_run(ast_trainer *t, ast_train_result *r, ast_error *e)
+/* A signal asked to stop (train_stop.h), between two steps: the checkpoint
+ * holds the step within the epoch and the epoch's loss so far, so a resumed
+ * run takes the next step as this one would have. */
+static int stop_on_signal(ast_trainer *t, ast_progress *bar, ast_train_result *r, ast_error *e)
+{
+    char status[64];
+    snprintf(status, sizeof status, "stopped by signal %d, checkpoint written", ast_train_stop_signal());
+    ast_progress_finish(bar, status);
+    fflush(t->metrics);
+    if (ast_trainer_save(t, e) < 0) return -1;
+    fill_result(t, r);
+    r->stop_reason = "signal";
+    r->stop_signal = ast_train_stop_signal();
+    write_summary(t, r);
+    return 0;
+}
+
+static int train_epochs(ast_trainer *t, ast_train_result *r, ast_error *e)
 {
     memset(r, 0, sizeof *r);
-    if ((t->step == 0 && t->tc.init_from && init_weights(t, e) < 0) || open_metrics(t, e) < 0) return -1;
+    if ((t->step == 0 && t->tc.init_from && init_weights(t, e) < 0) || train_ranks_check_same(t, e) < 0 ||
+        open_metrics(t, e) < 0)
+        return -1;
     double start = t->run_start = ast_now();
     t->first_step = t->step;
     t->invocations++; /* this one; the checkpoint counts the earlier ones */
@@ -400,18 +438,19 @@ int ast_trainer_run(ast_trainer *t, ast_train_result *r, ast_error *e)
         }
         snprintf(label, sizeof label, "epoch %d/%d", t->epoch + 1, t->tc.epochs);
         ast_progress_start(&bar, label, t->tc.steps_per_epoch, t->tc.progress);
-        double sum = 0.0, loss = 0.0;
-        for (int s = 0; s < t->tc.steps_per_epoch; s++) {
+        double loss = 0.0;
+        for (; t->epoch_step < t->tc.steps_per_epoch; t->epoch_step++) {
+            if (ast_dist_any(ast_train_stop_signal())) return stop_on_signal(t, &bar, r, e); /* ranks stop together */
             if (train_step(t, &loss, e) < 0) return -1;
-            sum += loss;
+            t->epoch_loss_sum += loss;
             snprintf(status, sizeof status, "loss %.4f", loss);
-            ast_progress_update(&bar, s + 1, status);
+            ast_progress_update(&bar, t->epoch_step + 1, status);
         }
-        if (end_epoch(t, sum / t->tc.steps_per_epoch, e) < 0) return -1;
+        if (end_epoch(t, t->epoch_loss_sum / t->tc.steps_per_epoch, e) < 0) return -1;
         snprintf(status, sizeof status, "train %.4f  val %.4f%s", t->last_train, t->last_val,
                  t->best_epoch == t->epoch - 1 ? " (best)" : "");
         ast_progress_finish(&bar, status);
-        if (t->tc.max_minutes > 0 && ast_now() - start > 60.0 * t->tc.max_minutes) {
+        if (t->tc.max_minutes > 0 && ast_dist_any(ast_now() - start > 60.0 * t->tc.max_minutes)) {
             r->stop_reason = "time_limit";
             break;
         }
@@ -419,4 +458,12 @@ int ast_trainer_run(ast_trainer *t, ast_train_result *r, ast_error *e)
     fill_result(t, r);
     write_summary(t, r);
     return 0;
+}
+
+int ast_trainer_run(ast_trainer *t, ast_train_result *r, ast_error *e)
+{
+    ast_train_stop_catch();
+    int rc = train_epochs(t, r, e);
+    ast_train_stop_release();
+    return rc;
 }

@@ -28,6 +28,13 @@ typedef struct ast_schedule_values {
  * 0 on success, -1 with e set to stop the run. */
 typedef int (*ast_schedule_fn)(void *ud, int64_t step, int epoch, ast_schedule_values *v, ast_error *e);
 
+/* training.optimizer_sharding: where the AdamW state of a run over
+ * several ranks (train_dist.h) lives. */
+typedef enum ast_optim_sharding {
+    AST_SHARD_ZERO1,      /* each rank keeps and updates 1/R of it (ZeRO stage 1) */
+    AST_SHARD_REPLICATED, /* every rank keeps all of it */
+} ast_optim_sharding;
+
 typedef struct ast_train_config {
     ast_train_mode mode;
     int diffusion_steps;
@@ -51,6 +58,8 @@ typedef struct ast_train_config {
     double max_minutes;  /* stop (with a checkpoint) after this long; 0 = no limit */
     const char *init_from; /* training.init_from: a fresh run starts from these weights; NULL: random ones */
     uint64_t seed;
+    ast_optim_sharding sharding; /* of the AdamW state over the ranks of an MPI run */
+    ast_precision precision;     /* training.precision: of the GEMMs (float32, or bf16 operands) */
     int progress;        /* 1: progress bar on a terminal */
     ast_masking_config masking;
     ast_schedule_fn schedule; /* optional, called before every optimiser step */
@@ -61,6 +70,11 @@ void ast_train_config_default(ast_train_config *tc);
 /* From a loaded config (0, or -1 with e set); strings point into cfg. */
 int ast_train_config_from_cfg(const ast_cfg *cfg, ast_train_config *tc, ast_error *e);
 int ast_data_opts_from_cfg(const ast_cfg *cfg, ast_data_opts *o);
+/* training.precision: 32-true / 32 is float32, bf16-mixed the bf16 GEMMs
+ * of engine.h. bf16-mixed where this build or CPU cannot run it is an
+ * error located at the value, saying why (0, or -1 with e set). Training
+ * and the sampling of train, eval and sample read it. */
+int ast_precision_from_cfg(const ast_cfg *cfg, ast_precision *p, ast_error *e);
 
 /* Outcome of a run, also written to summary.json: of the whole run, not
  * of this invocation (a resumed one adds to what its checkpoint saved). */
@@ -71,7 +85,8 @@ typedef struct ast_train_result {
     int best_epoch;
     double seconds;          /* training wall time of every invocation, up to its last checkpoint, plus this one's */
     double steps_per_second; /* the steps those seconds timed / seconds */
-    const char *stop_reason; /* "epochs", "early_stopping", "time_limit" */
+    const char *stop_reason; /* "epochs", "early_stopping", "time_limit", "signal" */
+    int stop_signal;         /* with "signal": the signal that asked to stop mid-epoch (train/train_stop.h) */
 } ast_train_result;
 
 typedef struct ast_trainer ast_trainer;
@@ -97,7 +112,8 @@ int ast_trainer_add_monitors(ast_trainer *t, const ast_cfg *cfg, ast_error *e);
  * and metrics.jsonl, and the error names the file and the field. */
 int ast_trainer_resume(ast_trainer *t, ast_error *e);
 
-/* Trains until the epochs, early stopping or the time limit end it. A
+/* Trains until the epochs, early stopping, the time limit or a signal
+ * (SIGUSR1, SIGTERM, SIGINT: train/train_stop.h) end it. A
  * fresh run (no step taken) first loads tc->init_from, if set: alphast's
  * weights or checkpoint, or a PyTorch state_dict saved as safetensors
  * (names as the reference's, "model." prefix or not). Every parameter of

@@ -1,9 +1,19 @@
 # train: the training loop, validation, AdamW and its schedule, checkpoints
 # and resume, and the monitors' side of the loop.
 libalphast_la_SOURCES += core/train/train.h core/train/train_internal.h core/train/train.c \
-	core/train/train_val.c core/train/train_ckpt.c core/train/train_config.c core/train/train_monitors.c \
+	core/train/train_val.c core/train/train_ckpt.c core/train/train_stop.h core/train/train_stop.c core/train/train_config.c core/train/train_monitors.c \
 	core/train/schedule_table.h core/train/schedule_table.c \
-	core/train/optim.h core/train/optim.c
+	core/train/optim.h core/train/optim.c \
+	core/train/train_dist.h core/train/train_dist_launch.c core/train/train_dist_loop.h core/train/train_dist_loop.c \
+	core/train/train_ckpt.h core/train/train_dist_ckpt.c
+# The ranks of a run: over MPI (configure --with-mpi), else this process alone.
+if HAVE_MPI
+libalphast_la_SOURCES += core/train/train_dist_mpi.c
+libalphast_la_CFLAGS += $(MPI_CFLAGS)
+libalphast_la_LIBADD += $(MPI_LIBS)
+else
+libalphast_la_SOURCES += core/train/train_dist_solo.c
+endif
 EXTRA_DIST += core/train/README.md
 
 check_PROGRAMS += tests/test_optim tests/test_train

@@ -1,7 +1,8 @@
 /* Checkpoints: one safetensors file with the weights (PyTorch names), the
  * plugins' buffers (host->buffer, e.g. the MoE's selection bias), the
- * AdamW state, and in its metadata the step, epoch, early-stopping state,
- * both RNG states and the length of metrics.jsonl, so a resumed run
+ * AdamW state, and in its metadata the step, epoch (and for a checkpoint
+ * a signal made mid-epoch, the step within it and its loss so far),
+ * early-stopping state, both RNG states and the length of metrics.jsonl, so a resumed run
  * continues exactly where the saved one was, plus the run's bookkeeping
  * across invocations (seconds, timed steps, arena peak, invocations) for
  * summary.json, and what best.safetensors also says (alphast's version,
@@ -20,15 +21,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "io/safetensors.h"
-#include "train_internal.h"
+#include "train_ckpt.h"
 
 #define CKPT_FORMAT "alphast-checkpoint-1"
 #define CKPT_FILE "checkpoint.safetensors"
-
-static const char *const moment_names[3] = {"optimizer.exp_avg.", "optimizer.exp_avg_sq.", "optimizer.max_exp_avg_sq."};
-
-static float **moments(ast_adamw *o, int k) { return k == 0 ? o->m : k == 1 ? o->v : o->vmax; }
 
 static void rng_encode(const ast_rng *r, char *buf, size_t n)
 {
@@ -54,6 +50,8 @@ static int rng_decode(const char *s, ast_rng *r)
 
 int ast_trainer_save(ast_trainer *t, ast_error *e)
 {
+    if (t->ranks.sharded && train_shards_save(t, e) < 0) return -1;
+    if (t->ranks.rank > 0) return 0; /* rank 0 writes the rest, the same on every rank */
     ast_params *p = ast_model_params(t->model);
     int n = ast_params_count(p);
     ast_st_writer *w = ast_st_writer_new();
@@ -66,7 +64,7 @@ int ast_trainer_save(ast_trainer *t, ast_error *e)
         ast_tensor *x = ast_params_buffer_at(p, i);
         ast_st_writer_add(w, x->name, AST_ST_F32, x->ndim, x->shape, x->data);
     }
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 3 && !t->ranks.sharded; k++)
         for (int i = 0; i < n && moments(t->opt, k)[i]; i++) {
             ast_tensor *x = ast_params_at(p, i);
             size_t len = strlen(moment_names[k]) + strlen(x->name) + 1;
@@ -80,6 +78,8 @@ int ast_trainer_save(ast_trainer *t, ast_error *e)
 #define META(key, fmt, value) (snprintf(buf, sizeof buf, fmt, value), ast_st_writer_metadata(w, key, buf))
     META("step", "%lld", (long long)t->step);
     META("epoch", "%d", t->epoch);
+    META("epoch_step", "%d", t->epoch_step);
+    META("epoch_loss_sum", "%.17g", t->epoch_loss_sum);
     META("optimizer_step", "%lld", (long long)t->opt->step);
     META("best_val", "%.17g", t->best_val);
     META("best_epoch", "%d", t->best_epoch);
@@ -92,6 +92,10 @@ int ast_trainer_save(ast_trainer *t, ast_error *e)
     size_t peak = ast_ctx_arena_peak(t->ctx);
     META("peak_arena_bytes", "%zu", peak > t->prior_peak_arena ? peak : t->prior_peak_arena);
     META("invocations", "%d", t->invocations);
+    if (t->ranks.sharded) {
+        META(CKPT_SHARDING, "%s", "zero1");
+        META(CKPT_SHARD_RANKS, "%d", t->ranks.size);
+    }
 #undef META
     rng_encode(&t->data_rng, buf, sizeof buf);
     ast_st_writer_metadata(w, "data_rng", buf);
@@ -99,6 +103,7 @@ int ast_trainer_save(ast_trainer *t, ast_error *e)
     ast_st_writer_metadata(w, "ctx_rng", buf);
     char path[4096];
     int rc = ast_st_writer_write(w, ast_trainer_file(t, CKPT_FILE, path, sizeof path), e);
+    if (rc == 0 && t->ranks.sharded) train_shards_prune(t);
     ast_st_writer_free(w);
     for (int i = 0; i < 3 * n; i++) free(names[i]);
     free(names);
@@ -156,7 +161,7 @@ static int read_progress(ast_trainer *t, const ast_st_file *f, ast_error *e)
 {
     int64_t epoch, step, ostep, best_epoch, bad;
     if (meta_int(f, "epoch", 0, INT_MAX - 1, &epoch, e) ||
-        meta_int(f, "step", epoch, epoch * (int64_t)INT_MAX, &step, e) ||
+        meta_int(f, "step", epoch, (epoch + 1) * (int64_t)INT_MAX, &step, e) || /* the epoch under way's too */
         meta_int(f, "optimizer_step", step, step, &ostep, e) || /* one AdamW update per step */
         meta_int(f, "best_epoch", -1, epoch - 1, &best_epoch, e) ||
         meta_int(f, "bad_epochs", epoch - 1 - best_epoch, epoch - 1 - best_epoch, &bad, e))
@@ -170,6 +175,22 @@ static int read_progress(ast_trainer *t, const ast_st_file *f, ast_error *e)
     t->step = step, t->epoch = (int)epoch, t->opt->step = ostep;
     t->best_val = best, t->best_epoch = (int)best_epoch, t->bad_epochs = (int)bad;
     t->last_val = last_val, t->last_train = last_train;
+    return 0;
+}
+
+/* Where in its epoch a checkpoint that a signal made mid-epoch stopped
+ * (train_stop.h): both 0 at an epoch's end and in checkpoints older than the
+ * fields. Each step of the epoch is a step of the run, and the epoch must
+ * still have a step to take under this config. */
+static int read_epoch_position(ast_trainer *t, const ast_st_file *f, ast_error *e)
+{
+    int64_t at, most = t->tc.steps_per_epoch - 1;
+    double sum = 0.0;
+    if (t->step - t->epoch < most) most = t->step - t->epoch;
+    if (meta_int_opt(f, "epoch_step", 0, most, 0, &at, e) ||
+        (ast_st_metadata(f, "epoch_loss_sum") && meta_num(f, "epoch_loss_sum", -DBL_MAX, DBL_MAX, 0, &sum, e)))
+        return -1;
+    t->epoch_step = (int)at, t->epoch_loss_sum = sum;
     return 0;
 }
 
@@ -227,7 +248,7 @@ static int known_tensor(ast_trainer *t, const char *name)
         if (!strcmp(name, x)) return 1;
         for (int k = 0; k < 3; k++) {
             size_t n = strlen(moment_names[k]);
-            if (moments(t->opt, k)[i] && !strncmp(name, moment_names[k], n) && !strcmp(name + n, x)) return 1;
+            if (k < moment_kinds(t->opt) && !strncmp(name, moment_names[k], n) && !strcmp(name + n, x)) return 1;
         }
     }
     return 0;
@@ -240,27 +261,12 @@ static int check_no_extra(ast_trainer *t, const ast_st_file *f, ast_error *e)
 {
     ast_params *p = ast_model_params(t->model);
     int expected = ast_params_count(p) + ast_params_n_buffers(p);
-    for (int k = 0; k < 3; k++)
-        for (int i = 0; i < ast_params_count(p); i++) expected += moments(t->opt, k)[i] != NULL;
+    if (!ast_st_metadata(f, CKPT_SHARDING)) expected += moment_kinds(t->opt) * ast_params_count(p);
     for (int i = 0; ast_st_count(f) != expected && i < ast_st_count(f); i++)
         if (!known_tensor(t, ast_st_name(f, i))) {
             ast_error_set(e, "%s: tensor '%s' belongs to no parameter of this model; the checkpoint was made for "
                           "another model configuration: resume with its config.yaml, or start over "
                           "(alphast-run train --fresh, or a new run directory)", ast_st_path(f), ast_st_name(f, i));
-            return -1;
-        }
-    return 0;
-}
-
-/* The second moments are averages of squares: a negative one (the reader
- * already refuses non-finite values) would make AdamW's sqrt NaN. */
-static int check_moment(const ast_st_file *f, const char *name, const float *v, int64_t n, ast_error *e)
-{
-    for (int64_t j = 0; j < n; j++)
-        if (v[j] < 0.0f) {
-            ast_error_set(e, "%s: tensor '%s' holds %g at element %lld, but a second moment is never negative; the "
-                          "checkpoint is damaged: restore it, or start over (alphast-run train --fresh, or a new run "
-                          "directory)", ast_st_path(f), name, (double)v[j], (long long)j);
             return -1;
         }
     return 0;
@@ -277,7 +283,7 @@ static int load_state(ast_trainer *t, const ast_st_file *f, ast_error *e)
     int64_t bytes;
     /* A checkpoint older than the gene list has none, and passes. */
     if (ast_st_check_genes(f, (const char *const *)t->data->genes, t->data->n_genes, e) || read_progress(t, f, e) ||
-        read_bookkeeping(t, f, e) || check_metrics(t, f, &bytes, e))
+        read_epoch_position(t, f, e) || read_bookkeeping(t, f, e) || check_metrics(t, f, &bytes, e))
         return -1;
     static const char rng_want[] = "it must be a generator state (4 hex words, not all 0, has_spare 0 or 1, a "
                                    "finite spare)";
@@ -285,20 +291,12 @@ static int load_state(ast_trainer *t, const ast_st_file *f, ast_error *e)
         return bad_field(f, "data_rng", ast_st_metadata(f, "data_rng"), rng_want, e);
     if (rng_decode(ast_st_metadata(f, "ctx_rng"), ast_ctx_rng(t->ctx)))
         return bad_field(f, "ctx_rng", ast_st_metadata(f, "ctx_rng"), rng_want, e);
-    ast_params *p = ast_model_params(t->model);
-    char name[1024];
-    for (int k = 0; k < 3; k++)
-        for (int i = 0; i < ast_params_count(p) && moments(t->opt, k)[i]; i++) {
-            ast_tensor *x = ast_params_at(p, i);
-            snprintf(name, sizeof name, "%s%s", moment_names[k], x->name);
-            if (ast_st_read_f32(f, name, x->ndim, x->shape, moments(t->opt, k)[i], e) < 0 ||
-                (k > 0 && check_moment(f, name, moments(t->opt, k)[i], x->size, e) < 0))
-                return -1;
-        }
-    if (check_no_extra(t, f, e) < 0) return -1;
+    if (train_moments_load(t, f, e) < 0 || check_no_extra(t, f, e) < 0) return -1;
     char path[4096];
-    /* Lines logged after this checkpoint belong to a run that never finished. */
-    if (truncate(ast_trainer_file(t, "metrics.jsonl", path, sizeof path), (off_t)bytes) && errno != ENOENT) {
+    /* Lines logged after this checkpoint belong to a run that never finished
+     * (rank 0's log: the others write none). */
+    ast_trainer_file(t, "metrics.jsonl", path, sizeof path);
+    if (t->ranks.rank == 0 && truncate(path, (off_t)bytes) && errno != ENOENT) {
         ast_error_set(e, "%s: cannot truncate to the checkpoint: %s", path, strerror(errno));
         return -1;
     }

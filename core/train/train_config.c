@@ -46,6 +46,27 @@ static ast_pos_param pos_param_from_cfg(const ast_cfg *cfg)
     return p;
 }
 
+int ast_precision_from_cfg(const ast_cfg *cfg, ast_precision *p, ast_error *e)
+{
+    const ast_cfg_node *n = ast_cfg_get(cfg, "training.precision");
+    const char *name = ast_cfg_str(cfg, "training.precision"); /* the schema's enum */
+    char why[256];
+    *p = AST_PRECISION_FP32;
+    if (!strcmp(name, "32-true") || !strcmp(name, "32")) return 0;
+    if (strcmp(name, "bf16-mixed")) {
+        ast_cfg_fail(e, n->file, n->line, n->col, n->path, "'%s' is not supported: alphast has no float16 mode; write "
+                     "training.precision: 32-true or bf16-mixed", name);
+        return -1;
+    }
+    if (!ast_bf16_supported(why, sizeof why)) {
+        ast_cfg_fail(e, n->file, n->line, n->col, n->path, "'bf16-mixed' cannot run here: %s; train in float32 with "
+                     "training.precision: 32-true", why);
+        return -1;
+    }
+    *p = AST_PRECISION_BF16;
+    return 0;
+}
+
 int ast_train_config_from_cfg(const ast_cfg *cfg, ast_train_config *tc, ast_error *e)
 {
     ast_train_config_default(tc);
@@ -91,6 +112,9 @@ int ast_train_config_from_cfg(const ast_cfg *cfg, ast_train_config *tc, ast_erro
     tc->max_minutes = ast_cfg_float(cfg, "training.max_minutes");
     tc->init_from = ast_cfg_str(cfg, "training.init_from");
     tc->seed = (uint64_t)ast_cfg_int(cfg, "seed.value");
+    const char *sharding = ast_cfg_str(cfg, "training.optimizer_sharding"); /* the schema's enum */
+    tc->sharding = sharding && !strcmp(sharding, "replicated") ? AST_SHARD_REPLICATED : AST_SHARD_ZERO1;
+    if (ast_precision_from_cfg(cfg, &tc->precision, e) < 0) return -1;
     if (tc->set_size == 1) { /* 0 means whole slices */
         ast_error_set(e, "data.set_size: a set needs at least 2 cells for the distance loss (got 1); use 0 for whole slices");
         return -1;

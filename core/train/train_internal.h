@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "train/train.h"
+#include "train/train_dist_loop.h"
 
 /* One batch of B sets: clean data and the noised model inputs. */
 typedef struct ast_batch {
@@ -41,6 +42,10 @@ struct ast_trainer {
     /* progress, saved in checkpoints */
     int64_t step;
     int epoch;
+    /* Within the epoch under way: its steps done and their losses' sum, not
+     * 0 only in a checkpoint a signal made mid-epoch (train_stop.h). */
+    int epoch_step;
+    double epoch_loss_sum;
     double best_val;
     int best_epoch, bad_epochs;
     double last_val, last_train;
@@ -60,6 +65,8 @@ struct ast_trainer {
     int64_t n_losses, cap_losses;
 
     struct train_monitors *monitors; /* NULL: none configured */
+
+    train_ranks ranks; /* this process's share of the run (train_dist_loop.h) */
 };
 
 /* Allocates B sets of N cells and G genes; -1 with e naming `what` (the

@@ -1,9 +1,12 @@
 /* The validation loss, made deterministic so that epochs compare: the same
  * sets (fixed centres), a fixed grid of diffusion times and a fixed noise
  * seed every time, in eval mode. (The reference drew t and noise at random,
- * docs/model.md §11 item 27.) The MoE aux loss is left out, as in the reference. */
+ * docs/model.md §11 item 27.) The MoE aux loss is left out, as in the reference.
+ * Over several ranks each scores its share of the sets (drawn and noised
+ * whole by all, as for training) and the weighted parts are summed. */
 #include <math.h>
 
+#include "train/train_dist.h"
 #include "train_internal.h"
 
 double ast_trainer_val_loss(ast_trainer *t)
@@ -15,18 +18,21 @@ double ast_trainer_val_loss(ast_trainer *t)
     for (int i = 0; i < tc->val_sets; i++)
         ast_make_set(&t->val_sets, t->val_centres[i], &rng, b.expr + (int64_t)i * b.N * b.G, b.pos + (int64_t)i * b.N * 3,
                      b.mask + (int64_t)i * b.N);
+    ast_batch mine = train_ranks_rows(&b, t->ranks.val_lo, t->ranks.val_hi);
     double sum = 0.0;
     for (int k = 0; k < tc->val_t_points; k++) {
         int t_int = (int)lround(tc->diffusion_steps * (k + 0.5) / tc->val_t_points);
         for (int i = 0; i < b.B; i++) b.t_int[i] = t_int < 1 ? 1 : t_int;
         ast_noised z = {b.z_expr, b.z_pos, b.t, b.t_int};
         ast_apply_noise(&t->sched, tc->mode, &rng, b.B, b.N, b.G, b.expr, b.pos, b.mask, &z);
+        if (mine.B < 1) continue; /* more ranks than validation sets */
         ast_ctx_reset(t->ctx);
         ast_ctx_set_training(t->ctx, 0);
         ast_ctx_set_grad(t->ctx, 0);
-        ast_loss_parts lp = ast_trainer_forward(t, &b);
-        sum += lp.total->data[0] - (lp.moe_aux ? lp.moe_aux->data[0] : 0.0f);
+        ast_loss_parts lp = ast_trainer_forward(t, &mine);
+        sum += t->ranks.val_share * (lp.total->data[0] - (lp.moe_aux ? lp.moe_aux->data[0] : 0.0f));
     }
     ast_ctx_set_grad(t->ctx, 1);
+    ast_dist_sum_f64(&sum, 1);
     return sum / tc->val_t_points;
 }

@@ -39,7 +39,7 @@ extern "C" {
 #endif
 
 #define AST_ABI_MAJOR 2
-#define AST_ABI_MINOR 1 /* 2.1 appended the ops silu, exp and key_mask_bias */
+#define AST_ABI_MINOR 2 /* 2.1 appended the ops silu, exp and key_mask_bias; 2.2 grouped_linear */
 #define AST_MAX_DIMS 4
 
 /* ---- tensors ---------------------------------------------------------- */
@@ -99,7 +99,10 @@ typedef struct ast_scope ast_scope;
 
 /* Called in reverse tape order once out->grad holds dL/dout. It must add
  * (+=) into host->grad(c, in[i]) for every input that requires a gradient
- * (host->grad returns NULL for the others). */
+ * (host->grad returns NULL for the others). After the call the host hands
+ * out->grad back to the step's arena and sets it to NULL (after the
+ * earliest call when several nodes write one output), so keep no pointer
+ * to it, nor read the gradient of a non-leaf tensor after the backward. */
 typedef void (*ast_backward_fn)(ast_ctx *c, const ast_node *n);
 
 struct ast_node {

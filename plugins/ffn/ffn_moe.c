@@ -106,6 +106,10 @@ static void *moe_create(const ast_create_args *a, char *err, size_t errlen)
     m->combine = combine;
     m->shared = m->experts + o.num_experts;
     register_params(m, a);
+    if (moe_experts_group(m)) {
+        free(m);
+        AST_REQUIRE(0, err, errlen, "out of memory");
+    }
     /* Not trained but saved (checkpoints, best.safetensors), so a resumed
      * run and evaluation route with the bias training left. */
     if (o.balance == MOE_BALANCE_BIAS)
@@ -113,7 +117,12 @@ static void *moe_create(const ast_create_args *a, char *err, size_t errlen)
     return m;
 }
 
-static void moe_destroy(void *self) { free(self); }
+static void moe_destroy(void *self)
+{
+    moe *m = self;
+    free(m->w1); /* the grouped parameter lists, one block */
+    free(m);
+}
 
 /* Flattens x [B, N, E] to rows and keeps the valid ones (mask != 0);
  * returns the kept row indices, or NULL when every row is valid. */
@@ -162,11 +171,10 @@ static void publish_stats(const moe *m, ast_ctx *c, int layer, const moe_routing
     float *v = ast_alloc(c, (size_t)n * sizeof *v);
     for (int e = 0; e < n; e++) v[e] = (float)(r->offset[e + 1] - r->offset[e]);
     ast_publish_stat(c, "moe.tokens_per_expert", layer, v, n);
-    for (int e = 0; e < n; e++) {
-        double s = 0.0;
-        for (int64_t t = 0; t < tokens; t++) s += probs->data[t * n + e];
-        v[e] = (float)(s / (double)tokens);
-    }
+    double *sum = ast_alloc(c, (size_t)n * sizeof *sum);
+    for (int64_t t = 0; t < tokens; t++) /* row by row: each sum in token order, memory in order */
+        for (int e = 0; e < n; e++) sum[e] += probs->data[t * n + e];
+    for (int e = 0; e < n; e++) v[e] = (float)(sum[e] / (double)tokens);
     ast_publish_stat(c, "moe.router_prob_mean", layer, v, n);
     float dropped = (float)r->dropped, aux_value = aux ? aux->data[0] : 0.0f;
     ast_publish_stat(c, "moe.dropped_tokens", layer, &dropped, 1);

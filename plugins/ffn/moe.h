@@ -45,6 +45,9 @@ typedef struct moe {
      * and best.safetensors keep it; added to the logits for selection only. */
     ast_tensor *sel_bias;
     moe_combine_fn combine; /* the kernel of the fused combine for this instance's backend */
+    /* The routed experts' parameters by layer, [num_experts] each, as
+     * grouped_linear takes them (one call runs every expert). */
+    ast_tensor **w1, **b1, **w2, **b2;
     moe_expert *shared;     /* [num_shared]: the tail of experts */
     moe_expert experts[];   /* [num_experts] routed, then the shared ones */
 } moe;
@@ -73,6 +76,8 @@ typedef struct moe_routing {
 /* moe_expert.c */
 void moe_expert_init(ast_scope *s, const char *prefix, int j, int d_model, int hidden, moe_expert *e);
 ast_tensor *moe_expert_forward(const moe *m, ast_ctx *c, const moe_expert *e, ast_tensor *x);
+int moe_experts_group(moe *m);
+ast_tensor *moe_experts_forward(const moe *m, ast_ctx *c, ast_tensor *x, const int64_t *offset);
 int64_t moe_expert_numel(const moe_expert *e);
 
 /* moe_router.c */

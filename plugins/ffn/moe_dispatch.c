@@ -1,8 +1,8 @@
 /* Sparse dispatch without a per-token loop through the network (the
  * OpenBLAS recipe of PRIOR_ART §4): counting-sort the (token, expert)
- * assignments by expert, gather each expert's tokens into one contiguous
- * block, run the expert once on its block, and add the results back
- * weighted by the routing weights. */
+ * assignments by expert, gather the tokens into blocks by expert, run
+ * every expert on its block in one grouped GEMM per layer, and add the
+ * results back weighted by the routing weights. */
 #include "moe.h"
 
 /* Stable counting sort of n candidate assignments by expert; an expert
@@ -38,17 +38,14 @@ void moe_sort_pairs(ast_ctx *c, int n_experts, const int32_t *expert, const int3
 
 /* sum over kept assignments (t, e) of w * Expert_e(x_t), as [Tv, E]; tokens
  * with no kept assignment get zeros (the layer's residual carries them).
- * Each expert's rows are combined into the one output (moe_combine.c), so
- * the work follows the assignments, not experts x tokens. */
+ * The assignments' rows are gathered once, already sorted by expert, run
+ * through every expert at once (moe_experts_forward) and combined into the
+ * one output (moe_combine.c), so the work follows the assignments, not
+ * experts x tokens, and the number of ops does not grow with the experts. */
 ast_tensor *moe_dispatch(const moe *m, ast_ctx *c, const moe_tokens *tk, const moe_routing *r)
 {
     ast_tensor *out = ast_zeros(c, 2, (int64_t[]){tk->n, m->d_model});
-    for (int e = 0; e < m->o.num_experts; e++) {
-        int64_t start = r->offset[e], count = r->offset[e + 1] - start;
-        if (!count) continue;
-        const int32_t *rows = r->token + start;
-        ast_tensor *y = moe_expert_forward(m, c, &m->experts[e], ast_gather_rows(c, tk->x, rows, count));
-        m->combine(c, out, y, r->weights, rows, r->weight + start);
-    }
+    ast_tensor *x = ast_gather_rows(c, tk->x, r->token, r->n_pairs);
+    m->combine(c, out, moe_experts_forward(m, c, x, r->offset), r->weights, r->token, r->weight);
     return out;
 }

@@ -10,7 +10,10 @@
 
 /* The router's training noise: N(0, eps^2) per logit from one 64-bit draw
  * of the step's RNG, hashed with the element's index (ast_mix64) into two
- * uniforms for Box-Muller, so any thread can compute any element. */
+ * uniforms for Box-Muller, so any thread can compute any element. In float:
+ * the uniforms are exact (24-bit integers over 2^24) and logf, sqrtf, cosf
+ * are within an ulp or two of the double formula, at half its cost (it
+ * covers every logit, so it grows with the number of experts). */
 typedef struct noise_args {
     float *out;
     uint64_t key;
@@ -23,8 +26,8 @@ static void noise_range(void *arg, int64_t lo, int64_t hi)
     for (int64_t i = lo; i < hi; i++) {
         uint64_t z = ast_mix64(a->key + (uint64_t)i * 0x9e3779b97f4a7c15ull);
         /* u1 in (0, 1] so the log is finite; u2 in [0, 1) */
-        double u1 = ((double)(z >> 40) + 1.0) / 16777216.0, u2 = (double)(z & 0xffffff) / 16777216.0;
-        a->out[i] = a->eps * (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+        float u1 = ((float)(z >> 40) + 1.0f) / 16777216.0f, u2 = (float)(z & 0xffffff) / 16777216.0f;
+        a->out[i] = a->eps * (sqrtf(-2.0f * logf(u1)) * cosf(6.28318531f * u2));
     }
 }
 
@@ -77,6 +80,31 @@ static int64_t capacity_of(double assignments, double factor, int n)
     return cap < v ? cap + 1 : cap;
 }
 
+typedef struct top_k_args {
+    const float *logits, *bias;
+    int n, k;
+    int64_t tokens;
+    int32_t *chosen, *expert, *token, *weight, *flat; /* [tokens * k] each */
+} top_k_args;
+
+/* Each token's choices go to its own entries, so tokens run on the host's
+ * threads (with 64 experts the search is a visible serial share otherwise). */
+static void top_k_range(void *arg, int64_t lo, int64_t hi)
+{
+    const top_k_args *a = arg;
+    for (int64_t t = lo; t < hi; t++) {
+        int32_t *chosen = a->chosen + t * a->k;
+        top_k(a->logits + t * a->n, a->bias, a->n, a->k, chosen);
+        for (int s = 0; s < a->k; s++) {
+            int64_t i = s * a->tokens + t;
+            a->expert[i] = chosen[s];
+            a->token[i] = (int32_t)t;
+            a->weight[i] = (int32_t)(t * a->k + s);
+            a->flat[t * a->k + s] = (int32_t)(t * a->n + chosen[s]);
+        }
+    }
+}
+
 /* Top-k: candidates in slot-major order (every token's first choice before
  * any second choice), so capacity drops the least preferred slots first.
  * Weights = softmax over the k selected logits, gathered from the logits. */
@@ -84,26 +112,16 @@ static void route_top_k(const moe *m, ast_ctx *c, ast_tensor *logits, moe_routin
 {
     int n = m->o.num_experts, k = m->o.top_k;
     int64_t tokens = logits->shape[0], pairs = tokens * k;
-    int32_t *expert = ast_alloc(c, (size_t)pairs * sizeof *expert);
-    int32_t *token = ast_alloc(c, (size_t)pairs * sizeof *token);
-    int32_t *weight = ast_alloc(c, (size_t)pairs * sizeof *weight);
-    int32_t *flat = ast_alloc(c, (size_t)pairs * sizeof *flat);
-    int32_t *chosen = ast_alloc(c, (size_t)k * sizeof *chosen);
-    for (int64_t t = 0; t < tokens; t++) {
-        top_k(logits->data + t * n, m->sel_bias ? m->sel_bias->data : NULL, n, k, chosen);
-        for (int s = 0; s < k; s++) {
-            int64_t i = s * tokens + t;
-            expert[i] = chosen[s];
-            token[i] = (int32_t)t;
-            weight[i] = (int32_t)(t * k + s);
-            flat[t * k + s] = (int32_t)(t * n + chosen[s]);
-        }
-    }
+    size_t bytes = (size_t)pairs * sizeof(int32_t);
+    top_k_args a = {logits->data, m->sel_bias ? m->sel_bias->data : NULL, n, k, tokens, ast_alloc(c, bytes),
+                    ast_alloc(c, bytes), ast_alloc(c, bytes), ast_alloc(c, bytes), ast_alloc(c, bytes)};
+    /* a token's search costs about n * k compares: ~16k per range */
+    ast_parallel_for(tokens, 1 + 16384 / ((int64_t)n * k), top_k_range, &a);
     int64_t cap = m->o.capacity_factor > 0.0f ? capacity_of((double)pairs, m->o.capacity_factor, n) : pairs;
-    moe_sort_pairs(c, n, expert, token, weight, pairs, cap, r);
+    moe_sort_pairs(c, n, a.expert, a.token, a.weight, pairs, cap, r);
 
     ast_tensor *column = ast_reshape(c, logits, 2, (int64_t[]){tokens * n, 1});
-    ast_tensor *picked = ast_reshape(c, ast_gather_rows(c, column, flat, pairs), 2, (int64_t[]){tokens, k});
+    ast_tensor *picked = ast_reshape(c, ast_gather_rows(c, column, a.flat, pairs), 2, (int64_t[]){tokens, k});
     r->weights = ast_reshape(c, ast_softmax(c, picked, -1), 2, (int64_t[]){pairs, 1});
 }
 

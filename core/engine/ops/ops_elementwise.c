@@ -268,9 +268,7 @@ ast_tensor *ast_cpu_affine(ast_ctx *c, ast_tensor *x, float scale, float shift)
 typedef struct unary_args {
     const float *x, *gy;
     float *y; /* forward: the output; backward: the input's gradient */
-    const uint8_t *keep;
     float *saved; /* what the forward keeps for the backward */
-    float scale;
     int assign; /* backward: the gradient is fresh, write it rather than add */
 } unary_args;
 
@@ -422,61 +420,70 @@ ast_tensor *ast_cpu_softplus(ast_ctx *c, ast_tensor *x)
     return y;
 }
 
-static void dropout_backward_range(void *arg, int64_t lo, int64_t hi)
-{
-    const unary_args *a = arg;
-    const float *restrict gy = a->gy;
-    const uint8_t *restrict keep = a->keep;
-    float *restrict gx = a->y;
-    const int assign = a->assign;
-    for (int64_t i = lo; i < hi; i++) {
-        float g = keep[i] ? gy[i] * a->scale : 0.0f;
-        gx[i] = assign ? g : gx[i] + g;
-    }
-}
-
-static void dropout_backward(ast_ctx *c, const ast_node *n)
-{
-    unary_args a = unary_grad(c, n);
-    a.keep = n->saved;
-    a.scale = n->farg[0];
-    if (a.y) ast_parallel_for(n->out->size, AST_PAR_GRAIN, dropout_backward_range, &a);
-}
-
 typedef struct dropout_args {
-    const float *x;
-    float *y;
-    uint8_t *keep;
+    const float *x, *gy;
+    float *y; /* forward: the output; backward: the input's gradient */
     uint64_t key;
     uint32_t drop_below; /* drop where the element's 24-bit hash is below this */
     float scale;
+    int assign; /* backward: the gradient is fresh, write it rather than add */
 } dropout_args;
 
 /* The mask is a hash of (key, index), not a draw from a sequential stream,
  * so any range of elements can be computed on any thread (ast_mix64; its top
- * 24 bits are a uniform in [0, 2^24)). */
+ * 24 bits are a uniform in [0, 2^24)), and the backward hashes again instead
+ * of keeping the mask: two multiplies per element rather than a byte of
+ * memory per element for the whole step. */
+static inline int dropout_keeps(uint64_t key, uint32_t drop_below, int64_t i)
+{
+    uint64_t z = ast_mix64(key + (uint64_t)i * 0x9e3779b97f4a7c15ull);
+    return (uint32_t)(z >> 40) >= drop_below;
+}
+
+/* The arguments are read into locals: through `a`, which the stores might
+ * alias, they would be reloaded every element and the loops not vectorised. */
 static void dropout_range(void *arg, int64_t lo, int64_t hi)
 {
     const dropout_args *a = arg;
     const float *restrict x = a->x;
     float *restrict y = a->y;
-    uint8_t *restrict keep = a->keep;
+    const uint64_t key = a->key;
+    const uint32_t drop_below = a->drop_below;
+    const float scale = a->scale;
+    for (int64_t i = lo; i < hi; i++) y[i] = dropout_keeps(key, drop_below, i) ? x[i] * scale : 0.0f;
+}
+
+static void dropout_backward_range(void *arg, int64_t lo, int64_t hi)
+{
+    const dropout_args *a = arg;
+    const float *restrict gy = a->gy;
+    float *restrict gx = a->y;
+    const uint64_t key = a->key;
+    const uint32_t drop_below = a->drop_below;
+    const float scale = a->scale;
+    const int assign = a->assign;
     for (int64_t i = lo; i < hi; i++) {
-        uint64_t z = ast_mix64(a->key + (uint64_t)i * 0x9e3779b97f4a7c15ull);
-        keep[i] = (uint32_t)(z >> 40) >= a->drop_below;
-        y[i] = keep[i] ? x[i] * a->scale : 0.0f;
+        float g = dropout_keeps(key, drop_below, i) ? gy[i] * scale : 0.0f;
+        gx[i] = assign ? g : gx[i] + g;
     }
 }
 
+/* iarg: the mask's key (its bits), drop_below; farg[0]: the scale. */
+static void dropout_backward(ast_ctx *c, const ast_node *n)
+{
+    dropout_args a = {.gy = n->out->grad, .key = (uint64_t)n->iarg[0], .drop_below = (uint32_t)n->iarg[1],
+                      .scale = n->farg[0]};
+    a.y = ast_grad_fresh(c, n->in[0], &a.assign);
+    if (a.y) ast_parallel_for(n->out->size, AST_PAR_GRAIN, dropout_backward_range, &a);
+}
+
 /* Returns x itself when it is the identity, so eval draws nothing from the
- * RNG and costs nothing. The mask is kept as bytes: a quarter of a copy.
- * One draw from the step's RNG per call keys the mask. */
+ * RNG and costs nothing. One draw from the step's RNG per call keys the mask. */
 ast_tensor *ast_cpu_dropout(ast_ctx *c, ast_tensor *x, float p)
 {
     AST_ASSERT(p >= 0.0f && p <= 1.0f, "dropout probability %g is outside [0, 1]", (double)p);
     if (!ast_training(c) || p == 0.0f) return x;
     dropout_args a = {.x = x->data,
-                      .keep = ast_alloc_uninit(c, (size_t)x->size),
                       .key = ast_rng_next(ast_ctx_rng(c)),
                       .drop_below = (uint32_t)ceil((double)p * 16777216.0),
                       .scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f};
@@ -484,7 +491,7 @@ ast_tensor *ast_cpu_dropout(ast_ctx *c, ast_tensor *x, float p)
     a.y = y->data;
     ast_parallel_for(x->size, AST_PAR_GRAIN, dropout_range, &a);
     ast_record(c, &(ast_node){.op = "dropout", .backward = dropout_backward, .out = y, .in = {x}, .n_in = 1,
-                              .saved = a.keep, .farg = {a.scale}});
+                              .iarg = {(int64_t)a.key, a.drop_below}, .farg = {a.scale}});
     return y;
 }
 

@@ -1,0 +1,222 @@
+/* grouped_linear: one linear per group of consecutive rows (a mixture of
+ * experts' tokens, sorted by expert), forward and backward each as one job
+ * on the thread pool. The rows of all groups form one line cut into equal
+ * parts, one per thread (fewer for small work); a part runs one
+ * single-threaded GEMM per group it overlaps. So 64 experts of ~64 rows fill the cores in one
+ * hand-off and each expert's weights are packed by one thread, where a
+ * linear per expert would split each small GEMM over the threads, one
+ * expert after the other. The weight gradients are cut by output rows
+ * instead (their sum runs down the group's rows), so no two threads ever
+ * write the same element. */
+#include <string.h>
+
+#include "engine/engine.h"
+
+/* Multiply-adds below which a second part costs more than it saves: the
+ * grain of ast_sgemm (gemm.c), measured at the demo size. */
+#define GROUPED_GRAIN_MACS ((int64_t)1 << 19)
+
+typedef struct grouped_saved {
+    int64_t *offsets;    /* [n + 1]: group g owns rows [offsets[g], offsets[g + 1]) */
+    ast_tensor **w, **b; /* [n] each; b NULL: no bias */
+    int n;
+    int parts;           /* the forward's split, reused by the backward */
+} grouped_saved;
+
+typedef struct grouped_args {
+    const grouped_saved *s;
+    int64_t rows, in, out;
+    const float *x, *dy;
+    float *y, *dx;
+    float dx_beta; /* 0 when dx is fresh (assigned), else 1 (added) */
+    float **gw, **gb; /* [n] gradient of each weight and bias (NULL: none needed), or NULL: no group's */
+} grouped_args;
+
+/* The group holding row r (offsets[g] <= r < offsets[g + 1]: empty groups
+ * never hold one), or n when r is past the last row. */
+static int group_of(const grouped_saved *s, int64_t r)
+{
+    int lo = 0, hi = s->n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (s->offsets[mid + 1] > r) hi = mid;
+        else lo = mid + 1;
+    }
+    return lo;
+}
+
+/* Rows [r0, r1) of part p of the row line. */
+static void part_rows(const grouped_args *a, int64_t p, int64_t *r0, int64_t *r1)
+{
+    *r0 = a->rows * p / a->s->parts;
+    *r1 = a->rows * (p + 1) / a->s->parts;
+}
+
+/* y[r] = x[r] w[g]^T + b[g] for the rows of each part, a GEMM per group. */
+static void forward_parts(void *arg, int64_t lo, int64_t hi)
+{
+    const grouped_args *a = arg;
+    const grouped_saved *s = a->s;
+    int in = (int)a->in, out = (int)a->out;
+    for (int64_t p = lo; p < hi; p++) {
+        int64_t r, end;
+        part_rows(a, p, &r, &end);
+        for (int g = group_of(s, r); r < end; g++) {
+            int64_t stop = s->offsets[g + 1] < end ? s->offsets[g + 1] : end;
+            if (stop > r)
+                ast_sgemm_bias(0, 1, (int)(stop - r), out, in, 1.0f, a->x + r * in, in, s->w[g]->data, in, 0.0f,
+                               a->y + r * out, out, s->b ? s->b[g]->data : NULL);
+            r = stop;
+        }
+    }
+}
+
+/* dx[r] (+)= dy[r] w[g] for the rows of part p. */
+static void input_grad_part(const grouped_args *a, int64_t p)
+{
+    const grouped_saved *s = a->s;
+    int in = (int)a->in, out = (int)a->out;
+    int64_t r, end;
+    part_rows(a, p, &r, &end);
+    for (int g = group_of(s, r); r < end; g++) {
+        int64_t stop = s->offsets[g + 1] < end ? s->offsets[g + 1] : end;
+        if (stop > r)
+            ast_sgemm(0, 0, (int)(stop - r), in, out, 1.0f, a->dy + r * out, out, s->w[g]->data, in, a->dx_beta,
+                      a->dx + r * in, in);
+        r = stop;
+    }
+}
+
+static int64_t ceil_div(int64_t v, int64_t d) { return v <= 0 ? 0 : (v + d - 1) / d; }
+
+/* Output rows [o0, o1) of group g: dw[g] += dy_g^T x_g and db[g] += the
+ * column sums of dy_g, in row order. */
+static void weight_grad_rows(const grouped_args *a, int g, int64_t o0, int64_t o1)
+{
+    const grouped_saved *s = a->s;
+    int64_t first = s->offsets[g], count = s->offsets[g + 1] - first, in = a->in, out = a->out;
+    const float *dy = a->dy + first * out;
+    float *gw = a->gw ? a->gw[g] : NULL, *gb = a->gb ? a->gb[g] : NULL;
+    if (gw)
+        ast_sgemm(1, 0, (int)(o1 - o0), (int)in, (int)count, 1.0f, dy + o0, (int)out, a->x + first * in, (int)in,
+                  1.0f, gw + o0 * in, (int)in);
+    for (int64_t r = 0; gb && r < count; r++)
+        for (int64_t o = o0; o < o1; o++) gb[o] += dy[r * out + o];
+}
+
+/* The weight gradients of part p. Their cost line gives group g the span
+ * [offsets[g] * out, offsets[g + 1] * out), one stretch of count_g per
+ * output row (the GEMM's inner length); a row belongs to the part where its
+ * stretch starts, so the parts cost the same and each row has one owner. */
+static void weight_grad_part(const grouped_args *a, int64_t p)
+{
+    const grouped_saved *s = a->s;
+    if (!a->out) return; /* no output rows: nothing to own */
+    int64_t line = a->rows * a->out, lo = line * p / s->parts, hi = line * (p + 1) / s->parts;
+    for (int g = group_of(s, lo / a->out); g < s->n && s->offsets[g] * a->out < hi; g++) {
+        int64_t base = s->offsets[g] * a->out, count = s->offsets[g + 1] - s->offsets[g];
+        if (!count) continue;
+        int64_t o0 = ceil_div(lo - base, count), o1 = ceil_div(hi - base, count);
+        if (o1 > a->out) o1 = a->out;
+        if (o1 > o0) weight_grad_rows(a, g, o0, o1);
+    }
+}
+
+static void backward_parts(void *arg, int64_t lo, int64_t hi)
+{
+    const grouped_args *a = arg;
+    for (int64_t p = lo; p < hi; p++) {
+        if (a->dx) input_grad_part(a, p);
+        if (a->gw || a->gb) weight_grad_part(a, p);
+    }
+}
+
+/* The gradients of n tensors, fetched here because ast_grad may allocate
+ * from the arena, which the pool's threads must not touch; NULL when none
+ * of them needs one. */
+static float **grads_of(ast_ctx *c, ast_tensor *const *t, int n)
+{
+    int any = 0;
+    for (int i = 0; t && i < n; i++) any |= (t[i]->flags & AST_REQUIRES_GRAD) != 0;
+    if (!any) return NULL;
+    float **g = ast_alloc(c, (size_t)n * sizeof *g);
+    for (int i = 0; i < n; i++) g[i] = ast_grad(c, t[i]);
+    return g;
+}
+
+static void grouped_backward(ast_ctx *c, const ast_node *n)
+{
+    const grouped_saved *s = n->saved;
+    ast_tensor *x = n->in[0];
+    int fresh;
+    float *dx = ast_grad_fresh(c, x, &fresh);
+    grouped_args a = {.s = s, .rows = ast_rows(x), .in = ast_cols(x), .out = ast_cols(n->out), .x = x->data,
+                      .dy = n->out->grad, .dx = dx, .dx_beta = fresh ? 0.0f : 1.0f, .gw = grads_of(c, s->w, s->n),
+                      .gb = grads_of(c, s->b, s->n)};
+    ast_parallel_for(s->parts, 1, backward_parts, &a);
+}
+
+static void check_groups(const ast_tensor *x, const int64_t *offsets, int n, ast_tensor *const *w,
+                         ast_tensor *const *b)
+{
+    char s1[64], s2[64];
+    int64_t rows = ast_rows(x), in = ast_cols(x);
+    AST_ASSERT(n >= 1 && w, "grouped_linear: %d groups (at least 1, each with a weight)", n);
+    for (int g = 0; g < n; g++) AST_ASSERT(w[g], "grouped_linear: group %d has no weight", g);
+    AST_ASSERT(offsets[0] == 0 && offsets[n] == rows, "grouped_linear: offsets run from %lld to %lld for %lld rows",
+               (long long)offsets[0], (long long)offsets[n], (long long)rows);
+    AST_ASSERT(rows < (1ll << 31), "grouped_linear: %lld rows (at most 2^31 - 1)", (long long)rows);
+    for (int g = 0; g < n; g++) {
+        AST_ASSERT(offsets[g] <= offsets[g + 1], "grouped_linear: offsets[%d] = %lld > offsets[%d] = %lld", g,
+                   (long long)offsets[g], g + 1, (long long)offsets[g + 1]);
+        AST_ASSERT(w[g]->ndim == 2 && w[g]->shape[1] == in && w[g]->shape[0] == w[0]->shape[0],
+                   "grouped_linear: x %s does not fit weight %d %s (every weight must be [%lld, %lld])",
+                   ast_shape_str(x, s1, sizeof s1), g, ast_shape_str(w[g], s2, sizeof s2),
+                   (long long)w[0]->shape[0], (long long)in);
+        AST_ASSERT(!b || (b[g] && b[g]->ndim == 1 && b[g]->shape[0] == w[0]->shape[0]),
+                   "grouped_linear: bias %d %s for %lld outputs", g,
+                   b[g] ? ast_shape_str(b[g], s1, sizeof s1) : "NULL", (long long)w[0]->shape[0]);
+    }
+}
+
+/* The first of n tensors that needs a gradient, else the first: the node
+ * holds x and one weight and one bias in in[] (ast_record looks there to
+ * decide whether to record), all of them in `saved`. */
+static ast_tensor *representative(ast_tensor *const *t, int n)
+{
+    if (!t) return NULL;
+    for (int i = 0; i < n; i++)
+        if (t[i]->flags & AST_REQUIRES_GRAD) return t[i];
+    return t[0];
+}
+
+/* The arrays outlive the call in the arena, so the caller's may not. */
+static grouped_saved *save_groups(ast_ctx *c, const int64_t *offsets, int n, ast_tensor *const *w,
+                                  ast_tensor *const *b)
+{
+    grouped_saved *s = ast_alloc(c, sizeof *s);
+    s->n = n;
+    s->offsets = memcpy(ast_alloc(c, (size_t)(n + 1) * sizeof *offsets), offsets, (size_t)(n + 1) * sizeof *offsets);
+    s->w = memcpy(ast_alloc(c, (size_t)n * sizeof *w), w, (size_t)n * sizeof *w);
+    s->b = b ? memcpy(ast_alloc(c, (size_t)n * sizeof *b), b, (size_t)n * sizeof *b) : NULL;
+    return s;
+}
+
+ast_tensor *ast_cpu_grouped_linear(ast_ctx *c, ast_tensor *x, const int64_t *offsets, int n, ast_tensor *const *w,
+                                   ast_tensor *const *b)
+{
+    check_groups(x, offsets, n, w, b);
+    grouped_saved *s = save_groups(c, offsets, n, w, b);
+    int64_t rows = ast_rows(x), in = ast_cols(x), out = w[0]->shape[0];
+    int64_t parts = rows * in * out / GROUPED_GRAIN_MACS, threads = ast_parallel_threads();
+    s->parts = (int)(parts < 1 ? 1 : parts > threads ? threads : parts);
+    int64_t shape[AST_MAX_DIMS];
+    memcpy(shape, x->shape, sizeof shape);
+    shape[x->ndim - 1] = out;
+    ast_tensor *y = ast_empty(c, x->ndim, shape);
+    grouped_args a = {.s = s, .rows = rows, .in = in, .out = out, .x = x->data, .y = y->data};
+    ast_parallel_for(s->parts, 1, forward_parts, &a);
+    ast_record(c, &(ast_node){.op = "grouped_linear", .backward = grouped_backward, .out = y,
+                              .in = {x, representative(w, n), representative(b, n)}, .n_in = 3, .saved = s});
+    return y;
+}
