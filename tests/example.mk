@@ -5,7 +5,7 @@ EXTRA_DIST += examples/attn_distbias/attn_distbias.c examples/attn_distbias/moni
 	examples/attn_distbias/Makefile examples/attn_distbias/README.md docs/plugin-guide.md
 
 check_PROGRAMS += tests/test_example_plugin
-tests_test_example_plugin_SOURCES = tests/test_example_plugin.c tests/distbias_reference.c \
+tests_test_example_plugin_SOURCES = tests/test_example_plugin.c tests/test_files.c tests/test_files.h tests/distbias_reference.c \
 	tests/attn_reference.c tests/attn_reference.h \
 	tests/distbias_reference.h tests/plugin_fixture.c tests/plugin_fixture.h
 tests_test_example_plugin_CPPFLAGS = $(AM_CPPFLAGS) -DAST_TEST_CC='"$(CC)"' -DAST_TEST_PKG_CONFIG='"$(PKG_CONFIG)"'

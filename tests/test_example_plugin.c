@@ -18,6 +18,7 @@
 #include "train/train.h"
 #include "distbias_reference.h"
 #include "plugin_fixture.h"
+#include "test_files.h"
 
 #define PREFIX "attention"
 
@@ -492,19 +493,6 @@ Test(example, tests_itself_with_libalphast_plugintest, .timeout = 120)
 
 /* ---- the guide ------------------------------------------------------------------ */
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *s = malloc((size_t)n + 1);
-    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
-    s[n] = '\0';
-    fclose(f);
-    return s;
-}
 
 /* The text of the line before `at`, into line. */
 static void previous_line(const char *text, const char *at, char *line, size_t n)
@@ -527,7 +515,7 @@ static void check_c_block(const char *guide, const char *fence, const char *body
                   !strcmp(file, "include/alphast/plugin.h"),
               "snippet source %s is not compiled by this test", file);
     snprintf(path, sizeof path, "%s/%s", ALPHAST_SOURCE_DIR, file);
-    char *src = slurp(path), *code = strndup(body, len);
+    char *src = test_slurp(path), *code = strndup(body, len);
     cr_assert_not_null(strstr(src, code), "this snippet is no longer in %s:\n%s", file, code);
     free(code);
     free(src);
@@ -535,7 +523,7 @@ static void check_c_block(const char *guide, const char *fence, const char *body
 
 Test(guide, every_c_snippet_is_compiled_code)
 {
-    char *guide = slurp(ALPHAST_SOURCE_DIR "/docs/plugin-guide.md");
+    char *guide = test_slurp(ALPHAST_SOURCE_DIR "/docs/plugin-guide.md");
     int c_blocks = 0;
     for (const char *fence = strstr(guide, "```"); fence;) {
         const char *lang = fence + 3, *body = strchr(lang, '\n');

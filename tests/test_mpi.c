@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "io/safetensors.h"
+#include "test_files.h"
 
 #define RUN ALPHAST_BUILD_DIR "/alphast-run"
 /* As root (containers, CI) Open MPI's mpirun needs to be told it may run;
@@ -85,16 +86,6 @@ static void remove_tmp(void)
 
 TestSuite(mpi, .init = make_tmp, .fini = remove_tmp, .timeout = 600);
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    cr_assert(f, "%s: cannot read", path);
-    char *text = malloc(1 << 20);
-    size_t n = fread(text, 1, (1 << 20) - 1, f);
-    text[n] = 0;
-    fclose(f);
-    return text;
-}
 
 /* Runs `alphast-run train --config run.yaml --out DIR ...` (prefixed by
  * `launch`: MPIRUN, or "" for one process) in tmp; its output goes to
@@ -125,7 +116,7 @@ static void train_ok(const char *launch, const char *dir, const char *args)
 {
     int st = train(launch, dir, "%s", args);
     if (st != 0) {
-        char *text = slurp(log_of(dir));
+        char *text = test_slurp(log_of(dir));
         cr_assert_fail("%s%s exited %d:\n%s", launch, dir, st, text);
     }
 }
@@ -148,7 +139,7 @@ typedef struct metrics {
 
 static void read_metrics(const char *dir, metrics *m)
 {
-    char *text = slurp(in_tmp(dir, "metrics.jsonl"));
+    char *text = test_slurp(in_tmp(dir, "metrics.jsonl"));
     m->n = 0;
     for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
         cJSON *j = cJSON_Parse(line);
@@ -208,7 +199,7 @@ static double weights_diff(const char *pa, const char *pb)
 /* eval.json without its timing, as text. */
 static char *eval_without_seconds(const char *dir)
 {
-    char *text = slurp(in_tmp(dir, "eval.json"));
+    char *text = test_slurp(in_tmp(dir, "eval.json"));
     cJSON *j = cJSON_Parse(text);
     cr_assert(j, "%s/eval.json is not JSON", dir);
     cJSON_DeleteItemFromObject(j, "seconds");
@@ -248,7 +239,7 @@ Test(mpi, two_ranks_train_as_one_process_on_the_same_batches)
      * marker says the set is whole, and checkpoint.safetensors holds none. */
     cr_assert_eq(access(in_tmp("two", "checkpoint.shards/step-30.rank-0-of-2.safetensors"), F_OK), 0);
     cr_assert_eq(access(in_tmp("two", "checkpoint.shards/step-30.rank-1-of-2.safetensors"), F_OK), 0);
-    char *marker = slurp(in_tmp("two", "checkpoint.shards/step-30.complete"));
+    char *marker = test_slurp(in_tmp("two", "checkpoint.shards/step-30.complete"));
     cr_assert(strstr(marker, "\"step\": 30, \"ranks\": 2"), "%s", marker);
     free(marker);
     cr_assert_eq(access(in_tmp("two", "checkpoint.shards/step-25.complete"), F_OK), -1, "an older set was kept");
@@ -321,7 +312,7 @@ Test(mpi, a_killed_run_resumes_exactly)
     pid_t ranks[8];
     int n = children(mpirun, ranks, 8);
     if (n != 2) {
-        char *log = slurp(log_of("killed"));
+        char *log = test_slurp(log_of("killed"));
         cr_assert_fail("mpirun has %d children:\n%s", n, log);
     }
     for (int i = 0; i < n; i++) kill(ranks[i], SIGKILL);
@@ -359,14 +350,14 @@ Test(mpi, a_split_state_resumes_only_on_as_many_ranks)
 {
     train_ok(MPIRUN, "split", "training.epochs=1");
     cr_assert_eq(train("", "split", "training.epochs=2"), 1);
-    char *log = slurp(log_of("split"));
+    char *log = test_slurp(log_of("split"));
     cr_assert(strstr(log, "checkpoint.safetensors: its AdamW state is split over 2 ranks (optimizer_sharding: "
                           "zero1), but this run has 1 rank: resume it as it was run (mpirun -np 2"), "%s", log);
     free(log);
     /* One rank's part lost: the ranks stop together, that rank saying which file. */
     cr_assert_eq(remove(in_tmp("split", "checkpoint.shards/step-5.rank-1-of-2.safetensors")), 0);
     cr_assert_eq(train(MPIRUN, "split", "training.epochs=2"), 1);
-    log = slurp(log_of("split"));
+    log = test_slurp(log_of("split"));
     cr_assert(strstr(log, "alphast-run: rank 1 of 2: ") && strstr(log, "step-5.rank-1-of-2.safetensors: cannot open"),
               "%s", log);
     free(log);
@@ -376,11 +367,11 @@ Test(mpi, a_split_state_resumes_only_on_as_many_ranks)
 Test(mpi, what_the_ranks_cannot_split_is_refused)
 {
     cr_assert_eq(train(MPIRUN, "small", "training.batch_size=1"), 1);
-    char *log = slurp(log_of("small"));
+    char *log = test_slurp(log_of("small"));
     cr_assert(strstr(log, "alphast-run: rank 1 of 2: training.batch_size is 1 set, fewer than the 2 ranks"), "%s", log);
     free(log);
     cr_assert_eq(train(MPIRUN, "masked", "masking.enable=true"), 1);
-    log = slurp(log_of("masked"));
+    log = test_slurp(log_of("masked"));
     cr_assert(strstr(log, "masking.enable: masked training runs in one process only for now"), "%s", log);
     free(log);
 }
@@ -395,7 +386,7 @@ Test(mpi, a_failure_on_one_rank_ends_the_run)
     cr_assert_eq(system(cmd), 0);
     time_t start = time(NULL);
     cr_assert_neq(train(MPIRUN, "alone", ""), 0);
-    char *log = slurp(log_of("alone"));
+    char *log = test_slurp(log_of("alone"));
     cr_assert(strstr(log, "rank 0 of 2: ") && strstr(log, "metrics.jsonl: cannot open for writing"), "%s", log);
     free(log);
     cr_assert_lt(time(NULL) - start, 120);

@@ -17,6 +17,7 @@
 
 #include "report/report.h"
 #include "report/report_internal.h"
+#include "test_files.h"
 
 typedef struct fake_run {
     const char *id, *config;
@@ -49,18 +50,6 @@ static void write_file(const char *path, const char *fmt, ...)
     fclose(f);
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert(f, "%s was not written", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *text = calloc((size_t)n + 1, 1);
-    cr_assert(fread(text, 1, (size_t)n, f) == (size_t)n);
-    fclose(f);
-    return text;
-}
 
 static void write_summary(const char *sweep, const fake_run *r, double val)
 {
@@ -241,7 +230,7 @@ static char *report_md(const char *sweep, const char *reference)
     cr_assert(ast_report_write(sweep, &o, &e) == 0, "%s", e.msg);
     char path[512];
     snprintf(path, sizeof path, "%s/report.md", sweep);
-    return slurp(path);
+    return test_slurp(path);
 }
 
 /* Cell `col` (0 = the row label) of the first Markdown table row after
@@ -548,7 +537,7 @@ Test(report, html_is_self_contained_and_svgs_sit_next_to_the_markdown)
     char *sweep = make_sweep(), path[512];
     free(report_md(sweep, NULL));
     snprintf(path, sizeof path, "%s/report.html", sweep);
-    char *html = slurp(path);
+    char *html = test_slurp(path);
     cr_assert(!strncmp(html, "<!DOCTYPE html>", 15));
     cr_assert(strstr(html, "</html>\n") && html[strlen(html) - 1] == '\n');
     /* the key metrics; loss, validation loss, gradient norm, entropy, aux loss, gate mean
@@ -569,7 +558,7 @@ Test(report, html_is_self_contained_and_svgs_sit_next_to_the_markdown)
     char *md = report_md(sweep, NULL);
     for (int i = 0; i < 8; i++) {
         snprintf(path, sizeof path, "%s/%s", sweep, svgs[i]);
-        char *svg = slurp(path);
+        char *svg = test_slurp(path);
         cr_assert(!strncmp(svg, "<svg xmlns=\"http://www.w3.org/2000/svg\"", 39), "%s is a standalone SVG", svgs[i]);
         if (i < 5) cr_assert_eq(count(svg, "<polyline"), 2, "%s: a line per config", svgs[i]);
         free(svg);
@@ -621,7 +610,7 @@ Test(report, the_key_metrics_figure_has_every_seed_and_the_interval)
     free(report_md(sweep, NULL));
     char path[512];
     snprintf(path, sizeof path, "%s/report_key_metrics.svg", sweep);
-    char *svg = slurp(path);
+    char *svg = test_slurp(path);
     /* the best validation loss, expr_to_pos's knn_k10 and dist_row_spearman, pos_to_expr's pcc_gene */
     cr_assert(strstr(svg, ">validation loss (best), lower is better</text>"));
     cr_assert(strstr(svg, ">expr_to_pos: knn_k10, higher is better</text>"));
@@ -655,7 +644,7 @@ Test(report, routing_is_a_heatmap_of_experts_by_time_buckets)
     cr_assert(!strstr(md, ".share") && !strstr(md, ".tokens"), "no table row per bucket and expert: %s", md);
     free(md);
     snprintf(path, sizeof path, "%s/report_routing.svg", sweep);
-    char *svg = slurp(path);
+    char *svg = test_slurp(path);
     /* Gated alone routes: 3 seeds x 2 layers, each 2 experts x 2 buckets; the last epoch's shares */
     cr_assert_eq(count(svg, "class=\"cell\""), 3 * 2 * 2 * 2);
     cr_assert_eq(count(svg, ">0.70</text>"), 3 * 2 * 2, "expert e takes 0.7 of bucket e");
@@ -687,7 +676,7 @@ Test(report, each_series_is_drawn_once_and_a_zero_one_not_at_all)
     free(md);
     char path[512];
     snprintf(path, sizeof path, "%s/report_monitor_expert_load_avg_aux_loss.svg", sweep);
-    char *svg = slurp(path);
+    char *svg = test_slurp(path);
     cr_assert_eq(count(svg, "<polyline"), 1);
     cr_assert(strstr(svg, ">Gated</text>") && !strstr(svg, ">Baseline</text>"));
     free(svg);
@@ -726,11 +715,11 @@ Test(report, an_axis_turns_logarithmic_when_values_span_two_decades)
     char *sweep = make_sweep(), path[512];
     free(report_md(sweep, NULL));
     snprintf(path, sizeof path, "%s/report_monitor_train_grad_norm.svg", sweep);
-    svg = slurp(path);
+    svg = test_slurp(path);
     cr_assert(strstr(svg, "(log scale)</text>"));
     free(svg);
     snprintf(path, sizeof path, "%s/report_loss.svg", sweep);
-    svg = slurp(path);
+    svg = test_slurp(path);
     cr_assert(!strstr(svg, "(log scale)"));
     free(svg);
 }
@@ -743,7 +732,7 @@ Test(report, reference_config_and_out_options)
     ast_report_opts o = {out, "Gated"};
     cr_assert(ast_report_write(sweep, &o, &e) == 0, "%s", e.msg);
     snprintf(path, sizeof path, "%s/report.md", out);
-    char *md = slurp(path);
+    char *md = test_slurp(path);
     /* against Gated: Baseline is +0.1 with the same p */
     cr_assert_str_eq(cell(md, "validation loss (best)", 2), "0.420 ± 0.020");
     cr_assert(strstr(md, "| validation loss (best) | lower | 0.420 ± 0.020 | 0.520 ± 0.020 |"), "%s", md);
@@ -793,7 +782,7 @@ Test(report, the_report_command)
     snprintf(args, sizeof args, "report %s --baseline Gated", sweep);
     cr_assert_eq(run_cli(args, err, sizeof err), 0, "%s", err);
     snprintf(path, sizeof path, "%s/report.html", sweep);
-    free(slurp(path));
+    free(test_slurp(path));
     cr_assert_eq(run_cli("report", err, sizeof err), 2, "no SWEEP_DIR is a usage error");
     cr_assert(strstr(err, "give the sweep directory"), "%s", err);
     cr_assert_eq(run_cli("report /nonexistent/sweep", err, sizeof err), 1);
@@ -808,7 +797,7 @@ Test(report, out_dash_writes_the_html_page_to_stdout)
     snprintf(path, sizeof path, "%s/stdout.html", sweep);
     snprintf(cmd, sizeof cmd, "TMPDIR=%s %s/alphast-run report %s --out - >%s", sweep, ALPHAST_BUILD_DIR, sweep, path);
     cr_assert_eq(system(cmd), 0, "%s", cmd);
-    char *html = slurp(path);
+    char *html = test_slurp(path);
     cr_assert(!strncmp(html, "<!DOCTYPE html>", 15) && strstr(html, "<svg") && strstr(html, "</html>"), "%.200s", html);
     free(html);
     snprintf(path, sizeof path, "%s/report.md", sweep);

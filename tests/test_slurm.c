@@ -15,6 +15,7 @@
 #include "sweep/ledger.h"
 #include "sweep/slurm.h"
 #include "sweep/sweep.h"
+#include "test_files.h"
 
 #define SCRIPTS ALPHAST_SOURCE_DIR "/tests/data/sweeps/"
 #define CLI ALPHAST_BUILD_DIR "/alphast-run"
@@ -31,19 +32,6 @@ static char *tmp_dir(void)
     return d;
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) return NULL;
-    char *text = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&text, &len);
-    int ch;
-    while ((ch = fgetc(f)) != EOF) fputc(ch, m);
-    fclose(m);
-    fclose(f);
-    return text;
-}
 
 static void assert_has(const char *text, const char *part)
 {
@@ -61,7 +49,7 @@ static int cli(const char *args, char **out)
     snprintf(cmd, sizeof cmd, "env -u SLURM_JOB_ID -u SLURM_ARRAY_JOB_ID -u SLURM_ARRAY_TASK_ID %s %s >%s 2>&1", CLI,
              args, path);
     int status = system(cmd);
-    *out = slurp(path);
+    *out = test_read_file(path);
     unlink(path);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }

@@ -23,6 +23,7 @@
 #include "sweep/ledger.h"
 #include "sweep/sweep.h"
 #include "train/schedule_table.h"
+#include "test_files.h"
 
 #define SCRIPTS ALPHAST_SOURCE_DIR "/tests/data/sweeps/"
 #define CLI ALPHAST_BUILD_DIR "/alphast-run"
@@ -48,19 +49,6 @@ static void assert_has(const char *text, const char *part)
     cr_assert(text && strstr(text, part), "expected \"%s\" in:\n%s", part, text ? text : "(null)");
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) return NULL;
-    char *text = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&text, &len);
-    int ch;
-    while ((ch = fgetc(f)) != EOF) fputc(ch, m);
-    fclose(m);
-    fclose(f);
-    return text;
-}
 
 static char *tmp_dir(void)
 {
@@ -139,7 +127,7 @@ static ast_run_state last_state(const ast_ledger *l, const char *run)
 /* The train lines of a run's metrics.jsonl, as cJSON objects in order. */
 static int train_lines(const char *path, cJSON **lines, int max)
 {
-    char *text = slurp(path), *save = NULL;
+    char *text = test_read_file(path), *save = NULL;
     cr_assert(text, "%s missing", path);
     int n = 0;
     for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -350,7 +338,7 @@ Test(sweep, script_errors_name_the_file_line_and_the_traceback)
     /* Lua shortens a long script path from the left ("...") in its
      * messages, so only the file name and line are certain (make distcheck
      * runs from a deep build tree). */
-    assert_has(text = slurp(out), "alphast-run: ");
+    assert_has(text = test_read_file(out), "alphast-run: ");
     assert_has(text, "bad_key.lua:4: ");
     free(text);
 }
@@ -363,7 +351,7 @@ Test(sweep, dry_run_lists_the_runs_and_runs_nothing)
     snprintf(out, sizeof out, "%s/out", dir);
     snprintf(args, sizeof args, "sweep --dry-run --out %s " SCRIPTS "ablation.lua", sweep_dir);
     cr_assert_eq(cli(args, out), 0);
-    char *text = slurp(out);
+    char *text = test_read_file(out);
     for (int i = 0; i < s->n_runs; i++) assert_has(text, s->runs[i].id);
     cr_assert(access(sweep_dir, F_OK), "a dry run creates nothing");
     free(text);
@@ -439,7 +427,7 @@ Test(sweep, multirun_runs_the_grid_and_cfg_prints_each_run_s_config, .timeout = 
     snprintf(out, sizeof out, "%s/out", dir);
     snprintf(args, sizeof args, "sweep -m --cfg --config " SCRIPTS "tiny.yaml attention=linear,gated training.epochs=1,2");
     cr_assert_eq(cli(args, out), 0);
-    char *text = slurp(out);
+    char *text = test_read_file(out);
     for (int i = 0; i < lua->n_runs; i++) {
         char doc[256];
         snprintf(doc, sizeof doc, "--- # %s\n", lua->runs[i].id);
@@ -450,7 +438,7 @@ Test(sweep, multirun_runs_the_grid_and_cfg_prints_each_run_s_config, .timeout = 
     snprintf(args, sizeof args, "sweep --multirun --jobs 2 --out %s/sweep --config " SCRIPTS "tiny.yaml "
              "attention=linear,gated training.epochs=1,2", dir);
     int rc = cli(args, out);
-    text = slurp(out);
+    text = test_read_file(out);
     cr_assert_eq(rc, 0, "%s", text);
     free(text);
     char sweep_dir[128], path[512];
@@ -469,14 +457,14 @@ Test(sweep, multirun_takes_no_script_and_config_needs_multirun)
     char *dir = tmp_dir(), out[256], *text;
     snprintf(out, sizeof out, "%s/out", dir);
     cr_assert_eq(cli("sweep -m " SCRIPTS "grid.lua attention=linear,gated", out), 2);
-    assert_has(text = slurp(out), "alphast-run sweep: -m/--multirun takes its grid from the command line, not from a "
+    assert_has(text = test_read_file(out), "alphast-run sweep: -m/--multirun takes its grid from the command line, not from a "
                                   "script: run " SCRIPTS "grid.lua without -m, or put the grid in it with alphast.grid{...}");
     free(text);
     cr_assert_eq(cli("sweep --config " SCRIPTS "tiny.yaml " SCRIPTS "grid.lua", out), 2);
-    assert_has(text = slurp(out), "alphast-run sweep: --config goes with -m/--multirun; a script names its configs itself");
+    assert_has(text = test_read_file(out), "alphast-run sweep: --config goes with -m/--multirun; a script names its configs itself");
     free(text);
     cr_assert_eq(cli("sweep " SCRIPTS "grid.lua attention=gated", out), 2);
-    assert_has(text = slurp(out), "expected the sweep script (SCRIPT.lua), or -m KEY=V1,V2 ... for a grid from the "
+    assert_has(text = test_read_file(out), "expected the sweep script (SCRIPT.lua), or -m KEY=V1,V2 ... for a grid from the "
                                   "command line");
     free(text);
 }
@@ -488,7 +476,7 @@ Test(sweep, schedules_set_the_values_of_every_step, .timeout = 60)
     char *dir = tmp_dir(), args[512], out[256], path[512];
     snprintf(out, sizeof out, "%s/out", dir);
     snprintf(args, sizeof args, "sweep --out %s " SCRIPTS "schedule.lua", dir);
-    cr_assert_eq(cli(args, out), 0, "%s", slurp(out));
+    cr_assert_eq(cli(args, out), 0, "%s", test_read_file(out));
     ast_sweep *s = load(SCRIPTS "schedule.lua");
     cr_assert_eq(s->runs[0].scheduled, 1);
     cJSON *lines[16];
@@ -572,9 +560,9 @@ Test(sweep, a_failing_schedule_stops_its_run_with_the_reason, .timeout = 60)
     ast_sweep *s = load(SCRIPTS "bad_schedule.lua");
     ast_ledger *l = ledger(dir);
     cr_assert_eq(last_state(l, s->runs[0].id), AST_RUN_FAILED);
-    char *log = slurp(run_path(path, dir, &s->runs[0], "train.log"));
+    char *log = test_read_file(run_path(path, dir, &s->runs[0], "train.log"));
     assert_has(log, "schedule.lr(step 3, epoch 1) returned a string; return a number");
-    char *text = slurp(out);
+    char *text = test_read_file(out);
     assert_has(text, "FAILED");
     assert_has(text, "returned a string");
     free(log), free(text);
@@ -655,7 +643,7 @@ Test(sweep, ledger_lines_round_trip_and_a_torn_line_is_skipped)
     cr_assert_eq(last_state(l, "A-1"), AST_RUN_DONE);
     cr_assert_eq(ast_ledger_count(l, "A-1", AST_RUN_RUNNING), 1);
     ast_ledger_free(l);
-    char *text = slurp(path);
+    char *text = test_read_file(path);
     assert_has(text, "\"run\":\"A-1\",\"config_name\":\"A\",\"seed\":3,\"hash\":\"1\",\"state\":\"done\","
                      "\"dir\":\"runs/A-1\",\"pid\":42,\"start\":5,\"end\":9,\"exit\":0}");
     free(text);
@@ -679,7 +667,7 @@ Test(sweep, a_ledger_line_after_a_torn_one_stands_alone)
     cr_assert_eq(last_state(l, "A-1"), AST_RUN_DONE);
     cr_assert_eq(ast_ledger_count(l, "A-1", AST_RUN_DONE), 2, "both appended lines read back");
     ast_ledger_free(l);
-    char *text = slurp(path);
+    char *text = test_read_file(path);
     cr_assert(strstr(text, "\"state\":\"runn\n{\"time\""), "the fragment ends its own line:\n%s", text);
     cr_assert_null(strstr(text, "\n\n"), "no empty line when the ledger ends whole:\n%s", text);
     free(text);
@@ -775,7 +763,7 @@ Test(sweep, ctrl_c_stops_the_runs_and_puts_them_back_to_pending, .timeout = 90)
         cr_assert(st == AST_RUN_DONE || st == AST_RUN_PENDING, "%s: %s", s->runs[i].id, ast_run_state_name(st));
     }
     snprintf(path, sizeof path, "%s/ledger.jsonl", dir);
-    char *text = slurp(path);
+    char *text = test_read_file(path);
     assert_has(text, "\"state\":\"pending\",\"dir\":\"runs/c_long-");
     /* It stopped at a step with a checkpoint (exit 75), or was killed by the
      * SIGTERM that asked it to, between training and evaluation. */
@@ -807,7 +795,7 @@ static void kill_trainers(const char *dir)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/ledger.jsonl", dir);
-    char *text = slurp(path), *save = NULL;
+    char *text = test_read_file(path), *save = NULL;
     ast_ledger *l = ledger(dir);
     for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         cJSON *o = cJSON_Parse(line);
@@ -847,7 +835,7 @@ Test(sweep, a_killed_sweep_resumes_only_the_missing_runs, .timeout = 120)
         ast_run_state st;
         char path[512];
         if (ast_ledger_last(l, s->runs[i].id, &st, NULL) && st == AST_RUN_DONE) {
-            before[i] = slurp(run_path(path, dir, &s->runs[i], "metrics.jsonl"));
+            before[i] = test_read_file(run_path(path, dir, &s->runs[i], "metrics.jsonl"));
             done_before++;
         }
     }
@@ -864,13 +852,13 @@ Test(sweep, a_killed_sweep_resumes_only_the_missing_runs, .timeout = 120)
         cr_assert_eq(last_state(l, r->id), AST_RUN_DONE, "%s", r->id);
         assert_steps_once(dir, r, i < 2 ? 6 : 30);
         if (!before[i]) continue;
-        char *after = slurp(run_path(path, dir, r, "metrics.jsonl"));
+        char *after = test_read_file(run_path(path, dir, r, "metrics.jsonl"));
         cr_assert_str_eq(after, before[i], "%s was not trained again", r->id);
         cr_assert_eq(ast_ledger_count(l, r->id, AST_RUN_RUNNING), 1, "%s started once", r->id);
         free(after), free(before[i]);
     }
     char path[512];
-    char *log = slurp(run_path(path, dir, long_run, "train.log"));
+    char *log = test_read_file(run_path(path, dir, long_run, "train.log"));
     assert_has(log, "alphast: resuming");
     cr_assert_eq(ast_ledger_count(l, long_run->id, AST_RUN_RUNNING), 2, "started, killed, started again");
     free(log);
@@ -1001,12 +989,12 @@ Test(sweep, an_endless_loop_meets_the_instruction_budget, .timeout = 30)
     char out[256], *text;
     snprintf(out, sizeof out, "%s/out", tmp_dir());
     cr_assert_eq(cli("sweep --dry-run " SCRIPTS "endless_loop.lua", out), 1);
-    assert_has(text = slurp(out), "endless_loop.lua:3: the sweep script ran more than 1000000000 Lua instructions");
+    assert_has(text = test_read_file(out), "endless_loop.lua:3: the sweep script ran more than 1000000000 Lua instructions");
     free(text);
     setenv("ALPHAST_SWEEP_INSTRUCTIONS", "2e6", 1);
     cr_assert_eq(cli("sweep --dry-run " SCRIPTS "endless_loop.lua", out), 1);
     unsetenv("ALPHAST_SWEEP_INSTRUCTIONS");
-    assert_has(text = slurp(out), "ran more than 2000000 Lua instructions");
+    assert_has(text = test_read_file(out), "ran more than 2000000 Lua instructions");
     free(text);
 }
 
@@ -1036,7 +1024,7 @@ Test(sweep, an_endless_schedule_fails_its_run_and_hangs_nothing, .timeout = 60)
     cr_assert_eq(cli(args, out), 1);
     unsetenv("ALPHAST_SCHEDULE_INSTRUCTIONS");
     s = load(SCRIPTS "endless_schedule.lua");
-    char *log = slurp(run_path(path, dir, &s->runs[0], "train.log"));
+    char *log = test_read_file(run_path(path, dir, &s->runs[0], "train.log"));
     assert_has(log, "the schedule ran more than 100000 Lua instructions");
     free(log);
     ast_sweep_free(s);
@@ -1121,15 +1109,15 @@ Test(sweep, the_script_is_evaluated_once_per_process_with_the_sweep_s_trust, .ti
     snprintf(out, sizeof out, "%s/out", dir);
     snprintf(args, sizeof args, "sweep --out %s/sweep " SCRIPTS "count_evals.lua", dir);
     cr_assert_eq(cli(args, out), 1, "restricted by default");
-    assert_has(text = slurp(out), "io.open('");
+    assert_has(text = test_read_file(out), "io.open('");
     free(text);
     snprintf(args, sizeof args, "sweep --trust-script --jobs 2 --out %s/sweep " SCRIPTS "count_evals.lua", dir);
     int status = cli(args, out);
-    text = slurp(out);
+    text = test_read_file(out);
     cr_assert_eq(status, 0, "%s", text);
     free(text);
     snprintf(evals, sizeof evals, "%s/evaluations.txt", dir);
-    text = slurp(evals);
+    text = test_read_file(evals);
     int n = 0;
     for (char *p = text; (p = strstr(p, "evaluated")); p++) n++;
     cr_assert_eq(n, 1, "the sweep alone, not its 4 scheduled runs:\n%s", text);

@@ -12,6 +12,7 @@
 #include "io/safetensors.h"
 #include "train/train.h"
 #include "train_fixture.h"
+#include "test_files.h"
 
 static const char *tiny_yaml =
     "training_mode: joint\n"
@@ -232,15 +233,7 @@ static char *slurp(const char *dir, const char *name)
 {
     char path[256];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    cr_assert(f, "%s missing", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *text = calloc((size_t)n + 1, 1);
-    cr_assert_eq(fread(text, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    return text;
+    return test_slurp(path);
 }
 
 /* metrics.jsonl without its wall-clock times, which no two runs share. */

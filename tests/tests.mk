@@ -59,7 +59,7 @@ tests_test_mpi_parts_CFLAGS = $(TEST_CC)
 tests_test_mpi_parts_LDADD = $(TEST_LIBS)
 if HAVE_MPI
 check_PROGRAMS += tests/test_mpi
-tests_test_mpi_SOURCES = tests/test_mpi.c
+tests_test_mpi_SOURCES = tests/test_mpi.c tests/test_files.c tests/test_files.h
 tests_test_mpi_CFLAGS = $(TEST_CC) $(CJSON_CFLAGS) -DALPHAST_MPIRUN='"$(MPIRUN)"'
 tests_test_mpi_LDADD = $(TEST_LIBS) $(CJSON_LIBS)
 endif
@@ -71,7 +71,7 @@ endif
 # uninterrupted losses (test_slurm.sh; skips, 77, unless root with slurm-wlm
 # and munge).
 check_PROGRAMS += tests/test_slurm
-tests_test_slurm_SOURCES = tests/test_slurm.c
+tests_test_slurm_SOURCES = tests/test_slurm.c tests/test_files.c tests/test_files.h
 tests_test_slurm_CFLAGS = $(TEST_CC)
 tests_test_slurm_LDADD = $(TEST_LIBS)
 TESTS += tests/test_slurm.sh

@@ -15,7 +15,7 @@ check_PROGRAMS += tests/test_stats tests/test_report
 tests_test_stats_SOURCES = tests/test_stats.c
 tests_test_stats_CFLAGS = $(TEST_CC)
 tests_test_stats_LDADD = $(TEST_LIBS)
-tests_test_report_SOURCES = tests/test_report.c
+tests_test_report_SOURCES = tests/test_report.c tests/test_files.c tests/test_files.h
 tests_test_report_CFLAGS = $(TEST_CC)
 tests_test_report_LDADD = $(TEST_LIBS)
 

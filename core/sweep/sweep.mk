@@ -7,7 +7,7 @@ libalphast_la_SOURCES += core/sweep/sweep.h core/sweep/ledger.h core/sweep/sweep
 EXTRA_DIST += core/sweep/README.md
 
 check_PROGRAMS += tests/test_sweep
-tests_test_sweep_SOURCES = tests/test_sweep.c
+tests_test_sweep_SOURCES = tests/test_sweep.c tests/test_files.c tests/test_files.h
 tests_test_sweep_CFLAGS = $(TEST_CC) $(CJSON_CFLAGS)
 tests_test_sweep_LDADD = $(TEST_LIBS) $(CJSON_LIBS)
 EXTRA_DIST += docs/sweeps.md tests/data/sweeps/tiny.yaml tests/data/sweeps/ablation.lua \

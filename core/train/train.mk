@@ -20,6 +20,6 @@ check_PROGRAMS += tests/test_optim tests/test_train
 tests_test_optim_SOURCES = tests/test_optim.c
 tests_test_optim_CFLAGS = $(TEST_CC)
 tests_test_optim_LDADD = $(TEST_LIBS)
-tests_test_train_SOURCES = tests/test_train.c tests/train_fixture.c tests/train_fixture.h
+tests_test_train_SOURCES = tests/test_train.c tests/test_files.c tests/test_files.h tests/train_fixture.c tests/train_fixture.h
 tests_test_train_CFLAGS = $(TEST_CC)
 tests_test_train_LDADD = $(TEST_LIBS)
