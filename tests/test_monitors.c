@@ -24,6 +24,7 @@
 #include "engine/sink.h"
 #include "train/train.h"
 #include "model_fixture.h"
+#include "test_files.h"
 
 /* Values are printed with %.9g from floats or doubles computed in double:
  * 1e-6 covers float rounding of the inputs and nothing more. */
@@ -470,20 +471,6 @@ static const char *tiny_yaml =
     "monitors: [{name: expert_load, every: 2}, {name: gate_activation, every: 1},\n"
     "           {name: grad_norm, every: 1}, time_conditioning]\n";
 
-static char *read_file(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "%s", path);
-    char *text = NULL;
-    size_t len = 0;
-    FILE *out = open_memstream(&text, &len);
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) fwrite(buf, 1, n, out);
-    fclose(f);
-    fclose(out);
-    return text;
-}
 
 /* The trainer's own record of a step: its gradient norm (before clipping). */
 typedef struct train_line {
@@ -567,7 +554,7 @@ Test(end_to_end, training_with_all_four_monitors_writes_their_metrics, .timeout 
     cr_assert(ast_trainer_run(rn.t, &r, &e) == 0, "%s", e.msg);
     char path[256];
     snprintf(path, sizeof path, "%s/metrics.jsonl", rn.dir);
-    char *text = read_file(path);
+    char *text = test_slurp(path);
 
     /* expert_load every 2 steps of 6; the others every step */
     cr_expect_eq(count_of(text, "expert_load", "expert_entropy_normalized", -1, -1), 3);

@@ -23,7 +23,7 @@ plugins_monitor_monitor_time_conditioning_la_CPPFLAGS = $(PLUGIN_CPP)
 plugins_monitor_monitor_time_conditioning_la_LDFLAGS = $(PLUGIN_LINK)
 
 check_PROGRAMS += tests/test_monitors
-tests_test_monitors_SOURCES = tests/test_monitors.c tests/model_fixture.c tests/model_fixture.h
+tests_test_monitors_SOURCES = tests/test_monitors.c tests/model_fixture.c tests/model_fixture.h tests/test_files.c tests/test_files.h
 tests_test_monitors_CFLAGS = $(TEST_CC) $(CJSON_CFLAGS)
 tests_test_monitors_LDADD = $(TEST_LIBS) $(CJSON_LIBS)
 EXTRA_DIST += docs/monitors.md
