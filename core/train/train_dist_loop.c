@@ -73,6 +73,21 @@ ast_batch train_ranks_rows(const ast_batch *b, int lo, int hi)
 }
 
 /* Copies the buffers into dst (to 1) or back from src (to 0). */
+/* Every parameter's gradient (grad = 1) or data into the flat buffer (to =
+ * 1) or back out of it, in registration order; returns the end of their
+ * part of flat. */
+static float *copy_params(ast_params *p, float *flat, int grad, int to)
+{
+    for (int i = 0; i < ast_params_count(p); i++) {
+        ast_tensor *x = ast_params_at(p, i);
+        float *own = grad ? x->grad : x->data;
+        if (to) memcpy(flat, own, (size_t)x->size * sizeof(float));
+        else memcpy(own, flat, (size_t)x->size * sizeof(float));
+        flat += x->size;
+    }
+    return flat;
+}
+
 static void copy_buffers(ast_params *p, float *flat, int to)
 {
     for (int i = 0; i < ast_params_n_buffers(p); i++) {
@@ -98,22 +113,12 @@ double train_ranks_reduce(ast_trainer *t, double loss)
     train_ranks *r = &t->ranks;
     if (r->size < 2) return loss;
     ast_params *p = ast_model_params(t->model);
-    float *at = r->flat;
-    for (int i = 0; i < ast_params_count(p); i++) {
-        ast_tensor *x = ast_params_at(p, i);
-        memcpy(at, x->grad, (size_t)x->size * sizeof(float));
-        at += x->size;
-    }
+    float *at = copy_params(p, r->flat, 1, 1);
     copy_buffers(p, at, 1);
     for (int64_t j = 0; j < r->n_buf; j++) at[j] -= r->buf_start[j];
     at[r->n_buf] = (float)loss;
     ast_dist_sum_f32(r->flat, r->n_grad + r->n_buf + 1);
-    at = r->flat;
-    for (int i = 0; i < ast_params_count(p); i++) {
-        ast_tensor *x = ast_params_at(p, i);
-        memcpy(x->grad, at, (size_t)x->size * sizeof(float));
-        at += x->size;
-    }
+    at = copy_params(p, r->flat, 1, 0);
     /* Unchanged buffers stay exactly as they were: their changes sum to 0. */
     for (int64_t j = 0; j < r->n_buf; j++) at[j] = r->buf_start[j] + at[j] / (float)r->size;
     copy_buffers(p, at, 0);
@@ -125,19 +130,9 @@ void train_ranks_step_end(ast_trainer *t)
     train_ranks *r = &t->ranks;
     if (!r->sharded) return;
     ast_params *p = ast_model_params(t->model);
-    float *at = r->flat;
-    for (int i = 0; i < ast_params_count(p); i++) {
-        ast_tensor *x = ast_params_at(p, i);
-        memcpy(at, x->data, (size_t)x->size * sizeof(float));
-        at += x->size;
-    }
+    copy_params(p, r->flat, 0, 1);
     ast_dist_allgather_f32(r->flat, r->part);
-    at = r->flat;
-    for (int i = 0; i < ast_params_count(p); i++) {
-        ast_tensor *x = ast_params_at(p, i);
-        memcpy(x->data, at, (size_t)x->size * sizeof(float));
-        at += x->size;
-    }
+    copy_params(p, r->flat, 0, 0);
 }
 
 /* What a rank starts from: weights, buffers, the data stream, the step
