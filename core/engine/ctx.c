@@ -14,7 +14,8 @@
 #define MAX_SCHEDULED 16
 
 struct ast_ctx {
-    ast_arena arena; /* on the backend's buffers; the backend also runs the ops */
+    ast_arena arena; /* tensor data and gradients, on the backend's buffers; the backend also runs the ops */
+    ast_arena host;  /* ast_alloc's memory when the backend is a device (else unused: arena serves both) */
     ast_node *tape;
     size_t tape_n, tape_cap;
     unsigned char *frees_grad; /* [tape_cap]: see frees_grad_pass */
@@ -40,6 +41,7 @@ ast_ctx *ast_ctx_new_on(const ast_backend *b, uint64_t seed)
 {
     ast_ctx *c = ast_xcalloc(1, sizeof *c);
     ast_arena_init(&c->arena, b);
+    if (b->memory != AST_MEM_HOST) ast_arena_init(&c->host, ast_backend_cpu());
     c->grad_enabled = 1;
     c->profile = ast_profile_from_env();
     ast_rng_seed(&c->rng, seed);
@@ -52,6 +54,7 @@ void ast_ctx_free(ast_ctx *c)
     if (c->profile) ast_profile_print(c->profile, stderr, c->arena.peak);
     free(c->profile);
     ast_arena_free(&c->arena);
+    if (c->host.backend) ast_arena_free(&c->host);
     free(c->tape);
     free(c->frees_grad);
     free(c->stats);
@@ -61,6 +64,7 @@ void ast_ctx_free(ast_ctx *c)
 void ast_ctx_reset(ast_ctx *c)
 {
     ast_arena_reset(&c->arena);
+    if (c->host.backend) ast_arena_reset(&c->host);
     c->tape_n = 0;
     if (c->profile) ast_profile_step(c->profile, 0);
     c->n_losses = 0;
@@ -83,7 +87,11 @@ size_t ast_ctx_arena_peak(const ast_ctx *c) { return c->arena.peak; }
 int ast_training(const ast_ctx *c) { return c->training; }
 int ast_grad_enabled(const ast_ctx *c) { return c->grad_enabled; }
 
-void *ast_alloc_uninit(ast_ctx *c, size_t bytes) { return ast_arena_take(&c->arena, bytes); }
+/* Host memory: the arena itself on the CPU, the host arena beside a device's. */
+static ast_arena *host_arena(ast_ctx *c) { return c->host.backend ? &c->host : &c->arena; }
+
+void *ast_alloc_uninit(ast_ctx *c, size_t bytes) { return ast_arena_take(host_arena(c), bytes); }
+void *ast_data_alloc_uninit(ast_ctx *c, size_t bytes) { return ast_arena_take(&c->arena, bytes); }
 
 static void zero_range(void *arg, int64_t lo, int64_t hi)
 {
@@ -94,6 +102,13 @@ void *ast_alloc(ast_ctx *c, size_t bytes)
 {
     void *p = ast_alloc_uninit(c, bytes);
     ast_parallel_for((int64_t)bytes, (int64_t)1 << 20, zero_range, p);
+    return p;
+}
+
+void *ast_data_alloc(ast_ctx *c, size_t bytes)
+{
+    void *p = ast_data_alloc_uninit(c, bytes);
+    c->arena.backend->zero(c->arena.backend, p, bytes);
     return p;
 }
 
@@ -110,7 +125,7 @@ float *ast_grad_fresh(ast_ctx *c, ast_tensor *t, int *fresh)
     *fresh = 0;
     if (!t || !(t->flags & AST_REQUIRES_GRAD)) return NULL;
     if (!t->grad) {
-        t->grad = ast_alloc_uninit(c, (size_t)t->size * sizeof(float));
+        t->grad = ast_data_alloc_uninit(c, (size_t)t->size * sizeof(float));
         *fresh = 1;
     }
     return t->grad;
@@ -119,7 +134,7 @@ float *ast_grad_fresh(ast_ctx *c, ast_tensor *t, int *fresh)
 float *ast_grad(ast_ctx *c, ast_tensor *t)
 {
     if (!t || !(t->flags & AST_REQUIRES_GRAD)) return NULL;
-    if (!t->grad) t->grad = ast_alloc(c, (size_t)t->size * sizeof(float));
+    if (!t->grad) t->grad = ast_data_alloc(c, (size_t)t->size * sizeof(float));
     return t->grad;
 }
 
@@ -186,7 +201,10 @@ void ast_backward_seed(ast_ctx *c, ast_tensor *out, const float *dout)
 {
     float *g = ast_grad(c, out);
     if (!g) return; /* nothing on the tape leads to a parameter */
-    for (int64_t i = 0; i < out->size; i++) g[i] += dout[i];
+    const ast_backend *b = c->arena.backend;
+    float *seed = ast_data_alloc_uninit(c, (size_t)out->size * sizeof(float));
+    b->to_backend(b, seed, dout, (size_t)out->size * sizeof(float));
+    b->accumulate(b, g, seed, out->size);
     frees_grad_pass(c);
     for (size_t i = c->tape_n; i-- > 0;) {
         const ast_node *n = &c->tape[i];

@@ -139,6 +139,14 @@ ast_tensor *ast_params_at(const ast_params *p, int i);
 ast_tensor *ast_params_find(const ast_params *p, const char *name);
 int64_t ast_params_numel(const ast_params *p);
 void ast_params_zero_grad(ast_params *p);
+/* Moves every parameter's data and gradient to backend b's memory (once,
+ * after the model is built; on the CPU it only records b). From then on
+ * their data is read and written on the host only through these copies;
+ * buffers stay on the host. */
+void ast_params_to_backend(ast_params *p, const ast_backend *b);
+const ast_backend *ast_params_backend(const ast_params *p);
+void ast_params_read(const ast_params *p, const ast_tensor *t, float *host_dst);
+void ast_params_write(ast_params *p, ast_tensor *t, const float *host_src);
 /* A scope appends "prefix." to the names created through it. */
 ast_scope *ast_scope_new(ast_params *p, const char *prefix);
 ast_scope *ast_scope_child(ast_scope *parent, const char *name);

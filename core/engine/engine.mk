@@ -6,7 +6,7 @@ libalphast_engine_la_SOURCES += \
 	core/engine/engine.h core/engine/arena.h core/engine/arena.c core/engine/ctx.c core/engine/tensor.c core/engine/params.c core/engine/host.c \
 	core/engine/rng.c core/engine/parallel.c core/engine/profile.c core/engine/profile.h \
 	core/engine/sink.c core/engine/sink.h core/engine/gemm.c core/engine/gemm_internal.h core/engine/gemm_bf16.c \
-	core/engine/backend.h core/engine/backend_cpu.c \
+	core/engine/backend.h core/engine/backend.c core/engine/backend_cpu.c core/engine/backend_cpu_services.c \
 	core/engine/blas_coretype.h core/engine/blas_coretype.c \
 	core/engine/ops/ops_axis.h core/engine/ops/ops_shape.c core/engine/ops/ops_elementwise.c \
 	core/engine/ops/ops_linalg.c core/engine/ops/ops_norm.c core/engine/ops/ops_reduce.c \
@@ -67,3 +67,18 @@ check_PROGRAMS += tests/test_backend
 tests_test_backend_SOURCES = tests/test_backend.c tests/model_fixture.c tests/model_fixture.h
 tests_test_backend_CFLAGS = $(TEST_CC)
 tests_test_backend_LDADD = $(TEST_LIBS)
+
+# The CUDA backend (configure found nvcc, cudart and cuBLAS): nvcc objects
+# (Makefile.am's .cu.lo rule) linked into the engine library.
+CUDA_ENGINE_SOURCES = core/engine/cuda/backend_cuda.cu core/engine/cuda/ops_shape.cu \
+	core/engine/cuda/ops_elementwise.cu core/engine/cuda/ops_linalg.cu core/engine/cuda/ops_grouped.cu \
+	core/engine/cuda/ops_routing.cu core/engine/cuda/ops_norm.cu core/engine/cuda/ops_reduce.cu \
+	core/engine/cuda/ops_loss.cu
+EXTRA_DIST += $(CUDA_ENGINE_SOURCES) core/engine/cuda/cuda_internal.h
+if HAVE_CUDA
+CUDA_ENGINE_OBJECTS = $(CUDA_ENGINE_SOURCES:.cu=.lo)
+CUDA_OBJECTS += $(CUDA_ENGINE_OBJECTS)
+libalphast_engine_la_LIBADD += $(CUDA_ENGINE_OBJECTS) $(CUDA_LIBS)
+EXTRA_libalphast_engine_la_DEPENDENCIES = $(CUDA_ENGINE_OBJECTS)
+$(CUDA_ENGINE_OBJECTS): core/engine/cuda/cuda_internal.h core/engine/backend.h core/engine/engine.h include/alphast/ops.def
+endif

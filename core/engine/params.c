@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine.h"
+#include "engine/backend.h"
 
 struct ast_scope {
     ast_params *owner;
@@ -24,6 +24,10 @@ struct ast_params {
     tensor_list buffers;
     ast_rng init_rng;
     ast_scope *scopes; /* freed with the store */
+    /* After ast_params_to_backend on a device: every parameter's data, then
+     * every gradient, in one buffer each of that backend (NULL on the host). */
+    const ast_backend *backend;
+    float *flat_data, *flat_grad;
 };
 
 ast_params *ast_params_new(uint64_t init_seed)
@@ -33,10 +37,12 @@ ast_params *ast_params_new(uint64_t init_seed)
     return p;
 }
 
-static void tensor_free(ast_tensor *t)
+static void tensor_free(ast_tensor *t, int host_memory)
 {
-    free(t->data);
-    free(t->grad);
+    if (host_memory) {
+        free(t->data);
+        free(t->grad);
+    }
     free((char *)t->name);
     free(t);
 }
@@ -44,8 +50,12 @@ static void tensor_free(ast_tensor *t)
 void ast_params_free(ast_params *p)
 {
     if (!p) return;
-    for (int i = 0; i < p->n; i++) tensor_free(p->items[i]);
-    for (int i = 0; i < p->buffers.n; i++) tensor_free(p->buffers.items[i]);
+    for (int i = 0; i < p->n; i++) tensor_free(p->items[i], !p->flat_data);
+    for (int i = 0; i < p->buffers.n; i++) tensor_free(p->buffers.items[i], 1);
+    if (p->flat_data) {
+        p->backend->buffer_free(p->backend, p->flat_data);
+        p->backend->buffer_free(p->backend, p->flat_grad);
+    }
     free(p->buffers.items);
     for (ast_scope *s = p->scopes, *next; s; s = next) {
         next = s->next_alloc;
@@ -73,14 +83,53 @@ int64_t ast_params_numel(const ast_params *p)
     return n;
 }
 
-static void zero_floats(void *arg, int64_t lo, int64_t hi)
-{
-    memset((float *)arg + lo, 0, (size_t)(hi - lo) * sizeof(float));
-}
+const ast_backend *ast_params_backend(const ast_params *p) { return p->backend ? p->backend : ast_backend_cpu(); }
 
 void ast_params_zero_grad(ast_params *p)
 {
-    for (int i = 0; i < p->n; i++) ast_parallel_for(p->items[i]->size, AST_PAR_GRAIN, zero_floats, p->items[i]->grad);
+    const ast_backend *b = ast_params_backend(p);
+    for (int i = 0; i < p->n; i++) b->zero(b, p->items[i]->grad, (size_t)p->items[i]->size * sizeof(float));
+}
+
+/* Parameters move once, after the model is built and before the first step:
+ * their data and gradients into one buffer each, in registration order.
+ * Buffers (host->buffer) stay on the host, where plugins update them. */
+void ast_params_to_backend(ast_params *p, const ast_backend *b)
+{
+    AST_ASSERT(!p->backend, "parameters moved to a backend twice");
+    p->backend = b;
+    if (b->memory == AST_MEM_HOST) return;
+    size_t bytes = (size_t)ast_params_numel(p) * sizeof(float);
+    p->flat_data = b->buffer_alloc(b, bytes);
+    p->flat_grad = b->buffer_alloc(b, bytes);
+    if (!p->flat_data || !p->flat_grad) {
+        fprintf(stderr, "alphast: out of %s memory for %zu bytes of parameters and gradients\n", b->name, 2 * bytes);
+        exit(70);
+    }
+    b->zero(b, p->flat_grad, bytes);
+    int64_t at = 0;
+    for (int i = 0; i < p->n; i++) {
+        ast_tensor *t = p->items[i];
+        b->to_backend(b, p->flat_data + at, t->data, (size_t)t->size * sizeof(float));
+        free(t->data);
+        free(t->grad);
+        t->data = p->flat_data + at;
+        t->grad = p->flat_grad + at;
+        t->memory = AST_MEM_DEVICE;
+        at += t->size;
+    }
+}
+
+void ast_params_read(const ast_params *p, const ast_tensor *t, float *host_dst)
+{
+    const ast_backend *b = ast_params_backend(p);
+    b->to_host(b, host_dst, t->data, (size_t)t->size * sizeof(float));
+}
+
+void ast_params_write(ast_params *p, ast_tensor *t, const float *host_src)
+{
+    const ast_backend *b = ast_params_backend(p);
+    b->to_backend(b, t->data, host_src, (size_t)t->size * sizeof(float));
 }
 
 static ast_scope *scope_make(ast_params *p, char *prefix)

@@ -47,14 +47,14 @@ static ast_tensor *tensor_header(ast_ctx *c, int ndim, const int64_t *shape)
 ast_tensor *ast_cpu_zeros(ast_ctx *c, int ndim, const int64_t *shape)
 {
     ast_tensor *t = tensor_header(c, ndim, shape);
-    t->data = ast_alloc(c, (size_t)t->size * sizeof(float));
+    t->data = ast_data_alloc(c, (size_t)t->size * sizeof(float));
     return t;
 }
 
 ast_tensor *ast_empty(ast_ctx *c, int ndim, const int64_t *shape)
 {
     ast_tensor *t = tensor_header(c, ndim, shape);
-    t->data = ast_alloc_uninit(c, (size_t)t->size * sizeof(float));
+    t->data = ast_data_alloc_uninit(c, (size_t)t->size * sizeof(float));
     return t;
 }
 

@@ -6,9 +6,19 @@
 
 #include "train/optim.h"
 
+/* Zeroed backend memory for n floats (the moments live beside the parameters). */
+static float *moment_new(const ast_backend *b, int64_t n)
+{
+    float *x = b->buffer_alloc(b, (size_t)n * sizeof(float));
+    AST_ASSERT(x, "out of %s memory for %lld optimiser moments", b->name, (long long)n);
+    b->zero(b, x, (size_t)n * sizeof(float));
+    return x;
+}
+
 ast_adamw *ast_adamw_new_part(ast_params *p, const ast_adamw_config *cfg, int64_t first, int64_t count)
 {
     ast_adamw *o = ast_xcalloc(1, sizeof *o);
+    const ast_backend *b = ast_params_backend(p);
     int n = ast_params_count(p);
     o->cfg = *cfg;
     o->params = p;
@@ -24,9 +34,9 @@ ast_adamw *ast_adamw_new_part(ast_params *p, const ast_adamw_config *cfg, int64_
         int64_t to = first + count < at + size ? first + count : at + size;
         if (to <= from) continue;
         o->lo[i] = from - at, o->len[i] = to - from;
-        o->m[i] = ast_xcalloc((size_t)o->len[i], sizeof(float));
-        o->v[i] = ast_xcalloc((size_t)o->len[i], sizeof(float));
-        if (cfg->amsgrad) o->vmax[i] = ast_xcalloc((size_t)o->len[i], sizeof(float));
+        o->m[i] = moment_new(b, o->len[i]);
+        o->v[i] = moment_new(b, o->len[i]);
+        if (cfg->amsgrad) o->vmax[i] = moment_new(b, o->len[i]);
     }
     return o;
 }
@@ -39,10 +49,11 @@ ast_adamw *ast_adamw_new(ast_params *p, const ast_adamw_config *cfg)
 void ast_adamw_free(ast_adamw *o)
 {
     if (!o) return;
+    const ast_backend *b = ast_params_backend(o->params);
     for (int i = 0; i < ast_params_count(o->params); i++) {
-        free(o->m[i]);
-        free(o->v[i]);
-        free(o->vmax[i]);
+        if (o->m[i]) b->buffer_free(b, o->m[i]);
+        if (o->v[i]) b->buffer_free(b, o->v[i]);
+        if (o->vmax[i]) b->buffer_free(b, o->vmax[i]);
     }
     free(o->m);
     free(o->v);
@@ -52,116 +63,46 @@ void ast_adamw_free(ast_adamw *o)
     free(o);
 }
 
-static int all_zero(const float *g, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++)
-        if (g[i] != 0.0f) return 0;
-    return 1;
-}
-
-typedef struct adamw_args {
-    float *p, *m, *v, *vmax;
-    const float *g;
-    float beta1, beta2, eps, decay, step_size, bc2_sqrt;
-} adamw_args;
-
-/* Comparisons rather than fmaxf, and no branch on AMSGrad inside a loop,
- * so the update vectorises; blocks of 1024 keep the three passes in cache. */
-static void adamw_range(void *arg, int64_t lo, int64_t hi)
-{
-    const adamw_args *a = arg;
-    float *restrict p = a->p, *restrict m = a->m, *restrict v = a->v, *restrict vmax = a->vmax;
-    const float *restrict g = a->g;
-    for (int64_t b = lo; b < hi; b += 1024) {
-        int64_t e = b + 1024 < hi ? b + 1024 : hi;
-        for (int64_t j = b; j < e; j++) {
-            m[j] = a->beta1 * m[j] + (1.0f - a->beta1) * g[j];
-            v[j] = a->beta2 * v[j] + (1.0f - a->beta2) * g[j] * g[j];
-        }
-        if (vmax)
-            for (int64_t j = b; j < e; j++) vmax[j] = v[j] > vmax[j] ? v[j] : vmax[j];
-        const float *restrict vhat = vmax ? vmax : v;
-        for (int64_t j = b; j < e; j++)
-            p[j] = p[j] * a->decay - a->step_size * m[j] / (sqrtf(vhat[j]) / a->bc2_sqrt + a->eps);
-    }
-}
-
-static void update_param(const ast_adamw *o, int i, float lr, float bc1, float bc2_sqrt)
-{
-    ast_tensor *t = ast_params_at(o->params, i);
-    const ast_adamw_config *c = &o->cfg;
-    adamw_args a = {t->data + o->lo[i], o->m[i], o->v[i], o->vmax[i], t->grad + o->lo[i], c->beta1, c->beta2, c->eps,
-                    1.0f - lr * c->weight_decay, lr / bc1, bc2_sqrt};
-    ast_parallel_for(o->len[i], AST_PAR_GRAIN, adamw_range, &a);
-}
-
 void ast_adamw_step(ast_adamw *o, float lr)
 {
     o->step++;
-    float bc1 = 1.0f - powf(o->cfg.beta1, (float)o->step);
-    float bc2_sqrt = sqrtf(1.0f - powf(o->cfg.beta2, (float)o->step));
-    for (int i = 0; i < ast_params_count(o->params); i++) {
+    const ast_adamw_config *c = &o->cfg;
+    float bc1 = 1.0f - powf(c->beta1, (float)o->step);
+    ast_adamw_hyper h = {c->beta1, c->beta2, c->eps, 1.0f - lr * c->weight_decay, lr / bc1,
+                         sqrtf(1.0f - powf(c->beta2, (float)o->step))};
+    int n = ast_params_count(o->params);
+    ast_adamw_job *jobs = ast_xcalloc((size_t)n, sizeof *jobs);
+    for (int i = 0; i < n; i++) {
         ast_tensor *t = ast_params_at(o->params, i);
-        if (o->len[i] && !all_zero(t->grad, t->size)) update_param(o, i, lr, bc1, bc2_sqrt);
+        jobs[i] = (ast_adamw_job){t->data + o->lo[i], o->m[i], o->v[i], o->vmax[i], t->grad + o->lo[i], o->len[i],
+                                  t->grad, t->size};
     }
+    const ast_backend *b = ast_params_backend(o->params);
+    b->adamw(b, jobs, n, &h);
+    free(jobs);
 }
 
-/* Sums of squares over fixed blocks, added up in block order: the norm has
- * the same bits for any thread count. Eight lanes per block so the loop
- * vectorises without reassociating a single sum. */
-#define NORM_BLOCK 8192
-
-typedef struct sumsq_args {
-    const float *g;
-    int64_t n;
-    double *block_sums;
-} sumsq_args;
-
-static void sumsq_range(void *arg, int64_t lo, int64_t hi)
+/* Every parameter's gradient as a list of arrays, for the backend's
+ * sum_squares and scale. */
+static void grad_list(const ast_params *p, float **xs, int64_t *ns)
 {
-    const sumsq_args *a = arg;
-    for (int64_t blk = lo; blk < hi; blk++) {
-        int64_t from = blk * NORM_BLOCK, to = from + NORM_BLOCK < a->n ? from + NORM_BLOCK : a->n, i = from;
-        double lane[8] = {0};
-        for (; i + 8 <= to; i += 8)
-            for (int l = 0; l < 8; l++) lane[l] += (double)a->g[i + l] * a->g[i + l];
-        for (; i < to; i++) lane[0] += (double)a->g[i] * a->g[i];
-        double s = 0.0;
-        for (int l = 0; l < 8; l++) s += lane[l];
-        a->block_sums[blk] = s;
+    for (int i = 0; i < ast_params_count(p); i++) {
+        xs[i] = ast_params_at(p, i)->grad;
+        ns[i] = ast_params_at(p, i)->size;
     }
-}
-
-static double sum_squares(const float *g, int64_t n)
-{
-    int64_t blocks = (n + NORM_BLOCK - 1) / NORM_BLOCK;
-    sumsq_args a = {g, n, ast_xmalloc((size_t)(blocks ? blocks : 1) * sizeof(double))};
-    ast_parallel_for(blocks, AST_PAR_GRAIN / NORM_BLOCK, sumsq_range, &a);
-    double s = 0.0;
-    for (int64_t b = 0; b < blocks; b++) s += a.block_sums[b];
-    free(a.block_sums);
-    return s;
 }
 
 double ast_grad_norm(const ast_params *p)
 {
-    double sq = 0.0;
-    for (int i = 0; i < ast_params_count(p); i++) {
-        const ast_tensor *t = ast_params_at(p, i);
-        sq += sum_squares(t->grad, t->size);
-    }
+    int n = ast_params_count(p);
+    float **xs = ast_xcalloc((size_t)n + 1, sizeof *xs);
+    int64_t *ns = ast_xcalloc((size_t)n + 1, sizeof *ns);
+    grad_list(p, xs, ns);
+    const ast_backend *b = ast_params_backend(p);
+    double sq = b->sum_squares(b, xs, ns, n);
+    free(xs);
+    free(ns);
     return sqrt(sq);
-}
-
-typedef struct scale_args {
-    float *g;
-    float coef;
-} scale_args;
-
-static void scale_range(void *arg, int64_t lo, int64_t hi)
-{
-    const scale_args *a = arg;
-    for (int64_t j = lo; j < hi; j++) a->g[j] *= a->coef;
 }
 
 double ast_clip_grad_norm(ast_params *p, double max_norm)
@@ -169,11 +110,16 @@ double ast_clip_grad_norm(ast_params *p, double max_norm)
     double norm = ast_grad_norm(p);
     /* torch.nn.utils.clip_grad_norm_: scale by max_norm / (norm + 1e-6) when below 1 */
     double coef = max_norm / (norm + 1e-6);
-    if (coef < 1.0)
-        for (int i = 0; i < ast_params_count(p); i++) {
-            ast_tensor *t = ast_params_at(p, i);
-            ast_parallel_for(t->size, AST_PAR_GRAIN, scale_range, &(scale_args){t->grad, (float)coef});
-        }
+    if (coef < 1.0) {
+        int n = ast_params_count(p);
+        float **xs = ast_xcalloc((size_t)n + 1, sizeof *xs);
+        int64_t *ns = ast_xcalloc((size_t)n + 1, sizeof *ns);
+        grad_list(p, xs, ns);
+        const ast_backend *b = ast_params_backend(p);
+        b->scale(b, xs, ns, n, (float)coef);
+        free(xs);
+        free(ns);
+    }
     return norm;
 }
 

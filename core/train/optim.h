@@ -3,7 +3,7 @@
 #ifndef ALPHAST_OPTIM_H
 #define ALPHAST_OPTIM_H
 
-#include "engine/engine.h"
+#include "engine/backend.h"
 
 typedef struct ast_adamw_config {
     float lr;
