@@ -37,10 +37,12 @@ typedef struct bench_timing {
     double flops_step;      /* GEMM + attention-core FLOPs of one training step */
     double flops_eval;
     int64_t params, active_params;
-    size_t arena_peak;      /* bytes of the step arena */
+    size_t arena_peak;      /* bytes of the step arena (device memory with --device cuda) */
+    size_t state_bytes;     /* parameters, gradients and AdamW's moments, on the backend */
     long peak_rss_kb;       /* of the child, from wait4 */
     int threads;            /* OpenBLAS threads in the child */
     double value;           /* a single measured number (the sgemm peak, GFLOP/s) */
+    double cells_per_s;     /* sampling: cells generated per second of reverse diffusion */
 } bench_timing;
 
 /* ---- where time goes ------------------------------------------------ */
@@ -67,6 +69,7 @@ typedef struct bench_run_opts {
     int warmup, steps;
     uint64_t seed;
     ast_precision precision; /* of linear, matmul and bmm (--precision) */
+    const char *device;      /* the backend (--device): "cpu" or "cuda"; each step ends synchronised */
 } bench_run_opts;
 
 typedef struct bench_model_job {
@@ -75,6 +78,9 @@ typedef struct bench_model_job {
 } bench_model_job;
 /* Times the whole model: training steps and eval forwards. */
 void bench_model_child(const void *job, bench_timing *out);
+/* Times ast_sample (reverse diffusion, expression -> positions, `steps`
+ * network evaluations in run.steps) of the model: out->cells_per_s. */
+void bench_sample_child(const void *job, bench_timing *out);
 
 /* One plugin alone: its forward, an MSE loss against a random target,
  * backward and AdamW over its parameters. */
@@ -105,9 +111,10 @@ double bench_flops_ffn(const ast_model_config *cfg, const char *ffn, int num_exp
 /* ---- JSON ------------------------------------------------------------ */
 
 typedef struct bench_json bench_json;
-/* precision: "32-true" or "bf16-mixed", training.precision's names. */
-bench_json *bench_json_open(const char *path, const char *impl, const char *precision, int threads,
-                            double sgemm_gflops);
+/* precision: "32-true" or "bf16-mixed", training.precision's names;
+ * device: the backend, "cpu" or "cuda". */
+bench_json *bench_json_open(const char *path, const char *impl, const char *precision, const char *device,
+                            int threads, double sgemm_gflops);
 void bench_json_model(bench_json *j, const bench_model_case *mc, const bench_timing *t);
 void bench_json_scaling(bench_json *j, const char *section, const char *label, double x, const bench_timing *t,
                         const char *note);

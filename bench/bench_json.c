@@ -13,8 +13,8 @@ struct bench_json {
     double sgemm;
 };
 
-bench_json *bench_json_open(const char *path, const char *impl, const char *precision, int threads,
-                            double sgemm_gflops)
+bench_json *bench_json_open(const char *path, const char *impl, const char *precision, const char *device,
+                            int threads, double sgemm_gflops)
 {
     bench_json *j = ast_xcalloc(1, sizeof *j);
     j->path = ast_xstrdup(path);
@@ -25,6 +25,7 @@ bench_json *bench_json_open(const char *path, const char *impl, const char *prec
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
     cJSON_AddStringToObject(j->root, "impl", impl);
     cJSON_AddStringToObject(j->root, "precision", precision);
+    cJSON_AddStringToObject(j->root, "device", device);
     cJSON_AddStringToObject(j->root, "date", when);
     cJSON_AddNumberToObject(j->root, "threads", threads);
     cJSON_AddNumberToObject(j->root, "sgemm_gflops", sgemm_gflops);
@@ -53,6 +54,10 @@ static void add_timing(cJSON *o, const bench_timing *t, double sgemm)
     cJSON_AddNumberToObject(o, "active_params", (double)t->active_params);
     cJSON_AddNumberToObject(o, "peak_rss_mb", (double)t->peak_rss_kb / 1024.0);
     cJSON_AddNumberToObject(o, "arena_peak_mb", (double)t->arena_peak / (1024.0 * 1024.0));
+    cJSON_AddNumberToObject(o, "state_mb", (double)t->state_bytes / (1024.0 * 1024.0));
+    /* the memory a step needs on its device: PyTorch's max_memory_allocated counterpart */
+    cJSON_AddNumberToObject(o, "device_mb", (double)(t->arena_peak + t->state_bytes) / (1024.0 * 1024.0));
+    if (t->cells_per_s > 0) cJSON_AddNumberToObject(o, "cells_per_s", t->cells_per_s);
     cJSON_AddNumberToObject(o, "threads", t->threads);
 }
 

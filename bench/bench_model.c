@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "bench.h"
+#include "engine/backend.h"
 #include "engine/blas_coretype.h"
 
 typedef struct bench_args {
@@ -16,6 +17,7 @@ typedef struct bench_args {
     const char *configs;  /* "baseline,gated,moe,gated_moe" */
     const char *json, *compare;
     const char *precision; /* "32-true", "bf16-mixed" */
+    const char *device;    /* "cpu", "cuda" */
     bench_run_opts run;
     double budget_s;      /* per gated-attention size */
     int max_cells;
@@ -25,9 +27,13 @@ static const char usage[] =
     "usage: bench_model [--sections demo,reference,gated,moe] [--configs baseline,gated,moe,gated_moe]\n"
     "                   [--steps 20] [--warmup 3] [--budget 120] [--max-cells 32768]\n"
     "                   [--json bench/results/alphast.json] [--compare bench/results/pytorch.json]\n"
-    "                   [--precision 32-true|bf16-mixed]\n"
+    "                   [--precision 32-true|bf16-mixed] [--device cpu|cuda]\n"
     "Threads: OPENBLAS_NUM_THREADS (default 2). --precision bf16-mixed runs the GEMMs of linear, matmul\n"
-    "and bmm in bf16 (training.precision's mode; torch_bench.py --precision bf16-mixed is autocast).\n";
+    "and bmm in bf16 (training.precision's mode; torch_bench.py --precision bf16-mixed is autocast).\n"
+    "--device cuda runs every case on the CUDA backend, each timed step ending synchronised; arena MB\n"
+    "and state MB (parameters, gradients, AdamW moments) are then GPU memory. More sections:\n"
+    "reference32 (the reference size at B=32 sets), cells (the gated model, G=200, one set of\n"
+    "4k ... --max-cells cells), sample (reverse diffusion, cells per second, reference size).\n";
 
 /* Is `name` in the comma-separated `list`? */
 static int listed(const char *list, const char *name)
@@ -45,7 +51,7 @@ static int listed(const char *list, const char *name)
 static int parse_args(int argc, char **argv, bench_args *a)
 {
     *a = (bench_args){"demo,reference,gated,moe", "baseline,gated,moe,gated_moe", "bench/results/alphast.json",
-                      "bench/results/pytorch.json", "32-true", {.warmup = 3, .steps = 20, .seed = 42}, 120.0, 32768};
+                      "bench/results/pytorch.json", "32-true", "cpu", {.warmup = 3, .steps = 20, .seed = 42}, 120.0, 32768};
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) return -1;
@@ -58,10 +64,12 @@ static int parse_args(int argc, char **argv, bench_args *a)
         else if (!strcmp(k, "--budget")) a->budget_s = atof(v);
         else if (!strcmp(k, "--max-cells")) a->max_cells = atoi(v);
         else if (!strcmp(k, "--precision") && (!strcmp(v, "32-true") || !strcmp(v, "bf16-mixed"))) a->precision = v;
+        else if (!strcmp(k, "--device") && ast_backend_find(v)) a->device = v;
         else return -1;
         i++;
     }
     a->run.precision = strcmp(a->precision, "bf16-mixed") ? AST_PRECISION_FP32 : AST_PRECISION_BF16;
+    a->run.device = a->device;
     return a->run.steps >= 1 && a->run.warmup >= 0 ? 0 : -1;
 }
 
@@ -71,8 +79,8 @@ static double gflops(const bench_timing *t) { return t->step_median_s > 0 ? t->f
 
 static void model_header(void)
 {
-    printf("%-20s %10s %9s %9s %9s %9s %8s %7s %8s %8s\n", "model", "params", "step ms", "cpu ms", "eval ms",
-           "GFLOP/st", "GFLOP/s", "%sgemm", "RSS MB", "arena MB");
+    printf("%-20s %10s %9s %9s %9s %9s %8s %7s %8s %8s %8s\n", "model", "params", "step ms", "cpu ms", "eval ms",
+           "GFLOP/st", "GFLOP/s", "%sgemm", "RSS MB", "arena MB", "state MB");
 }
 
 static void model_row(const bench_model_case *mc, const bench_timing *t, double peak)
@@ -81,12 +89,14 @@ static void model_row(const bench_model_case *mc, const bench_timing *t, double 
         printf("%-20s failed: %s\n", mc->name, t->error);
         return;
     }
-    printf("%-20s %10lld %9.2f %9.2f %9.2f %9.2f %8.2f %6.1f%% %8.0f %8.0f\n", mc->name, (long long)t->params,
+    printf("%-20s %10lld %9.2f %9.2f %9.2f %9.2f %8.2f %6.1f%% %8.0f %8.0f %8.0f\n", mc->name, (long long)t->params,
            1e3 * t->step_median_s, 1e3 * t->step_cpu_s, 1e3 * t->eval_median_s, t->flops_step * 1e-9, gflops(t),
-           100.0 * gflops(t) / peak, t->peak_rss_kb / 1024.0, t->arena_peak / (1024.0 * 1024.0));
+           100.0 * gflops(t) / peak, t->peak_rss_kb / 1024.0, t->arena_peak / (1024.0 * 1024.0),
+           t->state_bytes / (1024.0 * 1024.0));
 }
 
-static void run_models(const bench_args *a, const char *size, bench_json *j, double peak)
+/* The four configs at `size`; sets > 0 replaces the case's B (and names it). */
+static void run_models(const bench_args *a, const char *size, int sets, bench_json *j, double peak)
 {
     static const char *const configs[] = {"baseline", "gated", "moe", "gated_moe"};
     const bench_model_case *cases[4];
@@ -95,6 +105,10 @@ static void run_models(const bench_args *a, const char *size, bench_json *j, dou
     for (int i = 0; i < 4; i++)
         if (listed(a->configs, configs[i]) && !bench_model_case_init(&mc[n], configs[i], size)) cases[n] = &mc[n], n++;
     if (!n) return;
+    for (int i = 0; sets > 0 && i < n; i++) {
+        mc[i].sets = sets;
+        snprintf(mc[i].name, sizeof mc[i].name, "%s-b%d/%s", size, sets, mc[i].config);
+    }
     printf("\n== %s size: B=%d sets x N=%d cells, G=%d, E=%d, %d layers, %d heads, F=%d ==\n", size, mc[0].sets,
            mc[0].cells, mc[0].cfg.num_genes, mc[0].cfg.d_model, mc[0].cfg.num_layers, mc[0].cfg.num_heads,
            mc[0].cfg.d_ff);
@@ -156,7 +170,7 @@ static void run_gated_scaling(const bench_args *a, bench_json *j, double peak)
         }
         /* Long steps need no warm-up to be representative, and each costs minutes. */
         bench_run_opts run = {.warmup = predicted > GATED_LONG_STEP_S ? 0 : 1, .steps = 3, .seed = a->run.seed,
-                              .precision = a->run.precision};
+                              .precision = a->run.precision, .device = a->run.device};
         bench_plugin_job job = {AST_KIND_ATTENTION, "gated", gated_opts, 2,
                                 {.d_model = base.d_model, .heads = base.num_heads, .d_ff = base.d_ff,
                                  .d_time = base.d_time, .num_layers = 1, .dropout = base.dropout,
@@ -207,6 +221,59 @@ static void run_moe_scaling(const bench_args *a, bench_json *j, double peak)
     }
 }
 
+/* ---- (e): the gated model with one set of many cells ------------------- */
+
+#define CELLS_GENES 200
+
+static void run_gated_cells(const bench_args *a, bench_json *j, double peak)
+{
+    bench_model_case mc;
+    bench_model_case_init(&mc, "gated", "reference");
+    mc.cfg.num_genes = CELLS_GENES;
+    mc.sets = 1;
+    printf("\n== the gated model (reference size, G=%d), one set of N cells: training step; budget %.0f s ==\n",
+           CELLS_GENES, a->budget_s);
+    model_header();
+    for (int cells = 4096; cells <= a->max_cells; cells *= 2) {
+        char label[32];
+        snprintf(label, sizeof label, "%d", cells);
+        mc.cells = cells;
+        snprintf(mc.name, sizeof mc.name, "cells-%d/gated", cells);
+        bench_model_job job = {&mc, {.warmup = 1, .steps = 3, .seed = a->run.seed, .precision = a->run.precision,
+                                     .device = a->run.device}};
+        bench_timing t;
+        bench_in_child(bench_model_child, &job, &t);
+        model_row(&mc, &t, peak);
+        bench_json_scaling(j, "gated_model_cells", label, cells, &t, NULL);
+        fflush(stdout);
+        if (t.ok && t.step_median_s * 4 > a->budget_s) break; /* the next size is ~4x (attention is O(N^2)) */
+    }
+}
+
+/* ---- (f): sampling throughput ----------------------------------------- */
+
+#define SAMPLE_EVALS 50
+
+static void run_sampling(const bench_args *a, bench_json *j)
+{
+    static const char *const configs[] = {"baseline", "gated", "moe", "gated_moe"};
+    printf("\n== sampling: positions from expression, reference size, B=4 x N=512, %d network evaluations ==\n",
+           SAMPLE_EVALS);
+    printf("%-20s %12s %14s\n", "model", "ms per eval", "cells per s");
+    for (int i = 0; i < 4; i++) {
+        bench_model_case mc;
+        if (!listed(a->configs, configs[i]) || bench_model_case_init(&mc, configs[i], "reference")) continue;
+        bench_model_job job = {&mc, a->run};
+        job.run.steps = SAMPLE_EVALS;
+        bench_timing t;
+        bench_in_child(bench_sample_child, &job, &t);
+        if (t.ok) printf("%-20s %12.2f %14.0f\n", mc.name, 1e3 * t.step_median_s, t.cells_per_s);
+        else printf("%-20s failed: %s\n", mc.name, t.error);
+        bench_json_scaling(j, "sampling", configs[i], SAMPLE_EVALS, &t, NULL);
+        fflush(stdout);
+    }
+}
+
 /* mkdir -p of the directory part of `path`. */
 static void make_parent(const char *path)
 {
@@ -247,14 +314,17 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("alphast bench: OpenBLAS threads %d, sgemm peak (2048^3, best of 5) %.1f GFLOP/s; "
-           "timings are medians over %d steps after %d warm-up; precision %s\n",
-           peak.threads, peak.value, a.run.steps, a.run.warmup, precision);
+           "timings are medians over %d steps after %d warm-up; precision %s; device %s\n",
+           peak.threads, peak.value, a.run.steps, a.run.warmup, precision, a.device);
     make_parent(a.json);
-    bench_json *j = bench_json_open(a.json, "alphast", a.precision, peak.threads, peak.value);
-    if (listed(a.sections, "demo")) run_models(&a, "demo", j, peak.value);
-    if (listed(a.sections, "reference")) run_models(&a, "reference", j, peak.value);
+    bench_json *j = bench_json_open(a.json, "alphast", a.precision, a.device, peak.threads, peak.value);
+    if (listed(a.sections, "demo")) run_models(&a, "demo", 0, j, peak.value);
+    if (listed(a.sections, "reference")) run_models(&a, "reference", 0, j, peak.value);
+    if (listed(a.sections, "reference32")) run_models(&a, "reference", 32, j, peak.value);
     if (listed(a.sections, "gated")) run_gated_scaling(&a, j, peak.value);
     if (listed(a.sections, "moe")) run_moe_scaling(&a, j, peak.value);
+    if (listed(a.sections, "cells")) run_gated_cells(&a, j, peak.value);
+    if (listed(a.sections, "sample")) run_sampling(&a, j);
     int rc = bench_json_close(j);
     bench_print_ratios(a.json, a.compare);
     return rc ? 1 : 0;

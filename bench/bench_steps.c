@@ -7,8 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin/loader.h"
+#include "engine/backend.h"
+#include "eval/sample.h"
+#include "model/diffusion.h"
 #include "model/loss.h"
+#include "plugin/loader.h"
 #include "train/optim.h"
 #include "bench.h"
 
@@ -112,16 +115,51 @@ typedef struct model_state {
     model_inputs in;
 } model_state;
 
+/* A device runs the step's kernels asynchronously: a timed step ends when
+ * they have (on the CPU synchronize does nothing). */
+static void finish(ast_ctx *c)
+{
+    const ast_backend *b = ast_ctx_backend(c);
+    b->synchronize(b);
+}
+
 static void model_step_fn(void *ud)
 {
     model_state *s = ud;
     model_train_step(s->m, s->c, s->opt, &s->in);
+    finish(s->c);
 }
 
 static void model_eval_fn(void *ud)
 {
     model_state *s = ud;
     model_pass(s->m, s->c, &s->in, 0);
+    finish(s->c);
+}
+
+/* Parameters, gradients and AdamW's m, v and AMSGrad's vmax: 5 floats each. */
+static size_t state_bytes(int64_t params) { return (size_t)params * 5 * sizeof(float); }
+
+/* Parameters on the backend their steps run on, where the model has not
+ * moved them itself. */
+static void params_on(ast_params *p, const ast_backend *b)
+{
+    if (ast_params_backend(p) != b) ast_params_to_backend(p, b);
+}
+
+/* The case's model on run->device; NULL with out->error set. */
+static ast_model *model_on(const bench_model_case *mc, const bench_run_opts *run, bench_timing *out)
+{
+    ast_model_config cfg = mc->cfg;
+    cfg.device = run->device;
+    ast_error e = {""};
+    ast_model *m = ast_model_new(&cfg, run->seed, &e);
+    if (!m) {
+        snprintf(out->error, sizeof out->error, "%s", e.msg);
+        return NULL;
+    }
+    params_on(ast_model_params(m), ast_model_backend(m));
+    return m;
 }
 
 void bench_model_child(const void *arg, bench_timing *out)
@@ -129,13 +167,9 @@ void bench_model_child(const void *arg, bench_timing *out)
     const bench_model_job *job = arg;
     const bench_model_case *mc = job->mc;
     openblas_set_num_threads(bench_threads());
-    ast_error e = {""};
-    model_state s = {.m = ast_model_new(&mc->cfg, job->run.seed, &e)};
-    if (!s.m) {
-        snprintf(out->error, sizeof out->error, "%s", e.msg);
-        return;
-    }
-    s.c = ast_ctx_new(job->run.seed);
+    model_state s = {.m = model_on(mc, &job->run, out)};
+    if (!s.m) return;
+    s.c = ast_ctx_new_on(ast_model_backend(s.m), job->run.seed);
     ast_ctx_set_precision(s.c, job->run.precision);
     s.opt = ast_adamw_new(ast_model_params(s.m), &adamw_cfg);
     inputs_init(&s.in, mc, job->run.seed + 1);
@@ -149,6 +183,7 @@ void bench_model_child(const void *arg, bench_timing *out)
     out->params = ast_model_param_count(s.m);
     out->active_params = ast_model_active_param_count(s.m);
     out->arena_peak = ast_ctx_arena_peak(s.c);
+    out->state_bytes = state_bytes(out->params);
     out->threads = ast_parallel_threads();
     out->ok = 1;
     inputs_free(&s.in);
@@ -184,6 +219,7 @@ static void plugin_step_fn(void *ud)
     ast_tensor *extra = ast_model_extra_loss(s->c);
     ast_backward(s->c, extra ? ast_add(s->c, loss, extra) : loss);
     ast_adamw_step(s->opt, BENCH_LR);
+    finish(s->c);
 }
 
 /* Loads and builds the plugin; 0, or -1 with out->error set. */
@@ -199,12 +235,18 @@ static int plugin_open(const bench_plugin_job *job, plugin_state *s, bench_timin
     s->desc = ast_plugin_desc_of(p);
     s->params = ast_params_new(job->run.seed);
     char err[256] = "";
+    const ast_backend *b = ast_backend_find(job->run.device);
+    if (!b || ast_plugin_check_backend(p, b->name, &e)) {
+        snprintf(out->error, sizeof out->error, "%s", b ? e.msg : "no such backend in this build");
+        return -1;
+    }
     ast_create_args a = {.host = ast_host_table(), .scope = ast_scope_new(s->params, "bench"), .dims = &job->dims,
-                         .opts = vals};
+                         .opts = vals, .backend = b->name};
     if (!(s->self = s->desc->create(&a, err, sizeof err))) {
         snprintf(out->error, sizeof out->error, "%s: %s", job->plugin, err);
         return -1;
     }
+    params_on(s->params, b);
     return 0;
 }
 
@@ -214,7 +256,7 @@ void bench_plugin_child(const void *arg, bench_timing *out)
     openblas_set_num_threads(bench_threads());
     plugin_state s = {0};
     if (plugin_open(job, &s, out)) return;
-    s.c = ast_ctx_new(job->run.seed);
+    s.c = ast_ctx_new_on(ast_params_backend(s.params), job->run.seed);
     ast_ctx_set_precision(s.c, job->run.precision);
     s.opt = ast_adamw_new(s.params, &adamw_cfg);
     int64_t E = job->dims.d_model, n = (int64_t)job->sets * job->cells * E;
@@ -230,6 +272,7 @@ void bench_plugin_child(const void *arg, bench_timing *out)
     out->params = out->active_params = ast_params_numel(s.params);
     if (s.desc->active_params) out->active_params = s.desc->active_params(s.self);
     out->arena_peak = ast_ctx_arena_peak(s.c);
+    out->state_bytes = state_bytes(out->params);
     out->threads = ast_parallel_threads();
     out->ok = 1;
     free(s.x), free(s.target);
@@ -238,4 +281,44 @@ void bench_plugin_child(const void *arg, bench_timing *out)
     if (s.desc->destroy) s.desc->destroy(s.self);
     ast_params_free(s.params);
     ast_plugins_shutdown();
+}
+
+/* ---- sampling -------------------------------------------------------- */
+
+/* Positions generated from expression for the case's B sets of N cells,
+ * the reference's schedule (1000 diffusion steps) walked in run.steps
+ * network evaluations; after one untimed warm-up call. */
+void bench_sample_child(const void *arg, bench_timing *out)
+{
+    const bench_model_job *job = arg;
+    const bench_model_case *mc = job->mc;
+    openblas_set_num_threads(bench_threads());
+    ast_model *m = model_on(mc, &job->run, out);
+    ast_schedule sched;
+    ast_error e = {""};
+    if (!m || ast_schedule_init(&sched, 1000, 1.0, 1.0, &e)) {
+        if (m) snprintf(out->error, sizeof out->error, "%s", e.msg);
+        ast_model_free(m);
+        return;
+    }
+    model_inputs in;
+    inputs_init(&in, mc, job->run.seed + 1);
+    int64_t cells = (int64_t)mc->sets * mc->cells;
+    float *pos = ast_xmalloc((size_t)cells * 3 * sizeof *pos);
+    ast_sampler_config sc = {.mode = AST_MODE_EXPR_TO_POS, .num_steps = job->run.steps, .ret = AST_RETURN_X0,
+                             .seed = job->run.seed, .pos_param = AST_POS_X0, .precision = job->run.precision};
+    ast_sample(m, &sched, &sc, mc->sets, mc->cells, in.expr, NULL, NULL, NULL, pos);
+    double t0 = bench_now();
+    ast_sample(m, &sched, &sc, mc->sets, mc->cells, in.expr, NULL, NULL, NULL, pos);
+    double dt = bench_now() - t0;
+    out->steps = ast_sample_grid(1000, job->run.steps, NULL);
+    out->step_median_s = out->step_min_s = dt / out->steps; /* per network evaluation */
+    out->cells_per_s = (double)cells / dt;
+    out->params = out->active_params = ast_model_param_count(m);
+    out->threads = ast_parallel_threads();
+    out->ok = 1;
+    free(pos);
+    inputs_free(&in);
+    ast_schedule_free(&sched);
+    ast_model_free(m);
 }

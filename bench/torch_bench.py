@@ -7,6 +7,14 @@ bf16-mixed runs forward and loss under torch.autocast("cpu", bfloat16), as
 bench_model --precision bf16-mixed runs alphast's bf16 mode. Each
 measurement runs in a child process of its own, which reports its peak RSS
 (VmHWM). Writes JSON in the format of bench/results/alphast.json.
+
+--device cuda runs on the GPU as bench_model --device cuda does: float32
+with TF32 off (alphast's cuBLAS math), torch.cuda.synchronize() closing
+every timed step, the peak of torch.cuda.max_memory_allocated as
+device_mb, and --precision bf16-mixed as torch.autocast("cuda", bfloat16).
+A size that runs out of GPU memory is recorded as OOM, not a crash. More
+sections: reference32 (B=32 sets), cells (the gated model, G=200, one set
+of 4k ... --max-cells cells).
 """
 import argparse
 import json
@@ -56,8 +64,27 @@ def peak_rss_mb():
     return 0.0
 
 
+DEVICE = "cpu"  # --device, set in main() and child()
+
+
+def sync():
+    """A GPU runs a step's kernels asynchronously: a timed step ends when they have."""
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
+def to_device(*tensors):
+    return [t.to(DEVICE) for t in tensors]
+
+
 def time_steps(fn, warmup, steps, budget_s=0.0):
     """Median wall and CPU seconds and the minimum wall seconds of the timed calls."""
+    timed = fn
+
+    def fn():
+        timed()
+        sync()
+
     start = time.perf_counter()
     for _ in range(warmup):
         fn()
@@ -77,17 +104,19 @@ def adamw(params):
 
 def run_model(spec, warmup, steps, precision):
     cfg, genes, sets, cells = model_cfg(spec["config"], spec["size"])
-    model = tw.Model(cfg, genes)
+    genes, sets, cells = spec.get("genes", genes), spec.get("sets", sets), spec.get("cells", cells)
+    model = tw.Model(cfg, genes).to(DEVICE)
     opt = adamw(model.parameters())
     z_expr, z_pos = torch.randn(sets, cells, genes), torch.randn(sets, cells, 3)
     expr, pos = torch.log1p(10 * torch.rand(sets, cells, genes)), 10 * torch.randn(sets, cells, 3)
     t = torch.randint(1, 1001, (sets, 1)).float() / 1000
     mask = torch.ones(sets, cells)
+    z_expr, z_pos, expr, pos, t, mask = to_device(z_expr, z_pos, expr, pos, t, mask)
 
     def step():
         model.train()
         opt.zero_grad(set_to_none=True)
-        with tw.autocast(precision):
+        with tw.autocast(precision, DEVICE):
             e, p, aux = model(z_expr, t, z_pos, mask)
             loss = tw.diffusion_loss(e, p, expr, pos, mask, aux)
         loss.backward()
@@ -96,7 +125,7 @@ def run_model(spec, warmup, steps, precision):
 
     def evaluate():
         model.eval()
-        with torch.no_grad(), tw.autocast(precision):
+        with torch.no_grad(), tw.autocast(precision, DEVICE):
             model(z_expr, t, z_pos, mask)
 
     out = time_steps(step, warmup, steps)
@@ -106,14 +135,14 @@ def run_model(spec, warmup, steps, precision):
 
 
 def run_gated(spec, warmup, steps, budget_s, precision):
-    attn = tw.GatedMultiHeadAttention(GATED_E, GATED_H, "headwise", True, 0.1).train()
+    attn = tw.GatedMultiHeadAttention(GATED_E, GATED_H, "headwise", True, 0.1).train().to(DEVICE)
     opt = adamw(attn.parameters())
-    x = torch.randn(1, spec["cells"], GATED_E, requires_grad=True)
-    target = torch.randn(1, spec["cells"], GATED_E)
+    x = torch.randn(1, spec["cells"], GATED_E, device=DEVICE, requires_grad=True)
+    target = torch.randn(1, spec["cells"], GATED_E, device=DEVICE)
 
     def step():
         opt.zero_grad(set_to_none=True)
-        with tw.autocast(precision):
+        with tw.autocast(precision, DEVICE):
             loss = F.mse_loss(attn(x), target)
         loss.backward()
         opt.step()
@@ -128,14 +157,14 @@ def run_moe(spec, warmup, steps, precision):
     tl = cfg["TransformerLayer_setting"]
     cfg["mlp_in_expression_setting"]["mlp_out_expression_dims"] = MOE_E
     tl.update({"dim_ff_expression": MOE_WIDTH, "num_experts": spec["experts"], "expert_hidden": "full"})
-    moe = tw.MoEFFN(tw.Dims(cfg, 100)).train()
+    moe = tw.MoEFFN(tw.Dims(cfg, 100)).train().to(DEVICE)
     opt = adamw(moe.parameters())
-    x = torch.randn(*MOE_TOKENS, MOE_E, requires_grad=True)
-    target = torch.randn(*MOE_TOKENS, MOE_E)
+    x = torch.randn(*MOE_TOKENS, MOE_E, device=DEVICE, requires_grad=True)
+    target = torch.randn(*MOE_TOKENS, MOE_E, device=DEVICE)
 
     def step():
         opt.zero_grad(set_to_none=True)
-        with tw.autocast(precision):
+        with tw.autocast(precision, DEVICE):
             y, aux = moe(x)
             loss = F.mse_loss(y, target) + aux
         loss.backward()
@@ -146,9 +175,19 @@ def run_moe(spec, warmup, steps, precision):
     return out
 
 
+def use_device(device):
+    """float32 on a GPU as alphast computes it: no TF32 tensor cores."""
+    global DEVICE
+    DEVICE = device
+    if device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+
+
 def child(spec, args):
     torch.manual_seed(args.seed)
     torch.set_num_threads(threads())
+    use_device(args.device)
     try:
         if spec["kind"] == "model":
             out = run_model(spec, args.warmup, args.steps, args.precision)
@@ -157,7 +196,11 @@ def child(spec, args):
         else:
             out = run_moe(spec, args.warmup, args.steps, args.precision)
         out.update(ok=True, peak_rss_mb=peak_rss_mb(), threads=torch.get_num_threads())
-    except RuntimeError as err:  # out of memory and the like: report, go on with the next
+        if DEVICE == "cuda":
+            out["device_mb"] = torch.cuda.max_memory_allocated() / 2 ** 20
+    except torch.cuda.OutOfMemoryError as err:
+        out = {"ok": False, "oom": True, "error": "OOM: " + str(err).splitlines()[0]}
+    except RuntimeError as err:  # out of memory on the CPU and the like: report, go on with the next
         out = {"ok": False, "error": str(err).splitlines()[0]}
     print(json.dumps(out))
 
@@ -165,7 +208,7 @@ def child(spec, args):
 def in_child(spec, args):
     cmd = [sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec), "--steps", str(args.steps),
            "--warmup", str(args.warmup), "--budget", str(args.budget), "--seed", str(args.seed),
-           "--precision", args.precision]
+           "--precision", args.precision, "--device", args.device]
     res = subprocess.run(cmd, capture_output=True, text=True)
     lines = res.stdout.strip().splitlines()
     if res.returncode or not lines:
@@ -179,11 +222,14 @@ def threads():
 
 def sgemm_peak(n=2048, reps=5):
     torch.set_num_threads(threads())
-    a, b = torch.randn(n, n), torch.randn(n, n)
+    a, b = to_device(torch.randn(n, n), torch.randn(n, n))
+    torch.mm(a, b)
+    sync()
     best = 0.0
     for _ in range(reps):
         t0 = time.perf_counter()
         torch.mm(a, b)
+        sync()
         best = max(best, 2.0 * n ** 3 / (time.perf_counter() - t0) * 1e-9)
     return best
 
@@ -212,7 +258,9 @@ def main():
     ap.add_argument("--max-attn-gb", type=float, default=8.0)
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--precision", choices=["32-true", "bf16-mixed"], default="32-true",
-                    help="bf16-mixed: forward and loss under torch.autocast('cpu', dtype=torch.bfloat16)")
+                    help="bf16-mixed: forward and loss under torch.autocast(device, dtype=torch.bfloat16)")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                    help="cuda: on the GPU, float32 without TF32, steps timed to torch.cuda.synchronize()")
     ap.add_argument("--json", default="bench/results/pytorch.json")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--compare", default=None, help="ignored (the alphast bench prints the comparison)")
@@ -221,10 +269,12 @@ def main():
         return child(json.loads(args.child), args)
 
     sections = args.sections.split(",")
+    use_device(args.device)
     peak = sgemm_peak()
     print(f"PyTorch twin bench (torch {torch.__version__}): threads {threads()}, torch.mm 2048^3 best of 5 "
-          f"{peak:.1f} GFLOP/s; medians over {args.steps} steps after {args.warmup} warm-up; precision {args.precision}")
-    result = {"impl": "pytorch", "precision": args.precision, "torch": torch.__version__,
+          f"{peak:.1f} GFLOP/s; medians over {args.steps} steps after {args.warmup} warm-up; precision {args.precision}; "
+          f"device {args.device}")
+    result = {"impl": "pytorch", "precision": args.precision, "device": args.device, "torch": torch.__version__,
               "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "threads": threads(), "sgemm_gflops": peak,
               "models": [], "scaling": {}}
     for size in ("demo", "reference"):
@@ -236,13 +286,32 @@ def main():
             r.update(name=f"{size}/{config}", config=config, size=size)
             result["models"].append(r)
             print(row(r["name"], r), flush=True)
+    if "reference32" in sections:
+        print(f"\n== reference size, B=32 sets ==\n{HEADER}")
+        for config in [c for c in CONFIGS if c in args.configs.split(",")]:
+            r = in_child({"kind": "model", "config": config, "size": "reference", "sets": 32}, args)
+            r.update(name=f"reference-b32/{config}", config=config, size="reference")
+            result["models"].append(r)
+            print(row(r["name"], r), flush=True)
+    if "cells" in sections:
+        print(f"\n== the gated model (reference size, G=200), one set of N cells ==\n{HEADER}")
+        rows, cells = result["scaling"].setdefault("gated_model_cells", []), 4096
+        while cells <= args.max_cells:
+            r = in_child({"kind": "model", "config": "gated", "size": "reference", "genes": 200, "sets": 1,
+                          "cells": cells}, args)
+            r.update(label=str(cells), x=cells)
+            rows.append(r)
+            print(row(str(cells), r), flush=True)
+            if r.get("oom") or (r.get("ok") and 4 * r["step_median_s"] > args.budget):
+                break  # more cells need more memory and time: recorded, not tried
+            cells *= 2
     if "gated" in sections:
         print(f"\n== gated attention alone (naive N x N softmax), B=1, E={GATED_E}, {GATED_H} heads ==\n{HEADER}")
         # a step is quadratic in N: predict 4x the last size's; long steps skip the warm-up
         rows, last, cells = result["scaling"].setdefault("gated_attention", []), 0.0, 1024
         while cells <= args.max_cells:
             attn_gb = 5 * GATED_H * cells * cells * 4 / 2 ** 30  # S, P, dropout mask, P', dP
-            if attn_gb > args.max_attn_gb:
+            if attn_gb > args.max_attn_gb and args.device == "cpu":
                 r = {"ok": False, "skipped": f"skipped: ~{attn_gb:.0f} GB of N x N buffers > {args.max_attn_gb:g} GB"}
             elif 4 * last > args.budget:
                 r = {"ok": False, "skipped": f"skipped: one step predicted at {4 * last:.0f} s > budget {args.budget:g} s"}

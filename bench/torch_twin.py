@@ -404,12 +404,13 @@ def diffusion_loss(pred_expr, pred_pos, expr, pos, mask, aux):
     return total + aux if aux is not None else total
 
 
-def autocast(precision):
-    """alphast's training.precision in PyTorch: "bf16-mixed" is CPU autocast in bfloat16, under which
-    linear, matmul and bmm take bf16 operands (PyTorch also rounds their outputs to bf16, alphast keeps
-    them float32); "32-true" is float32 as it is. Wrap the forward and the loss, not the backward."""
+def autocast(precision, device="cpu"):
+    """alphast's training.precision in PyTorch: "bf16-mixed" is autocast in bfloat16 on `device` ("cpu"
+    or "cuda"), under which linear, matmul and bmm take bf16 operands (PyTorch also rounds their outputs
+    to bf16, alphast keeps them float32); "32-true" is float32 as it is. Wrap the forward and the loss,
+    not the backward."""
     if precision == "bf16-mixed":
-        return torch.autocast("cpu", dtype=torch.bfloat16)
+        return torch.autocast(device, dtype=torch.bfloat16)
     if precision != "32-true":
         raise ValueError(f"precision {precision!r}: 32-true or bf16-mixed")
     return contextlib.nullcontext()

@@ -6,18 +6,19 @@
 #include "commands.h"
 #include "run_setup.h"
 
-enum { OPT_SPLIT, OPT_STEPS, OPT_JSON, N_OPTS };
+enum { OPT_SPLIT, OPT_STEPS, OPT_JSON, OPT_DEVICE, N_OPTS };
 
 static const cli_option options[N_OPTS] = {
     [OPT_SPLIT] = {"split", 's', "test|val", "held-out cells to evaluate on (default test)"},
     [OPT_STEPS] = {"steps", 'n', "N", "sampling network evaluations (default: the config's sampling.num_steps)"},
     [OPT_JSON] = {"json", 'j', "FILE",
                   "the report (default RUN_DIR/eval.json, or eval_val.json); - = stdout, table to stderr"},
+    [OPT_DEVICE] = CLI_DEVICE_OPTION,
 };
 
 static const cli_spec spec = {
     .name = "eval",
-    .usage = "RUN_DIR [--split test|val] [--steps N] [--json FILE] [KEY=VALUE ...]",
+    .usage = "RUN_DIR [--split test|val] [--steps N] [--json FILE] [--device NAME] [KEY=VALUE ...]",
     .about = "Evaluates a trained run (RUN_DIR/config.yaml with best.safetensors, else the\n"
              "checkpoint) on held-out cells: places every held-out cell of each slice at once\n"
              "(sets split by expression alone; evaluation.protocol=oracle_neighbourhoods for\n"
@@ -27,7 +28,8 @@ static const cli_spec spec = {
              "the baselines (random, expression MDS and Isomap, kNN regression) on the same\n"
              "cells, and reports sample diversity and the score by step count. Cells, sets and\n"
              "noise come from evaluation.seed. KEY=VALUE overrides sampling.* and evaluation.*\n"
-             "keys (evaluation.max_set_size=256, sampling.return=z0). See docs/evaluation.md.",
+             "keys (evaluation.max_set_size=256, sampling.return=z0). See docs/evaluation.md.\n"
+             "--device cuda samples on a GPU (docs/gpu.md).",
     .options = options,
     .n_options = N_OPTS,
     .max_args = 64,
@@ -38,7 +40,7 @@ static int eval(const char **v, const char **args, int n_args, ast_error *e)
     int which = v[OPT_SPLIT] ? cli_split_parse(v[OPT_SPLIT]) : AST_SPLIT_TEST;
     cli_run r;
     char json[4096];
-    int rc = cli_run_open(&r, args[0], args + 1, n_args - 1, e);
+    int rc = cli_run_open(&r, args[0], args + 1, n_args - 1, v[OPT_DEVICE], e);
     if (rc == 0 && v[OPT_STEPS]) rc = ast_cfg_set(r.cfg, "sampling.num_steps", v[OPT_STEPS], e);
     if (rc == 0) {
         snprintf(json, sizeof json, "%s/%s", args[0], which == AST_SPLIT_TEST ? "eval.json" : "eval_val.json");

@@ -1,23 +1,28 @@
 /* `alphast-run forward`: one eval-mode forward pass of a model (config +
  * weights) on tensors from a safetensors file, written to another. */
+#include <stdlib.h>
+
 #include "config/config.h"
+#include "engine/backend.h"
 #include "model/model.h"
 #include "io/safetensors.h"
 #include "cli.h"
 #include "commands.h"
+#include "run_setup.h"
 
-enum { OPT_CONFIG, OPT_WEIGHTS, OPT_INPUTS, OPT_OUT, N_OPTS };
+enum { OPT_CONFIG, OPT_WEIGHTS, OPT_INPUTS, OPT_OUT, OPT_DEVICE, N_OPTS };
 
 static const cli_option options[N_OPTS] = {
     [OPT_CONFIG] = {"config", 'c', "FILE", "the model's config (YAML)"},
     [OPT_WEIGHTS] = {"weights", 'w', "FILE", "its parameters (safetensors, state_dict names)"},
     [OPT_INPUTS] = {"inputs", 'i', "FILE", "expression [B,N,G], positions [B,N,3], t [B,1], node_mask [B,N]"},
     [OPT_OUT] = {"out", 'o', "FILE", "where to write expression, positions (and moe_aux); - = stdout"},
+    [OPT_DEVICE] = CLI_DEVICE_OPTION,
 };
 
 static const cli_spec spec = {
     .name = "forward",
-    .usage = "--config C --weights W.safetensors --inputs I.safetensors --out O.safetensors",
+    .usage = "--config C --weights W.safetensors --inputs I.safetensors --out O.safetensors [--device NAME]",
     .about = "Runs the model once in eval mode (no dropout, no router noise) and writes its x0\n"
              "predictions: expression [B,N,G] and positions [B,N,3], masked and centred, and\n"
              "moe_aux [1] when a plugin publishes a load-balance loss. node_mask is optional\n"
@@ -27,7 +32,8 @@ static const cli_spec spec = {
              "(a reference io file is an input file as it is); its outputs pred_expression,\n"
              "pred_positions and moe_aux are our expression, positions and moe_aux. Weights\n"
              "are PyTorch state_dict names, also under a Lightning checkpoint's 'model.'.\n"
-             "It computes in float32, whatever the config's training.precision says.",
+             "It computes in float32, whatever the config's training.precision says, on the\n"
+             "config's device or --device's (docs/gpu.md).",
     .options = options,
     .n_options = N_OPTS,
 };
@@ -100,16 +106,35 @@ static int read_inputs(ast_ctx *c, const ast_st_file *f, fwd_inputs *in, ast_err
     return 0;
 }
 
+/* An output tensor's data copied to the host, for the writer. */
+static const float *on_host(ast_ctx *c, const ast_tensor *t)
+{
+    float *host = ast_alloc_uninit(c, (size_t)t->size * sizeof *host);
+    ast_tensor_read(c, t, 0, t->size, host);
+    return host;
+}
+
 static int write_outputs(ast_ctx *c, const ast_model_out *o, const char *path, ast_error *e)
 {
     ast_st_writer *w = ast_st_writer_new();
-    ast_st_writer_add(w, "expression", AST_ST_F32, 3, o->expression->shape, o->expression->data);
-    ast_st_writer_add(w, "positions", AST_ST_F32, 3, o->positions->shape, o->positions->data);
+    ast_st_writer_add(w, "expression", AST_ST_F32, 3, o->expression->shape, on_host(c, o->expression));
+    ast_st_writer_add(w, "positions", AST_ST_F32, 3, o->positions->shape, on_host(c, o->positions));
     ast_tensor *aux = ast_model_extra_loss(c);
-    if (aux) ast_st_writer_add(w, "moe_aux", AST_ST_F32, 1, aux->shape, aux->data);
+    if (aux) ast_st_writer_add(w, "moe_aux", AST_ST_F32, 1, aux->shape, on_host(c, aux));
     int rc = ast_st_writer_write(w, path, e);
     ast_st_writer_free(w);
     return rc;
+}
+
+/* The inputs, read on the host (in), on the model's device. */
+static fwd_inputs to_device(ast_ctx *c, const fwd_inputs *in)
+{
+    ast_tensor *const *from[] = {&in->expression, &in->positions, &in->t, &in->mask};
+    fwd_inputs out;
+    ast_tensor **to[] = {&out.expression, &out.positions, &out.t, &out.mask};
+    for (int k = 0; k < 4; k++)
+        *to[k] = *from[k] ? ast_tensor_from(c, (*from[k])->ndim, (*from[k])->shape, (*from[k])->data) : NULL;
+    return out;
 }
 
 /* Model from config + weights for G genes, then the pass. */
@@ -117,20 +142,23 @@ static int run(const char *const *value, ast_error *e)
 {
     ast_st_file *f = ast_st_open(value[OPT_INPUTS], e);
     ast_cfg *cfg = f ? ast_cfg_load_file(value[OPT_CONFIG], e) : NULL;
-    ast_ctx *c = ast_ctx_new(0);
-    ast_ctx_set_grad(c, 0);
+    ast_ctx *host = ast_ctx_new(0), *c = NULL; /* the inputs come to the host first: they say G */
     ast_model *m = NULL;
     ast_model_config mc;
     fwd_inputs in;
-    int ok = cfg && !read_inputs(c, f, &in, e) &&
+    int ok = cfg && !cli_set_device(cfg, value[OPT_DEVICE], e) && !read_inputs(host, f, &in, e) &&
              !ast_cfg_model(cfg, (int)in.expression->shape[2], &mc, e) && (m = ast_model_new(&mc, 0, e)) &&
-             !ast_params_load(ast_model_params(m), value[OPT_WEIGHTS], AST_LOAD_STRICT, e);
+             !ast_model_place(m, e) && !ast_params_load(ast_model_params(m), value[OPT_WEIGHTS], AST_LOAD_STRICT, e);
     if (ok) {
-        ast_model_out o = ast_model_forward(m, c, in.expression, in.t, in.positions, in.mask, NULL, NULL);
+        c = ast_ctx_new_on(ast_model_backend(m), 0);
+        ast_ctx_set_grad(c, 0);
+        fwd_inputs d = to_device(c, &in);
+        ast_model_out o = ast_model_forward(m, c, d.expression, d.t, d.positions, d.mask, NULL, NULL);
         ok = !write_outputs(c, &o, value[OPT_OUT], e);
     }
     ast_model_free(m);
     ast_ctx_free(c);
+    ast_ctx_free(host);
     ast_cfg_free(cfg);
     ast_st_close(f);
     return ok ? 0 : -1;
@@ -141,7 +169,7 @@ int cmd_forward(int argc, char **argv)
     const char *value[N_OPTS];
     int rc = cli_parse(&spec, argc, argv, value, NULL, NULL);
     if (rc != CLI_CONTINUE) return rc;
-    for (int i = 0; i < N_OPTS; i++)
+    for (int i = 0; i <= OPT_OUT; i++) /* all but --device */
         if (!value[i]) return cli_usage_error(spec.name, "--%s %s is required", options[i].name, options[i].arg);
     ast_error e = {""};
     return run(value, &e) ? cli_fail(&e) : CLI_OK;

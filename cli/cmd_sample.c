@@ -13,18 +13,19 @@
 #include "run_setup.h"
 #include "sample_write.h"
 
-enum { OPT_OUT, OPT_MODE, OPT_SPLIT, OPT_STEPS, N_OPTS };
+enum { OPT_OUT, OPT_MODE, OPT_SPLIT, OPT_STEPS, OPT_DEVICE, N_OPTS };
 
 static const cli_option options[N_OPTS] = {
     [OPT_OUT] = {"out", 'o', "FILE", "FILE.csv or FILE.h5ad; - = CSV on stdout"},
     [OPT_MODE] = {"mode", 'm', "MODE", "expr_to_pos, pos_to_expr or joint (default: the run's training_mode)"},
     [OPT_SPLIT] = {"split", 's', "test|val", "held-out cells to generate (default test)"},
     [OPT_STEPS] = {"steps", 'n', "N", "network evaluations (default: the config's sampling.num_steps)"},
+    [OPT_DEVICE] = CLI_DEVICE_OPTION,
 };
 
 static const cli_spec spec = {
     .name = "sample",
-    .usage = "RUN_DIR --out FILE.csv|FILE.h5ad|- [--mode MODE] [--split test|val] [--steps N]",
+    .usage = "RUN_DIR --out FILE.csv|FILE.h5ad|- [--mode MODE] [--split test|val] [--steps N] [--device NAME]",
     .about = "Generates every cell of a held-out split with a trained run. The split is\n"
              "covered by neighbourhood sets; each cell is written once, from the first set\n"
              "that holds it. Coordinates are per set: centred on the set, in the run's length\n"
@@ -36,7 +37,8 @@ static const cli_spec spec = {
              "expression is generated. .h5ad: X = expression (generated or given), obs_names\n"
              "and obs columns the data's (joined by cell), then obs cell (row in the data) and\n"
              "set, obsm/spatial = positions (generated or given), obsm/spatial_true, and\n"
-             "uns/alphast = config, checkpoint, version and command.",
+             "uns/alphast = config, checkpoint, version and command.\n"
+             "--device cuda samples on a GPU (docs/gpu.md).",
     .options = options,
     .n_options = N_OPTS,
     .max_args = 1,
@@ -207,7 +209,7 @@ int cmd_sample(int argc, char **argv)
         return cli_usage_error("sample", "--split must be test or val (got '%s')", v[OPT_SPLIT]);
     ast_error e = {""};
     cli_run r;
-    rc = cli_run_open(&r, args[0], NULL, 0, &e);
+    rc = cli_run_open(&r, args[0], NULL, 0, v[OPT_DEVICE], &e);
     if (rc == 0) rc = sample(&r, v, args[0], argc, argv, &e);
     cli_run_close(&r);
     return rc < 0 ? cli_fail(&e) : CLI_OK;

@@ -10,18 +10,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "engine/backend.h"
 #include "sweep/ledger.h"
 #include "sweep/sweep.h"
 #include "base/strlist.h"
 #include "cli.h"
 #include "commands.h"
+#include "run_setup.h"
+#include "sweep_gpus.h"
 #include "sweep_pool.h"
 #include "sweep_slurm.h"
 #include "sweep_status.h"
 
 enum { OPT_OUT, OPT_JOBS, OPT_THREADS, OPT_FAIL_FAST, OPT_KEEP_GOING, OPT_DRY_RUN, OPT_CFG, OPT_TRUST, OPT_MULTIRUN,
-       OPT_CONFIG, OPT_STATUS, OPT_EXECUTOR, OPT_PARTITION, OPT_TIME, OPT_MEM, OPT_CPUS, OPT_TASKS, OPT_SBATCH, OPT_WORKER,
-       N_OPTS };
+       OPT_CONFIG, OPT_STATUS, OPT_EXECUTOR, OPT_DEVICE, OPT_GPUS, OPT_RUNS_PER_GPU, OPT_PARTITION, OPT_TIME, OPT_MEM,
+       OPT_CPUS, OPT_TASKS, OPT_SBATCH, OPT_WORKER, N_OPTS };
 /* The Slurm options, in the order of their keys in the script's executor table. */
 #define FIRST_SLURM_OPT OPT_PARTITION
 #define LAST_SLURM_OPT OPT_SBATCH
@@ -41,6 +44,9 @@ static const cli_option options[N_OPTS] = {
     [OPT_CONFIG] = {"config", 'c', "FILE", "with -m: the config the grid overrides (default: the bundled configs/starmap.yaml)"},
     [OPT_STATUS] = {"status", 0, "DIR", "show the runs of sweep directory DIR: done, running (where), pending, failed"},
     [OPT_EXECUTOR] = {"executor", 0, "local|slurm", "where the runs go: processes here (default) or a Slurm job array (docs/cluster.md)"},
+    [OPT_DEVICE] = CLI_DEVICE_OPTION,
+    [OPT_GPUS] = {"gpus", 0, "LIST", "GPUs of the runs on a GPU, one each, round robin: 0,1 (default: the script's, else all)"},
+    [OPT_RUNS_PER_GPU] = {"runs-per-gpu", 0, "K", "runs at a time on each GPU (default: the script's, else 1)"},
     [OPT_PARTITION] = {"partition", 0, "NAME", "slurm: the partition (default: the cluster's)"},
     [OPT_TIME] = {"time", 0, "LIMIT", "slurm: a task's time limit (4:00:00, 1-12); SIGUSR1 comes 2 min before"},
     [OPT_MEM] = {"mem", 0, "SIZE", "slurm: memory per node (8G)"},
@@ -53,6 +59,7 @@ static const cli_option options[N_OPTS] = {
 static const cli_spec spec = {
     .name = "sweep",
     .usage = "[--out DIR] [--jobs N] [--threads N] [--fail-fast | --keep-going] [--dry-run] [--cfg]\n"
+             "                         [--device NAME] [--gpus LIST] [--runs-per-gpu K]\n"
              "                         [--trust-script] [--executor slurm [--time LIMIT] ...] SCRIPT.lua\n"
              "   or: alphast-run sweep [options] -m [--config FILE] KEY=V1,V2 KEY2=range(1,4) ...\n"
              "   or: alphast-run sweep --status DIR",
@@ -72,7 +79,11 @@ static const cli_spec spec = {
              "more until none is left; before its time limit (SIGUSR1) or when preempted (SIGTERM)\n"
              "the runs write a checkpoint and go back to pending, and a warned task requeues itself.\n"
              "The Slurm options on the command line win over the script's; --dry-run prints the\n"
-             "batch script. --status DIR shows any sweep directory, local or Slurm (docs/cluster.md).",
+             "batch script. --status DIR shows any sweep directory, local or Slurm (docs/cluster.md).\n"
+             "Runs whose device is cuda (the config's device:, or --device cuda for all) each get one\n"
+             "GPU (CUDA_VISIBLE_DEVICES), round robin over --gpus (or the script's executor = {gpus =\n"
+             "{0, 1}, runs_per_gpu = 2}; by default every GPU nvidia-smi -L lists), --runs-per-gpu at\n"
+             "a time on each; --jobs then defaults to GPUs x runs per GPU (docs/gpu.md).",
     .options = options,
     .n_options = N_OPTS,
     .max_args = 64,
@@ -95,14 +106,50 @@ static int cores(void)
     return n > 0 ? (int)n : 1;
 }
 
-/* Options over the script's fields over the defaults. */
-static int resolve_opts(const char **v, const ast_sweep *s, sweep_opts *o)
+static int any_on_gpu(const ast_sweep *s, const char *device)
 {
+    for (int i = 0; i < s->n_runs; i++)
+        if (sweep_gpus_wanted(&s->runs[i], device)) return 1;
+    return 0;
+}
+
+/* The GPUs of the runs on one, into *gpus (freed by the caller): --gpus
+ * over the script's over every GPU there is; asked only when a run wants one. */
+static int resolve_gpus(const char **v, const ast_sweep *s, sweep_opts *o, int **gpus)
+{
+    ast_error e = {""};
+    *gpus = NULL;
+    o->runs_per_gpu = s->runs_per_gpu ? s->runs_per_gpu : 1;
+    if (v[OPT_RUNS_PER_GPU] && positive(v[OPT_RUNS_PER_GPU], "runs-per-gpu", &o->runs_per_gpu) != CLI_CONTINUE)
+        return CLI_USAGE;
+    if (v[OPT_GPUS] && sweep_gpus_parse(v[OPT_GPUS], gpus, &o->n_gpus, &e) < 0) return cli_usage_error("sweep", "%s", e.msg);
+    if (!*gpus && !any_on_gpu(s, o->device)) return CLI_CONTINUE;
+    if (!*gpus && s->n_gpus) {
+        *gpus = ast_xmalloc((size_t)s->n_gpus * sizeof **gpus);
+        memcpy(*gpus, s->gpus, (size_t)s->n_gpus * sizeof **gpus);
+        o->n_gpus = s->n_gpus;
+    }
+    if (!*gpus) o->n_gpus = sweep_gpus_detect(gpus);
+    o->gpus = *gpus;
+    return CLI_CONTINUE;
+}
+
+/* Options over the script's fields over the defaults. */
+static int resolve_opts(const char **v, const ast_sweep *s, sweep_opts *o, int **gpus)
+{
+    *gpus = NULL;
     if (v[OPT_FAIL_FAST] && v[OPT_KEEP_GOING]) return cli_usage_error("sweep", "--fail-fast and --keep-going exclude each other");
+    if (v[OPT_DEVICE] && !ast_backend_find(v[OPT_DEVICE]))
+        return cli_usage_error("sweep", "--device %s: not a device of this build; choose one of %s", v[OPT_DEVICE],
+                               ast_backend_names());
     o->fail_fast = v[OPT_FAIL_FAST] != NULL;
+    o->device = v[OPT_DEVICE];
     o->threads = s->threads ? s->threads : 1;
     if (v[OPT_THREADS] && positive(v[OPT_THREADS], "threads", &o->threads) != CLI_CONTINUE) return CLI_USAGE;
+    if (resolve_gpus(v, s, o, gpus) != CLI_CONTINUE) return CLI_USAGE;
     int fit = cores() / o->threads;
+    /* Runs on GPUs are as many at once as the GPUs take. */
+    if (o->gpus) fit = o->n_gpus * o->runs_per_gpu;
     o->jobs = s->jobs ? s->jobs : fit > 1 ? fit : 1;
     if (v[OPT_JOBS] && positive(v[OPT_JOBS], "jobs", &o->jobs) != CLI_CONTINUE) return CLI_USAGE;
     return CLI_CONTINUE;
@@ -207,6 +254,12 @@ static int submit_array(const char **v, const char **args, int n_args, const ast
     if (s->trusted) ast_strlist_push(&worker, "--trust-script");
     if (v[OPT_MULTIRUN]) ast_strlist_push(&worker, "-m");
     if (v[OPT_CONFIG]) ast_strlist_push(&worker, "--config"), ast_strlist_push(&worker, v[OPT_CONFIG]);
+    for (int k = OPT_DEVICE; k <= OPT_RUNS_PER_GPU; k++) /* each task places its runs on the GPUs it was given */
+        if (v[k]) {
+            char flag[32];
+            snprintf(flag, sizeof flag, "--%s", options[k].name);
+            ast_strlist_push(&worker, flag), ast_strlist_push(&worker, v[k]);
+        }
     for (int i = 0; i < n_args; i++) ast_strlist_push(&worker, args[i]);
     ast_slurm_opts_override(&opts, &s->slurm_opts);
     ast_slurm_opts_override(&opts, &given);
@@ -235,8 +288,9 @@ static int run(const char **v, const char **args, int n_args)
     ast_error e = {""};
     ast_sweep *s = load(v, args, n_args, &e);
     if (!s) return cli_fail(&e);
-    sweep_opts o;
-    int rc = resolve_opts(v, s, &o);
+    sweep_opts o = {0};
+    int *gpus = NULL;
+    int rc = resolve_opts(v, s, &o, &gpus);
     char dir[4096];
     snprintf(dir, sizeof dir, "%s%s", v[OPT_OUT] ? "" : "sweeps/", v[OPT_OUT] ? v[OPT_OUT] : s->name);
     o.dir = dir;
@@ -258,6 +312,7 @@ static int run(const char **v, const char **args, int n_args)
     }
     if (rc == CLI_CONTINUE) rc = run_here(s, &o);
     ast_sweep_free(s);
+    free(gpus);
     return rc;
 }
 

@@ -15,12 +15,13 @@
 #include "commands.h"
 #include "run_setup.h"
 
-enum { OPT_CONFIG, OPT_DATA, OPT_OUT, OPT_FRESH, OPT_QUIET, OPT_SCHEDULE, OPT_TRUST, OPT_CFG, N_OPTS };
+enum { OPT_CONFIG, OPT_DATA, OPT_OUT, OPT_DEVICE, OPT_FRESH, OPT_QUIET, OPT_SCHEDULE, OPT_TRUST, OPT_CFG, N_OPTS };
 
 static const cli_option options[N_OPTS] = {
     [OPT_CONFIG] = {"config", 'c', "FILE", "run configuration (default: the bundled configs/starmap.yaml)"},
     [OPT_DATA] = {"data", 'd', "FILE", "dataset, .h5ad or CSV/TSV (default: the config's data.path)"},
     [OPT_OUT] = {"out", 'o', "DIR", "run directory (default: runs/<config name>)"},
+    [OPT_DEVICE] = CLI_DEVICE_OPTION,
     [OPT_FRESH] = {"fresh", 0, NULL, "start over even if DIR holds a checkpoint"},
     [OPT_QUIET] = {"quiet", 'q', NULL, "no progress bar"},
     [OPT_SCHEDULE] = {"schedule", 0, "SCRIPT:RUN", "the Lua schedules of run RUN of a sweep script, or the table FILE.safetensors a sweep wrote (docs/sweeps.md)"},
@@ -30,8 +31,8 @@ static const cli_option options[N_OPTS] = {
 
 static const cli_spec spec = {
     .name = "train",
-    .usage = "[--config FILE] [--data FILE] [--out DIR] [--fresh] [--schedule SCRIPT:RUN [--trust-script]] [--cfg]\n"
-             "                         [KEY=VALUE | +KEY=VALUE | ++KEY=VALUE | ~KEY ...]",
+    .usage = "[--config FILE] [--data FILE] [--out DIR] [--device NAME] [--fresh] [--schedule SCRIPT:RUN [--trust-script]]\n"
+             "                         [--cfg] [KEY=VALUE | +KEY=VALUE | ++KEY=VALUE | ~KEY ...]",
     .about = "Trains AlphaSTomics on a spatial transcriptomics dataset: neighbourhood sets of\n"
              "cells, diffusion on expression and/or positions (training_mode), AdamW.\n"
              "Overrides change the config in Hydra's grammar (docs/config.md): KEY=VALUE sets\n"
@@ -42,7 +43,8 @@ static const cli_spec spec = {
              "Afterwards the best weights are evaluated on the held-out test cells next to the\n"
              "baselines (eval.json; see alphast-run eval).\n"
              "Started by mpirun -np R (or srun) in a build configured --with-mpi, R processes\n"
-             "train the one run together, each on its share of every batch (docs/cluster.md).",
+             "train the one run together, each on its share of every batch (docs/cluster.md).\n"
+             "--device cuda (or device: cuda) trains on a GPU (docs/gpu.md).",
     .options = options,
     .n_options = N_OPTS,
     .max_args = 64,
@@ -123,6 +125,10 @@ static int train(const char **v, const char **args, int n_args, ast_error *e)
     char def[4096], out[4096], rank_words[96];
     const char *cfg_path = v[OPT_CONFIG] ? v[OPT_CONFIG] : ast_shipped_file("configs/starmap.yaml", def, sizeof def);
     ast_cfg *cfg = cli_load_config(cfg_path, args, n_args, e);
+    if (cfg && cli_set_device(cfg, v[OPT_DEVICE], e) < 0) {
+        ast_cfg_free(cfg);
+        cfg = NULL;
+    }
     if (!cfg) return -1;
     int unsupported = ast_cfg_check_supported(cfg, e) < 0;
     if (unsupported || v[OPT_CFG]) { /* --cfg: what the run would start from, and no run */

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine/backend.h"
 #include "eval/evaluate.h"
 #include "io/safetensors.h"
 #include "train/train.h"
@@ -20,6 +21,18 @@ ast_cfg *cli_load_config(const char *path, const char **args, int n_args, ast_er
             cfg = NULL;
         }
     return cfg;
+}
+
+int cli_set_device(ast_cfg *cfg, const char *device, ast_error *e)
+{
+    if (!device) return 0;
+    if (!ast_backend_find(device)) {
+        ast_error_set(e, "--device %s: not a device of this build; choose one of %s", device, ast_backend_names());
+        return -1;
+    }
+    char text[128];
+    snprintf(text, sizeof text, "device=%s", device);
+    return ast_cfg_override(cfg, text, e);
 }
 
 /* Relative data paths in a config are relative to the config's directory. */
@@ -99,7 +112,7 @@ int cli_load_weights(ast_model *m, const char *dir, ast_error *e)
     return load_weights(m, cli_weights_file(dir, path, sizeof path, e), e);
 }
 
-int cli_run_open(cli_run *r, const char *dir, const char **args, int n_args, ast_error *e)
+int cli_run_open(cli_run *r, const char *dir, const char **args, int n_args, const char *device, ast_error *e)
 {
     memset(r, 0, sizeof *r);
     snprintf(r->cfg_path, sizeof r->cfg_path, "%s/config.yaml", dir);
@@ -107,9 +120,10 @@ int cli_run_open(cli_run *r, const char *dir, const char **args, int n_args, ast
         ast_error_set(e, "%s: not a run directory (no config.yaml); pass the --out DIR of alphast-run train", dir);
         return -1;
     }
-    if (!(r->cfg = cli_load_config(r->cfg_path, args, n_args, e)) || cli_load_data(r->cfg, r->cfg_path, NULL, &r->d, r->sp, e) < 0 ||
+    if (!(r->cfg = cli_load_config(r->cfg_path, args, n_args, e)) || cli_set_device(r->cfg, device, e) < 0 ||
+        cli_load_data(r->cfg, r->cfg_path, NULL, &r->d, r->sp, e) < 0 ||
         ast_cfg_model(r->cfg, r->d.n_genes, &r->mc, e) < 0 ||
-        !(r->m = ast_model_new(&r->mc, (uint64_t)ast_cfg_int(r->cfg, "seed.value"), e)))
+        !(r->m = ast_model_new(&r->mc, (uint64_t)ast_cfg_int(r->cfg, "seed.value"), e)) || ast_model_place(r->m, e) < 0)
         return -1;
     return load_weights(r->m, cli_weights_file(dir, r->weights, sizeof r->weights, e), e);
 }

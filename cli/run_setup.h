@@ -11,6 +11,14 @@
 /* The config at path with KEY=VALUE overrides applied; NULL with e set. */
 ast_cfg *cli_load_config(const char *path, const char **args, int n_args, ast_error *e);
 
+/* --device NAME of train, eval, sample, forward and sweep. */
+#define CLI_DEVICE_OPTION \
+    {"device", 0, "NAME", "where the model runs: cpu, or cuda in a CUDA build (default: the config's device)"}
+/* --device NAME as the override device=NAME, after the others (so it wins);
+ * nothing when device is NULL. -1 with e set when this build has no such
+ * backend. */
+int cli_set_device(ast_cfg *cfg, const char *device, ast_error *e);
+
 /* Reads, preprocesses and splits the dataset the config names (relative
  * paths are relative to cfg_path's directory; data_arg, if not NULL,
  * replaces data.path). The paths used are written back into cfg as
@@ -32,7 +40,9 @@ typedef struct cli_run {
     ast_model *m;
 } cli_run;
 
-int cli_run_open(cli_run *r, const char *dir, const char **args, int n_args, ast_error *e);
+/* device: --device NAME, or NULL for the config's. The model's parameters
+ * are on its device when it returns 0. */
+int cli_run_open(cli_run *r, const char *dir, const char **args, int n_args, const char *device, ast_error *e);
 void cli_run_close(cli_run *r);
 
 /* Loads RUN_DIR's best weights (the lowest validation loss), else its

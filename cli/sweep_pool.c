@@ -1,7 +1,8 @@
 /* The sweep's process pool: claim a run, fork + exec this program's
  * `train` on it (its output in RUN_DIR/train.log), record every state
  * change in the ledger, and keep a progress line. One run failing never
- * stops the others unless --fail-fast asks. */
+ * stops the others unless --fail-fast asks. A run on a GPU gets one of
+ * the GPUs (CUDA_VISIBLE_DEVICES), round robin, at most runs_per_gpu on each. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -17,6 +18,7 @@
 #include "base/progress.h"
 #include "train/train_stop.h"
 #include "cli.h"
+#include "sweep_gpus.h"
 #include "sweep_pool.h"
 
 #define RETRY_SECONDS 1.0 /* how often to look again at runs another runner holds */
@@ -39,6 +41,7 @@ typedef struct slot {
     ast_claim claim;
     double start, retry_at; /* wall seconds */
     int signalled;          /* we stopped it: it goes back to pending */
+    int gpu;                /* while running: its index in o->gpus, or -1 on the CPU */
 } slot;
 
 typedef struct pool {
@@ -53,6 +56,11 @@ typedef struct pool {
     const char *stop_why; /* the reason of the runs stop_all stopped: "interrupted" or "preempted" */
     char **envp; /* the environment of every child */
     char thread_vars[2][48];
+    int gpu_slot;            /* envp's last entry: the child's CUDA_VISIBLE_DEVICES (or NULL) */
+    char *inherited_gpus;    /* this process's CUDA_VISIBLE_DEVICES, what runs on the CPU keep; NULL if unset */
+    char gpu_var[48];        /* CUDA_VISIBLE_DEVICES=<the GPU of the run being started> */
+    int *gpu_load;           /* runs running on each GPU of o->gpus */
+    int next_gpu;            /* where the round robin goes on */
     int tty;
     double drawn_at; /* of the progress line, monotonic */
     ast_error *e;
@@ -196,26 +204,61 @@ static void print_log_tail(const pool *p, const slot *s)
 
 /* ---- children -------------------------------------------------------------- */
 
-/* This environment with the BLAS thread count of a run. */
+/* This environment with the BLAS thread count of a run, and a last entry
+ * for its GPU (set_child_gpu). */
 static void child_env(pool *p)
 {
     int n = 0, k = 0;
     while (environ[n]) n++;
-    p->envp = ast_xcalloc((size_t)n + 3, sizeof *p->envp);
-    for (int i = 0; i < n; i++)
-        if (strncmp(environ[i], "OPENBLAS_NUM_THREADS=", 21) && strncmp(environ[i], "OMP_NUM_THREADS=", 16))
+    p->envp = ast_xcalloc((size_t)n + 4, sizeof *p->envp);
+    for (int i = 0; i < n; i++) {
+        if (!strncmp(environ[i], "CUDA_VISIBLE_DEVICES=", 21)) p->inherited_gpus = environ[i];
+        else if (strncmp(environ[i], "OPENBLAS_NUM_THREADS=", 21) && strncmp(environ[i], "OMP_NUM_THREADS=", 16))
             p->envp[k++] = environ[i];
+    }
     snprintf(p->thread_vars[0], sizeof p->thread_vars[0], "OPENBLAS_NUM_THREADS=%d", p->o->threads);
     snprintf(p->thread_vars[1], sizeof p->thread_vars[1], "OMP_NUM_THREADS=%d", p->o->threads);
     p->envp[k++] = p->thread_vars[0];
-    p->envp[k] = p->thread_vars[1];
+    p->envp[k++] = p->thread_vars[1];
+    p->gpu_slot = k;
 }
 
-/* alphast-run train --config BASE --out DIR [--schedule TABLE] OVERRIDES... */
-static char **train_argv(const slot *s, const char *dir, const char *table)
+/* The GPU the next child sees: s's, or what this process was given. */
+static void set_child_gpu(pool *p, const slot *s)
+{
+    if (s->gpu >= 0) snprintf(p->gpu_var, sizeof p->gpu_var, "CUDA_VISIBLE_DEVICES=%d", p->o->gpus[s->gpu]);
+    p->envp[p->gpu_slot] = s->gpu >= 0 ? p->gpu_var : p->inherited_gpus;
+}
+
+/* A GPU for run s, round robin over those with room: 1 and s->gpu set, or
+ * 0 when every GPU has runs_per_gpu runs (s waits). A run on the CPU gets
+ * none (s->gpu -1) and may start. */
+static int take_gpu(pool *p, slot *s)
+{
+    s->gpu = -1;
+    if (!sweep_gpus_wanted(s->run, p->o->device)) return 1;
+    for (int k = 0; k < p->o->n_gpus; k++) {
+        int g = (p->next_gpu + k) % p->o->n_gpus;
+        if (p->gpu_load[g] >= p->o->runs_per_gpu) continue;
+        p->gpu_load[g]++;
+        p->next_gpu = (g + 1) % p->o->n_gpus;
+        s->gpu = g;
+        return 1;
+    }
+    return 0;
+}
+
+static void release_gpu(pool *p, slot *s)
+{
+    if (s->gpu >= 0) p->gpu_load[s->gpu]--;
+    s->gpu = -1;
+}
+
+/* alphast-run train --config BASE --out DIR [--schedule TABLE] [--device NAME] OVERRIDES... */
+static char **train_argv(const slot *s, const char *dir, const char *table, const char *device)
 {
     const ast_sweep_run *r = s->run;
-    char **argv = ast_xcalloc((size_t)r->n_overrides + 10, sizeof *argv);
+    char **argv = ast_xcalloc((size_t)r->n_overrides + 12, sizeof *argv);
     int k = 0;
     argv[k++] = ast_xstrdup(CLI_PROG);
     argv[k++] = ast_xstrdup("train");
@@ -226,6 +269,10 @@ static char **train_argv(const slot *s, const char *dir, const char *table)
     if (table) {
         argv[k++] = ast_xstrdup("--schedule");
         argv[k++] = ast_xstrdup(table);
+    }
+    if (device) {
+        argv[k++] = ast_xstrdup("--device");
+        argv[k++] = ast_xstrdup(device);
     }
     for (int i = 0; i < r->n_overrides; i++) argv[k++] = ast_xstrdup(r->overrides[i]);
     return argv;
@@ -300,7 +347,8 @@ static int spawn(pool *p, slot *s)
         close(log);
         return fail_unstarted(p, s) < 0 ? -1 : 0;
     }
-    char **argv = train_argv(s, dir, s->run->scheduled ? table : NULL);
+    char **argv = train_argv(s, dir, s->run->scheduled ? table : NULL, p->o->device);
+    set_child_gpu(p, s);
     pid_t parent = getpid(), pid = fork();
     if (pid == 0) exec_child(s, log, argv, p->envp, parent);
     int err = errno;
@@ -314,15 +362,20 @@ static int spawn(pool *p, slot *s)
     s->start = ast_wall_clock();
     s->state = SLOT_RUNNING;
     p->running++;
-    return record(p, s, AST_RUN_RUNNING, &(ast_ledger_entry){.pid = pid, .start = s->start, .exit_code = -1}) < 0 ? -1 : 1;
+    char gpu[16];
+    if (s->gpu >= 0) snprintf(gpu, sizeof gpu, "%d", p->o->gpus[s->gpu]);
+    ast_ledger_entry en = {.pid = pid, .start = s->start, .exit_code = -1, .gpu = s->gpu >= 0 ? gpu : NULL};
+    return record(p, s, AST_RUN_RUNNING, &en) < 0 ? -1 : 1;
 }
 
 /* Claims and starts the run, or learns that it needs nothing or belongs to
  * another runner. -1 with p->e set on an I/O error. */
 static int try_start(pool *p, slot *s)
 {
+    if (!take_gpu(p, s)) return 0; /* every GPU is full: it waits for a run to end */
     int got = ast_claim_take(p->o->dir, s->run->id, &s->claim, p->e);
     if (got <= 0) {
+        release_gpu(p, s);
         s->state = SLOT_ELSEWHERE;
         s->retry_at = ast_wall_clock() + RETRY_SECONDS;
         return got;
@@ -335,16 +388,20 @@ static int try_start(pool *p, slot *s)
     ast_ledger_free(l);
     if (!l) return -1;
     if (known && (last == AST_RUN_DONE || (last == AST_RUN_FAILED && when >= p->started))) {
+        release_gpu(p, s);
         ast_claim_release(&s->claim);
         s->state = last == AST_RUN_DONE ? SLOT_DONE : SLOT_FAILED;
         return 0;
     }
     int started = spawn(p, s);
     if (started < 0) {
+        release_gpu(p, s);
         ast_claim_release(&s->claim);
         return -1;
     }
-    if (started) event(p, "started", s, NULL);
+    char where[32];
+    if (started && s->gpu >= 0) snprintf(where, sizeof where, "on GPU %d", p->o->gpus[s->gpu]);
+    if (started) event(p, "started", s, started && s->gpu >= 0 ? where : NULL);
     return 0;
 }
 
@@ -390,6 +447,7 @@ static int finish(pool *p, slot *s, int status)
     ast_ledger_entry en = {.pid = s->pid, .start = s->start, .end = end, .exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1,
                            .signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0};
     p->running--;
+    release_gpu(p, s);
     /* Stopped with its work saved: by us, or by a signal of its own (Slurm
      * signals every process of a job it preempts). Never a failure. */
     int saved = WIFEXITED(status) && WEXITSTATUS(status) == AST_EXIT_PREEMPTED, back = s->signalled || saved;
@@ -432,6 +490,7 @@ static void init_slots(pool *p, const ast_ledger *l)
         ast_run_state last;
         s->run = &p->sweep->runs[i];
         s->claim.fd = -1;
+        s->gpu = -1;
         int known = ast_ledger_last(l, s->run->id, &last, NULL);
         s->state = known && last == AST_RUN_DONE ? SLOT_DONE : SLOT_TODO;
     }
@@ -481,6 +540,17 @@ static sweep_outcome loop(pool *p)
     return count(p, SLOT_FAILED) ? SWEEP_SOME_FAILED : SWEEP_ALL_DONE;
 }
 
+/* "GPUs 0,1, 2 runs each" when some run is on a GPU. */
+static void print_gpus(const pool *p)
+{
+    int wanted = 0;
+    for (int i = 0; i < p->n; i++) wanted += sweep_gpus_wanted(p->slots[i].run, p->o->device);
+    if (!wanted) return;
+    fprintf(stderr, "%s: %d run%s on GPU%s", p->sweep->name, wanted, wanted > 1 ? "s" : "", p->o->n_gpus > 1 ? "s" : "");
+    for (int g = 0; g < p->o->n_gpus; g++) fprintf(stderr, "%s%d", g ? "," : " ", p->o->gpus[g]);
+    fprintf(stderr, ", at most %d at a time on each\n", p->o->runs_per_gpu);
+}
+
 sweep_outcome sweep_pool_run(ast_sweep *s, const sweep_opts *o, sweep_tally *tally, ast_error *e)
 {
     int not_done;
@@ -489,11 +559,13 @@ sweep_outcome sweep_pool_run(ast_sweep *s, const sweep_opts *o, sweep_tally *tal
     if (!l) return SWEEP_ERROR;
     pool p = {.sweep = s, .o = o, .n = s->n_runs, .started = ast_wall_clock(), .tty = isatty(STDERR_FILENO), .e = e};
     child_env(&p);
+    p.gpu_load = ast_xcalloc((size_t)o->n_gpus + 1, sizeof *p.gpu_load);
     init_slots(&p, l);
     ast_ledger_free(l);
     int before = count(&p, SLOT_DONE);
     fprintf(stderr, "%s: %d runs (%d done before), %d at a time x %d thread%s, in %s\n", s->name, p.n, before, o->jobs,
             o->threads, o->threads > 1 ? "s" : "", o->dir);
+    print_gpus(&p);
     struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term, old_usr1;
     sigemptyset(&sa.sa_mask);
     signals_received = first_signal = 0;
@@ -511,5 +583,6 @@ sweep_outcome sweep_pool_run(ast_sweep *s, const sweep_opts *o, sweep_tally *tal
             o->dir);
     free(p.envp);
     free(p.slots);
+    free(p.gpu_load);
     return out;
 }

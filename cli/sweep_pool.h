@@ -12,6 +12,10 @@ typedef struct sweep_opts {
     int threads;     /* OPENBLAS_NUM_THREADS of each run */
     int fail_fast;   /* stop everything at the first failure */
     int worker;      /* a Slurm task (--worker): stop when nothing is left to claim, never wait for runs others hold */
+    const char *device;  /* --device NAME for every run (train --device), or NULL: each run's config's */
+    const int *gpus;     /* the GPUs of the runs not on the CPU (sweep_gpus.h), n_gpus of them */
+    int n_gpus;
+    int runs_per_gpu;    /* at most this many runs at a time on each */
 } sweep_opts;
 
 /* A pending line for every run of s the ledger of dir has not seen, as a

@@ -13,7 +13,7 @@
 #define MAX_PENDING_SHOWN 20
 
 /* A running run: where its claim says it runs, the pid of its training
- * process (the ledger's; the claim's is its runner's), since when. */
+ * process (the ledger's; the claim's is its runner's), its GPU, since when. */
 static void print_claim(const char *dir, const ast_ledger_run *r)
 {
     ast_claim_info c;
@@ -22,6 +22,7 @@ static void print_claim(const char *dir, const ast_ledger_run *r)
     int pid = r->pid ? r->pid : c.pid;
     ast_fmt_duration(c.age, took, sizeof took);
     if (c.job[0]) snprintf(job, sizeof job, ", Slurm job %s", c.job);
+    if (r->gpu) snprintf(job + strlen(job), sizeof job - strlen(job), ", GPU %.16s", r->gpu);
     switch (c.liveness) {
     case AST_CLAIM_LIVE: printf("on %s, pid %d%s, for %s\n", c.host[0] ? c.host : "this host", pid, job, took); break;
     case AST_CLAIM_REMOTE:

@@ -25,6 +25,24 @@
 #       (scripts/mpi-scaling.sh), then the quick ablation's runs per hour,
 #       local executor against Slurm executor on a one-node cluster
 #       (scripts/sweep-throughput.sh), into OUT_DIR/cluster.txt.
+#   scripts/device-bench.sh cuda-bundle [BUILD_DIR]
+#       here: configures BUILD_DIR (default _build-cuda) --with-cuda, builds
+#       alphast-run, bench_model, the CUDA test programs and the plugins, and
+#       packs them (the executables themselves, not libtool's wrappers) with
+#       every shared library they load but libc, libm and libcuda (the
+#       driver's, which the GPU machine has) into .device/bundle.tar.xz;
+#       fails when that and the tracked tree pass 64 MiB (what a device call
+#       carries).
+#   scripts/device-bench.sh cuda-run OUT_DIR [PARTS...]
+#       there: nvidia-smi -L, then the parts (default: all, in this order;
+#       each fits the device's 600 s per call):
+#         tests  test_cuda_ops and test_cuda_model (Criterion logs)
+#         train  a short `alphast-run train device=cuda` of each config
+#         bench  bench_model --device cuda beside torch_bench.py --device cuda:
+#                the four configs at B=4 and B=32 (reference size)
+#         cells  the gated model, G=200, one set of 4k ... 128k cells, both
+#         sample reverse-diffusion throughput (alphast; the twin has none)
+#       and a short table last. Logs and JSON in OUT_DIR.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -79,11 +97,139 @@ EOF
   du -sh "$top/.device/bundle.tar.xz"
 }
 
+# ---- CUDA: a --with-cuda build carried to the GPU machine ------------------
+
+cuda_tests=(tests/test_cuda_ops tests/test_cuda_model)
+
+# plugin_targets: the build's plugin libraries, as make names them.
+plugin_list() { # build-dir
+  plugin_targets=$(make -s -C "$1" -f - print-plugins <<'EOF'
+include Makefile
+print-plugins:
+	@echo $(plugin_LTLIBRARIES)
+EOF
+)
+}
+
+# The executable itself: libtool's .libs/ one where the build has a wrapper.
+real_exe() { # build-dir path
+  local dir file
+  dir=$(dirname "$2") file=$(basename "$2")
+  if [ -x "$1/$dir/.libs/$file" ]; then echo "$1/$dir/.libs/$file"; else echo "$1/$2"; fi
+}
+
+cuda_collect() { # build-dir
+  local build=$1
+  if [ ! -f "$build/Makefile" ]; then
+    mkdir -p "$build"
+    (cd "$build" && "$top/configure" -q --with-cuda)
+  fi
+  grep -q '^DEFS = .*-DAST_HAVE_CUDA=1' "$build/Makefile" ||
+    { echo "cuda-bundle: $build is not configured --with-cuda (nvcc and cuBLAS in /usr/local/cuda)" >&2; exit 1; }
+  plugin_list "$build"
+  # shellcheck disable=SC2086 # a list of targets
+  make -C "$build" -j"$(nproc)" alphast-run bench/bench_model "${cuda_tests[@]}" $plugin_targets >/dev/null
+  local bundle exe
+  bundle=$(mktemp -d)
+  mkdir -p "$bundle/lib" "$bundle/plugins" "$bundle/tests"
+  cp "$(real_exe "$build" alphast-run)" "$bundle/alphast-run"
+  cp "$(real_exe "$build" bench/bench_model)" "$bundle/bench_model"
+  for exe in "${cuda_tests[@]}"; do cp "$(real_exe "$build" "$exe")" "$bundle/$exe"; done
+  find "$build/plugins" -path '*/.libs/*.so' -exec cp {} "$bundle/plugins/" \;
+  # Every library they load but the C library's, the GPU driver's and the
+  # CUDA toolkit's (cuBLAS alone is over the 64 MiB a call carries; the GPU
+  # machine has CUDA 13's, found by unpack).
+  ldd "$bundle"/alphast-run "$bundle"/bench_model "$bundle"/tests/* "$bundle"/plugins/*.so | awk '/=> \// { print $3 }' |
+    grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux|libcuda|libcublas|libcublasLt|libcudart)[.-]' | sort -u |
+    while read -r lib; do cp -L "$lib" "$bundle/lib/"; done
+  mkdir -p "$top/.git/info" "$top/.device"
+  grep -qx '/.device/' "$top/.git/info/exclude" 2>/dev/null || echo '/.device/' >>"$top/.git/info/exclude"
+  tar -C "$bundle" -cJf "$top/.device/bundle.tar.xz" .
+  rm -rf "$bundle"
+  local tracked total
+  tracked=$(cd "$top" && git ls-files -z | xargs -0 stat -c %s 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
+  total=$((tracked + $(stat -c %s "$top/.device/bundle.tar.xz")))
+  echo "bundle $(du -h "$top/.device/bundle.tar.xz" | cut -f1); with the tracked tree $((total >> 20)) MiB of 64"
+  ((total < 64 << 20)) || { echo "cuda-bundle: over the 64 MiB a device call carries" >&2; exit 1; }
+}
+
+cuda_tests_part() { # out
+  local out=$1 t rc=0
+  for t in "${cuda_tests[@]}"; do
+    # the plugins come from ALPHAST_PLUGIN_PATH (unpack), the data from the tree
+    ALPHAST_TEST_DATA=$top/tests/data "$bundle/$t" --verbose >"$out/${t#tests/}.log" 2>&1 || rc=1
+    echo "${t#tests/}: $(grep -E '^\[====\] Synthesis' "$out/${t#tests/}.log" | tail -1)"
+  done
+  return $rc
+}
+
+# The quickstart's data (configs/visium.yaml), one epoch per config.
+cuda_train_part() { # out
+  local out=$1 c
+  local -A overrides=([baseline]="attention=linear ffn=dense" [gated]="attention=gated attention.gate_type=headwise"
+    [moe]="ffn=moe ffn.num_experts=4 ffn.top_k=2" [gated_moe]="attention=gated ffn=moe ffn.num_experts=4 ffn.top_k=2")
+  for c in baseline gated moe gated_moe; do
+    # shellcheck disable=SC2086 # the overrides are words
+    if (cd "$top" && XDG_CACHE_HOME=$out/cache "$bundle/alphast-run" train --config configs/visium.yaml \
+      --out "$out/train-$c" device=cuda training.epochs=1 ${overrides[$c]} >"$out/train-$c.log" 2>&1); then
+      echo "train $c: ok, $(grep -o '"steps_per_second":[^,}]*' "$out/train-$c/summary.json" 2>/dev/null)"
+    else
+      echo "train $c: FAILED"
+      tail -3 "$out/train-$c.log"
+    fi
+  done
+}
+
+# bench_model and the twin on the same sections, side by side.
+cuda_bench_part() { # out name sections [options...]
+  local out=$1 name=$2 sections=$3
+  shift 3
+  python3 "$top/bench/torch_bench.py" --device cuda --sections "$sections" "$@" --json "$out/pytorch-$name.json" \
+    >"$out/pytorch-$name.txt" 2>&1 || tail -5 "$out/pytorch-$name.txt"
+  "$bundle/bench_model" --device cuda --sections "$sections" "$@" --json "$out/alphast-$name.json" \
+    --compare "$out/pytorch-$name.json" >"$out/alphast-$name.txt" 2>&1 || tail -5 "$out/alphast-$name.txt"
+}
+
+cuda_table() { # out
+  local out=$1 f
+  echo "== summary ($out)"
+  for f in "$out"/*.log; do [ -f "$f" ] && grep -H -E '^\[====\] Synthesis' "$f" | sed "s|$out/||"; done
+  for f in "$out"/alphast-*.txt; do [ -f "$f" ] && sed -n '/alphast vs PyTorch twin/,$p; /== sampling/,/^results/p' "$f"; done
+  return 0
+}
+
+cuda_run() { # out parts...
+  local out=$1
+  shift
+  local parts=("$@") p steps=${CUDA_BENCH_STEPS:-10}
+  ((${#parts[@]})) || parts=(tests train bench cells sample)
+  mkdir -p "$out"
+  unpack
+  { nvidia-smi -L; python3 -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda)'; } |
+    tee "$out/machine.txt" || true
+  for p in "${parts[@]}"; do
+    echo "=== $p"
+    case $p in
+      tests) cuda_tests_part "$out" || echo "tests: FAILED (see $out/test_cuda_*.log)" ;;
+      train) cuda_train_part "$out" ;;
+      bench) cuda_bench_part "$out" bench reference,reference32 --steps "$steps" --warmup 3 ;;
+      cells) cuda_bench_part "$out" cells cells --max-cells 131072 --budget 60 ;;
+      sample) "$bundle/bench_model" --device cuda --sections sample --json "$out/alphast-sample.json" \
+        --compare /nonexistent >"$out/alphast-sample.txt" 2>&1 || tail -5 "$out/alphast-sample.txt" ;;
+      *) echo "cuda-run: unknown part '$p' (tests train bench cells sample)" >&2; exit 2 ;;
+    esac
+  done
+  cuda_table "$out"
+}
+
 unpack() { # sets bundle and the environment
   bundle=/tmp/alphast-bundle
   mkdir -p "$bundle"
   tar -C "$bundle" -xJf "$top/.device/bundle.tar.xz"
-  export LD_LIBRARY_PATH=$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  # CUDA 13's cuBLAS and runtime there: the toolkit's, else PyTorch's wheels'.
+  local cuda_libs
+  cuda_libs=$(python3 -c 'import nvidia.cublas as b, nvidia.cuda_runtime as r; print(list(b.__path__)[0] + "/lib:" + list(r.__path__)[0] + "/lib")' 2>/dev/null || true)
+  export LD_LIBRARY_PATH=$bundle/lib:/usr/local/cuda/lib64${cuda_libs:+:$cuda_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export ALPHAST_PLUGIN_PATH=$bundle/plugins PYTHONUNBUFFERED=1
   if [ -d "$bundle/root" ]; then # the --cluster runtime, relocated
     local r=$bundle/root/usr
@@ -161,5 +307,8 @@ case ${1:-} in
   run) shift; run "$@" ;;
   sweeps) shift; mkdir -p "$1"; sweeps "$@" ;;
   cluster) mkdir -p "$2"; cluster "$2" ;;
-  *) sed -n '2,29p' "$0" >&2; exit 2 ;;
+  cuda-bundle) cuda_collect "${2:-$top/_build-cuda}" ;;
+  cuda-run) shift; cuda_run "$@" ;;
+  -h|--help) sed -n '2,45p' "$0"; exit 0 ;;
+  *) sed -n '2,45p' "$0" >&2; exit 2 ;;
 esac

@@ -1,6 +1,7 @@
 /* The plugin ABI over time: a plugin built against an older header of the
  * same major (tests/plugins/abi-2.0, kept frozen) loads and calls the right
- * functions in this host; the op list only grew at its tail since. */
+ * functions in this host; the op list only grew at its tail since, and
+ * the host table's later members (2.3's read and write) do their job. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -80,4 +81,21 @@ Test(abi, ops_def_only_grew_at_its_tail_since_2_0)
     for (int i = 0; i < n_old; i++) cr_assert_str_eq(now[i], old[i], "ops.def line %d changed since ABI 2.0", i);
     cr_assert_eq(ast_host_table()->ops->n_ops, (uint32_t)n_now, "the host's op table has %u slots, ops.def %d",
                  ast_host_table()->ops->n_ops, n_now);
+}
+
+/* ABI 2.3 appended read and write to the host table: copies of part of a
+ * tensor's data to and from host memory (memcpy on the CPU backend). */
+Test(abi, the_host_table_reads_and_writes_tensor_data)
+{
+    const ast_host *h = ast_host_table();
+    cr_assert_geq(h->abi_minor, 3);
+    ast_ctx *c = ast_ctx_new(1);
+    ast_tensor *t = h->ops->zeros(c, 2, (int64_t[]){2, 3});
+    const float in[3] = {1.5f, -2.0f, 0.25f};
+    h->write(c, t, 2, 3, in);
+    float out[6];
+    h->read(c, t, 0, 6, out);
+    const float want[6] = {0.0f, 0.0f, 1.5f, -2.0f, 0.25f, 0.0f};
+    cr_assert_arr_eq(out, want, sizeof want);
+    ast_ctx_free(c);
 }

@@ -397,6 +397,43 @@ Test(attn_gated, rejects_heads_not_dividing_the_width)
     ast_params_free(p);
 }
 
+/* create() on backend `backend` with the given kernel option (0 tiled,
+ * 1 naive): the instance's error message, "" when it was made. */
+static void create_on(const char *backend, const ast_layer_dims *dims, int kernel, char *err, size_t n)
+{
+    const ast_plugin_desc *d = pf_load("attention", "attn_gated");
+    ast_params *p = ast_params_new(1);
+    ast_optval opts[4] = {{.i = 0}, {.i = 1}, {.i = kernel}, {.i = 64}};
+    err[0] = '\0';
+    void *self = d->create(&(ast_create_args){ast_host_table(), ast_scope_new(p, PREFIX), dims, opts, backend}, err, n);
+    cr_assert((self != NULL) == (err[0] == '\0'), "made %d, message '%s'", self != NULL, err);
+    if (self) d->destroy(self);
+    ast_params_free(p);
+}
+
+/* The cuda kernel is tiled only, for heads up to ATTN_CUDA_MAX_DH wide:
+ * create() says so, naming the fix; a build without CUDA has no cuda
+ * kernel at all. Creating needs no GPU (parameters start on the host). */
+Test(attn_gated, cuda_refuses_what_its_kernel_lacks)
+{
+    char err[256];
+    ast_layer_dims ok = dims_with(E, H, 0.0f);
+#if AST_HAVE_CUDA
+    ast_layer_dims wide = dims_with(2 * (ATTN_CUDA_MAX_DH + 1), 2, 0.0f);
+    create_on("cuda", &ok, 0, err, sizeof err);
+    cr_assert_str_empty(err);
+    create_on("cuda", &ok, 1, err, sizeof err);
+    cr_assert(strstr(err, "naive runs on the CPU only") && strstr(err, "use kernel: tiled"), "%s", err);
+    create_on("cuda", &wide, 0, err, sizeof err);
+    cr_assert(strstr(err, "head width 129") && strstr(err, "use more heads"), "%s", err);
+    create_on("cpu", &wide, 1, err, sizeof err); /* the CPU takes both */
+    cr_assert_str_empty(err);
+#else
+    create_on("cuda", &ok, 0, err, sizeof err);
+    cr_assert(strstr(err, "no gated_attention kernel for backend 'cuda'"), "%s", err);
+#endif
+}
+
 /* Output and q, k, v gradients of the attention core alone, one after the
  * other; the same context seed gives both kernels the same dropout. */
 static float *core_outputs(attn_kernel kernel, float p, ast_tensor *const qkv[3], const ast_tensor *mask,

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "engine/backend.h"
 #include "io/safetensors.h"
 
 typedef struct cli_run {
@@ -173,6 +174,46 @@ Test(cli_model, forward_reproduces_the_golden_outputs)
     cr_expect_lt(rel_error(out, "positions", io, "out.pred_positions"), 1e-5);
     cr_expect_lt(rel_error(out, "moe_aux", io, "out.moe_aux"), 1e-5);
     ast_st_close(out);
+    ast_st_close(io);
+    tmp_files_remove(&t);
+}
+
+/* --device: in every command's --help; cpu gives the golden outputs; a
+ * name this build lacks, or cuda without a visible GPU, is one error
+ * naming the fix. (With a GPU, cuda runs: the GPU tests check it.) */
+Test(cli_model, device_flag_picks_the_backend_or_says_why_not)
+{
+    static const char *const commands[] = {"train", "eval", "sample", "forward", "sweep"};
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
+        cli_run *r = run("%s --help", commands[i]);
+        cr_assert_eq(r->status, 0, "%s", r->text);
+        assert_has(r->text, "--device NAME");
+    }
+    char path[1024], weights[1024];
+    ast_error e = {""};
+    ast_st_file *io = ast_st_open(golden(path, sizeof path, "gated_moe.io.safetensors"), &e);
+    cr_assert_not_null(io, "%s", e.msg);
+    tmp_files t;
+    tmp_files_make(&t);
+    write_inputs(io, t.inputs, NULL);
+    golden(weights, sizeof weights, "gated_moe.weights.safetensors");
+    const char *fmt = "forward -c %s/model/gated_moe.yaml --weights %s --inputs %s --out %s --device %s";
+    cli_run *r = run(fmt, env("ALPHAST_TEST_DATA"), weights, t.inputs, t.out, "cpu");
+    cr_assert_eq(r->status, 0, "%s", r->text);
+    ast_st_file *out = ast_st_open(t.out, &e);
+    cr_assert_not_null(out, "%s", e.msg);
+    cr_expect_lt(rel_error(out, "positions", io, "out.pred_positions"), 1e-5);
+    ast_st_close(out);
+    r = run(fmt, env("ALPHAST_TEST_DATA"), weights, t.inputs, t.out, "tpu");
+    cr_assert_eq(r->status, 1, "%s", r->text);
+    assert_has(r->text, "--device tpu: not a device of this build; choose one of cpu");
+    const ast_backend *cuda = ast_backend_find("cuda");
+    if (!cuda || !cuda->available(cuda, NULL, 0)) {
+        r = run(fmt, env("ALPHAST_TEST_DATA"), weights, t.inputs, t.out, "cuda");
+        cr_assert_eq(r->status, 1, "%s", r->text);
+        assert_has(r->text, cuda ? "device: cuda cannot run here" : "--device cuda: not a device of this build");
+        cr_assert_eq(strchr(r->text, '\n'), r->text + strlen(r->text) - 1, "one line: %s", r->text);
+    }
     ast_st_close(io);
     tmp_files_remove(&t);
 }

@@ -525,14 +525,22 @@ Test(ffn_moe, bias_balancing_moves_toward_balance)
     ffn_layer_close(&l);
 }
 
-/* The combine is a fused op on host memory: the descriptor lists its CPU
- * kernel, so the host refuses other backends with a clear message. */
-Test(ffn_moe, descriptor_lists_the_combine_kernel)
+/* The combine is a fused op: the descriptor lists the fused CPU kernel and,
+ * for cuda, the same from ops; create() refuses a backend with neither,
+ * naming it and those it has. */
+Test(ffn_moe, descriptor_lists_the_combine_kernels)
 {
     ffn_layer l;
     cr_assert(ffn_layer_open(&l, "ffn_moe", &dims, NULL, 1), "%s", l.err);
-    cr_assert_eq(l.desc->n_kernels, 1);
-    cr_assert_not_null(ast_kernel_find(l.desc->kernels, l.desc->n_kernels, "moe_combine", "cpu"));
+    cr_assert_eq(l.desc->n_kernels, 2);
+    ast_kernel_fn cpu = ast_kernel_find(l.desc->kernels, l.desc->n_kernels, "moe_combine", "cpu");
+    ast_kernel_fn cuda = ast_kernel_find(l.desc->kernels, l.desc->n_kernels, "moe_combine", "cuda");
+    cr_assert(cpu && cuda && cpu != cuda);
+    char err[256] = "";
+    ast_create_args a = {.host = ast_host_table(), .scope = ast_scope_new(l.params, "other"), .dims = &l.dims,
+                         .opts = l.opts, .backend = "metal"};
+    cr_assert_null(l.desc->create(&a, err, sizeof err));
+    cr_assert(strstr(err, "'metal'") && strstr(err, "cpu, cuda"), "%s", err);
     ffn_layer_close(&l);
 }
 

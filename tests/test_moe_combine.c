@@ -1,11 +1,13 @@
-/* The MoE plugin's combine node (plugins/ffn/moe_combine.c), driven
- * directly through the host table: two experts' rows added into one
- * shared output against a direct loop, and finite-difference gradients to
- * both experts' rows and to the routing weights through the shared output.
- * moe_combine.c reaches the host through the plugin kit's ast_api, which
- * the plugin's entry point sets; here the suite sets it to the core's table. */
+/* The MoE plugin's combine kernels, the fused CPU node (plugins/ffn/
+ * moe_combine.c) and the same from ops (moe_combine_ops.c, the "cuda"
+ * kernel), each driven directly through the host table: two experts' rows
+ * combined and summed against a direct loop, and finite-difference
+ * gradients to both experts' rows and to the routing weights. Both reach
+ * the host through the plugin kit's ast_api, which the plugin's entry
+ * point sets; here the suite sets it to the core's table. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gradcheck.h"
 #include "moe_combine.h"
@@ -29,14 +31,19 @@ enum { T = 5, D = 3, N0 = 3, N1 = 4, M = 9 };
 static const int32_t TOKEN0[N0] = {0, 2, 3}, WEIGHT0[N0] = {0, 4, 6};
 static const int32_t TOKEN1[N1] = {0, 1, 2, 2}, WEIGHT1[N1] = {1, 2, 5, 8};
 
-/* in: y0 [N0, D], y1 [N1, D], weights [M, 1]. */
+/* The kernel under test, as gc_check's user data. */
+typedef struct kernel {
+    moe_combine_fn fn;
+} kernel;
+
+static const kernel FUSED = {moe_combine}, FROM_OPS = {moe_combine_ops};
+
+/* in: y0 [N0, D], y1 [N1, D], weights [M, 1]; both experts' combines summed. */
 static ast_tensor *fwd_combine(ast_ctx *c, ast_tensor *const *in, void *ud)
 {
-    const ast_host *h = ast_host_table();
-    ast_tensor *out = h->ops->zeros(c, 2, (int64_t[]){T, D});
-    moe_combine(c, out, in[0], in[2], TOKEN0, WEIGHT0);
-    moe_combine(c, out, in[1], in[2], TOKEN1, WEIGHT1);
-    return out;
+    const kernel *k = ud;
+    ast_tensor *y0 = k->fn(c, T, in[0], in[2], TOKEN0, WEIGHT0);
+    return ast_host_table()->ops->add(c, y0, k->fn(c, T, in[1], in[2], TOKEN1, WEIGHT1));
 }
 
 static void inputs(ast_params *p, ast_tensor **in)
@@ -53,13 +60,13 @@ static void add_expert(double *want, const ast_tensor *y, const ast_tensor *w, c
         for (int k = 0; k < D; k++) want[token[i] * D + k] += (double)w->data[weight[i]] * y->data[i * D + k];
 }
 
-Test(moe_combine, experts_add_weighted_rows_into_one_output)
+static void check_values(const kernel *k)
 {
     ast_params *p = ast_params_new(1);
     ast_tensor *in[3];
     inputs(p, in);
     ast_ctx *c = ast_ctx_new(0);
-    ast_tensor *out = fwd_combine(c, in, NULL);
+    ast_tensor *out = fwd_combine(c, in, (void *)k);
     double want[T * D] = {0};
     add_expert(want, in[0], in[2], TOKEN0, WEIGHT0, N0);
     add_expert(want, in[1], in[2], TOKEN1, WEIGHT1, N1);
@@ -68,12 +75,15 @@ Test(moe_combine, experts_add_weighted_rows_into_one_output)
     ast_params_free(p);
 }
 
-Test(moe_combine, gradients_to_both_experts_and_the_weights)
+Test(moe_combine, experts_add_weighted_rows) { check_values(&FUSED); }
+Test(moe_combine, from_ops_experts_add_weighted_rows) { check_values(&FROM_OPS); }
+
+static void check_gradients(const kernel *k)
 {
     ast_params *p = ast_params_new(2);
     ast_tensor *in[3];
     inputs(p, in);
-    gc_result r = gc_check(fwd_combine, in, 3, NULL, 1e-2f, 1e-2);
+    gc_result r = gc_check(fwd_combine, in, 3, (void *)k, 1e-2f, 1e-2);
     cr_assert_lt(r.max_err, GRAD_TOL, "input %d[%lld] analytic %g numeric %g", r.worst_input,
                  (long long)r.worst_index, r.analytic, r.numeric);
     /* weight rows no pair reads get no gradient */
@@ -82,13 +92,16 @@ Test(moe_combine, gradients_to_both_experts_and_the_weights)
     ast_params_free(p);
 }
 
+Test(moe_combine, gradients_to_both_experts_and_the_weights) { check_gradients(&FUSED); }
+Test(moe_combine, from_ops_gradients_to_both_experts_and_the_weights) { check_gradients(&FROM_OPS); }
+
 /* Enough rows for the host's threads (2,000 x 64): with every token and
  * weight distinct, with each token twice (as top-2 routing gives: the
  * forward goes by token, so a token's rows add on one thread) and with each
  * weight row twice (the backward's rows then stay on one thread), against a
  * direct double loop, forward and both gradients. Sums of <= 2 terms
  * (forward) and up to 128 products (weight gradient, ~1e-5 of its magnitude). */
-static void check_many_rows(int repeat_tokens, int repeat_weights)
+static void check_many_rows(const kernel *k, int repeat_tokens, int repeat_weights)
 {
     enum { ROWS = 2000, DD = 64 };
     int64_t tokens = repeat_tokens ? ROWS / 2 : ROWS;
@@ -100,8 +113,7 @@ static void check_many_rows(int repeat_tokens, int repeat_weights)
     int64_t weights = repeat_weights ? ROWS / 2 : ROWS;
     for (int i = 0; i < ROWS; i++) token[i] = (int32_t)((i * 7919) % tokens), weight[i] = (int32_t)((i * 31) % weights);
     ast_ctx *c = ast_ctx_new(0);
-    ast_tensor *out = h->ops->zeros(c, 2, (int64_t[]){tokens, DD});
-    moe_combine(c, out, y, w, token, weight);
+    ast_tensor *out = k->fn(c, tokens, y, w, token, weight);
     ast_tensor *r = h->ops->zeros(c, 2, (int64_t[]){tokens, DD});
     for (int64_t i = 0; i < r->size; i++) r->data[i] = (float)((i % 13) - 6) / 6.0f;
     ast_backward(c, h->ops->sum(c, h->ops->mul(c, out, r)));
@@ -122,6 +134,42 @@ static void check_many_rows(int repeat_tokens, int repeat_weights)
     ast_params_free(p);
 }
 
-Test(moe_combine, many_distinct_rows_split_over_threads) { check_many_rows(0, 0); }
-Test(moe_combine, many_rows_sharing_tokens_stay_correct) { check_many_rows(1, 0); }
-Test(moe_combine, many_rows_sharing_weights_stay_correct) { check_many_rows(0, 1); }
+Test(moe_combine, many_distinct_rows_split_over_threads) { check_many_rows(&FUSED, 0, 0); }
+Test(moe_combine, many_rows_sharing_tokens_stay_correct) { check_many_rows(&FUSED, 1, 0); }
+Test(moe_combine, many_rows_sharing_weights_stay_correct) { check_many_rows(&FUSED, 0, 1); }
+Test(moe_combine, from_ops_many_rows_sharing_tokens_and_weights) { check_many_rows(&FROM_OPS, 1, 1); }
+
+/* The same numbers from both kernels on the CPU: each token's rows are
+ * added in row order by both, and a weight's gradient in row order. */
+Test(moe_combine, both_kernels_agree_bit_for_bit)
+{
+    enum { ROWS = 600, DD = 16, TOKENS = 200, WEIGHTS = 300 };
+    const ast_host *h = ast_host_table();
+    ast_params *p = ast_params_new(7);
+    ast_tensor *y = gc_input(p, "y", 2, (int64_t[]){ROWS, DD}, 1.0f);
+    ast_tensor *w = gc_input(p, "w", 2, (int64_t[]){WEIGHTS, 1}, 1.0f);
+    static int32_t token[ROWS], weight[ROWS];
+    for (int i = 0; i < ROWS; i++) token[i] = (int32_t)((i * 37) % TOKENS), weight[i] = (int32_t)((i * 11) % WEIGHTS);
+    float *want[3], *got[3];
+    const kernel *k[2] = {&FUSED, &FROM_OPS};
+    for (int run = 0; run < 2; run++) {
+        float **dst = run ? got : want;
+        ast_ctx *c = ast_ctx_new(0);
+        ast_tensor *out = k[run]->fn(c, TOKENS, y, w, token, weight);
+        ast_backward(c, h->ops->sum(c, h->ops->mul(c, out, out)));
+        dst[0] = malloc((size_t)out->size * sizeof(float));
+        memcpy(dst[0], out->data, (size_t)out->size * sizeof(float));
+        dst[1] = malloc(sizeof(float) * ROWS * DD);
+        memcpy(dst[1], y->grad, sizeof(float) * ROWS * DD);
+        dst[2] = malloc(sizeof(float) * WEIGHTS);
+        memcpy(dst[2], w->grad, sizeof(float) * WEIGHTS);
+        memset(y->grad, 0, sizeof(float) * ROWS * DD);
+        memset(w->grad, 0, sizeof(float) * WEIGHTS);
+        ast_ctx_free(c);
+    }
+    cr_assert_arr_eq(got[0], want[0], sizeof(float) * TOKENS * DD, "forward");
+    cr_assert_arr_eq(got[1], want[1], sizeof(float) * ROWS * DD, "dy");
+    cr_assert_arr_eq(got[2], want[2], sizeof(float) * WEIGHTS, "dweights");
+    for (int i = 0; i < 3; i++) free(want[i]), free(got[i]);
+    ast_params_free(p);
+}

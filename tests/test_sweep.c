@@ -1123,3 +1123,97 @@ Test(sweep, the_script_is_evaluated_once_per_process_with_the_sweep_s_trust, .ti
     cr_assert_eq(n, 1, "the sweep alone, not its 4 scheduled runs:\n%s", text);
     free(text);
 }
+
+/* ---- GPU placement (docs/gpu.md) ------------------------------------------ */
+
+/* Where each run on a GPU went, from the ledger: the GPU of its running
+ * line, when it started, and when its last line ended it. */
+typedef struct placed {
+    char run[128], gpu[16];
+    double start, end;
+} placed;
+
+static int read_placements(const char *dir, placed *p, int cap)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/ledger.jsonl", dir);
+    char *text = test_read_file(path);
+    int n = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        cJSON *o = cJSON_Parse(line);
+        const char *state = cJSON_GetStringValue(cJSON_GetObjectItem(o, "state"));
+        const char *run = cJSON_GetStringValue(cJSON_GetObjectItem(o, "run"));
+        const char *gpu = cJSON_GetStringValue(cJSON_GetObjectItem(o, "gpu"));
+        if (state && !strcmp(state, "running")) {
+            cr_assert(gpu && n < cap, "a run on a GPU without its GPU: %s", line);
+            snprintf(p[n].run, sizeof p[n].run, "%s", run);
+            snprintf(p[n].gpu, sizeof p[n].gpu, "%s", gpu);
+            p[n].start = cJSON_GetNumberValue(cJSON_GetObjectItem(o, "start")), p[n].end = INFINITY;
+            n++;
+        } else if (state && cJSON_GetObjectItem(o, "end")) {
+            for (int i = 0; i < n; i++)
+                if (!strcmp(p[i].run, run)) p[i].end = cJSON_GetNumberValue(cJSON_GetObjectItem(o, "end"));
+        }
+        cJSON_Delete(o);
+    }
+    free(text);
+    return n;
+}
+
+/* Runs with device: cuda get the --gpus round robin, one at a time on each
+ * GPU. No GPU is needed: without one (or without CUDA in the build) each
+ * run fails at once, but the ledger says which GPU it was given. */
+Test(sweep, runs_on_cuda_are_placed_on_the_given_gpus_one_at_a_time, .timeout = 120)
+{
+    char *dir = tmp_dir(), args[1024], out[256], sweep_dir[128];
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(sweep_dir, sizeof sweep_dir, "%s/sweep", dir);
+    snprintf(args, sizeof args, "sweep -m --jobs 4 --gpus 3,5 --out %s --config " SCRIPTS "tiny.yaml device=cuda "
+             "training.epochs=1,2,3,4,5,6", sweep_dir);
+    int rc = cli(args, out);
+    char *text = test_read_file(out);
+    cr_assert_eq(rc, 1, "every run fails without a GPU: %s", text);
+    assert_has(text, "6 runs on GPUs 3,5, at most 1 at a time on each");
+    free(text);
+    placed p[16];
+    int n = read_placements(sweep_dir, p, 16), on[2] = {0};
+    cr_assert_eq(n, 6);
+    for (int i = 0; i < n; i++) {
+        cr_assert(!strcmp(p[i].gpu, "3") || !strcmp(p[i].gpu, "5"), "run %s on GPU %s", p[i].run, p[i].gpu);
+        on[!strcmp(p[i].gpu, "5")]++;
+        for (int j = 0; j < i; j++) /* one at a time on a GPU: the later one started after the other ended */
+            cr_assert(strcmp(p[i].gpu, p[j].gpu) || p[i].start >= p[j].end, "%s and %s overlap on GPU %s", p[i].run,
+                      p[j].run, p[i].gpu);
+    }
+    cr_assert(on[0] > 0 && on[1] > 0, "round robin: %d on GPU 3, %d on GPU 5", on[0], on[1]);
+}
+
+Test(sweep, a_bad_gpu_list_is_a_usage_error)
+{
+    char *dir = tmp_dir(), args[1024], out[256];
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(args, sizeof args, "sweep -m --gpus 0,x --config " SCRIPTS "tiny.yaml device=cuda training.epochs=1,2");
+    cr_assert_eq(cli(args, out), 2);
+    char *text = test_read_file(out);
+    assert_has(text, "--gpus 0,x: expected GPU numbers separated by commas");
+    free(text);
+}
+
+/* --status names the GPU of a running run (here: a live claim of ours). */
+Test(sweep, status_shows_the_gpu_of_a_running_run)
+{
+    char *dir = tmp_dir(), args[512], out[256];
+    ast_error e = {""};
+    ast_claim claim;
+    cr_assert_eq(ast_claim_take(dir, "run-1", &claim, &e), 1, "%s", e.msg);
+    ast_ledger_entry en = {.run = "run-1", .config_name = "c", .hash = "0", .dir = "runs/run-1", .state = AST_RUN_RUNNING,
+                           .pid = getpid(), .start = 1, .exit_code = -1, .gpu = "2"};
+    cr_assert_eq(ast_ledger_append(dir, &en, &e), 0, "%s", e.msg);
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(args, sizeof args, "sweep --status %s", dir);
+    cr_assert_eq(cli(args, out), 0);
+    char *text = test_read_file(out);
+    assert_has(text, ", GPU 2, for");
+    free(text);
+    ast_claim_release(&claim);
+}

@@ -76,3 +76,18 @@ tests_test_slurm_CFLAGS = $(TEST_CC)
 tests_test_slurm_LDADD = $(TEST_LIBS)
 TESTS += tests/test_slurm.sh
 EXTRA_DIST += tests/test_slurm.sh scripts/slurm-local.sh tests/data/sweeps/slurm.lua tests/data/sweeps/slurm_preempt.lua
+
+# The CUDA backend against the CPU backend (issue 15): every op of ops.def,
+# forward and backward, on NaN-filled memory, twice (test_cuda_ops, engine
+# only); training steps of the four configs, the gated attention's and the
+# MoE's kernels (test_cuda_model). Every test is skipped, saying why, in a
+# build without CUDA or on a machine without a GPU.
+check_PROGRAMS += tests/test_cuda_ops tests/test_cuda_model
+tests_test_cuda_ops_SOURCES = tests/test_cuda_ops.c tests/cuda_fixture.c tests/cuda_fixture.h
+tests_test_cuda_ops_CFLAGS = $(TEST_CC)
+tests_test_cuda_ops_LDADD = $(ENGINE_TEST_LIBS)
+tests_test_cuda_model_SOURCES = tests/test_cuda_model.c tests/cuda_fixture.c tests/cuda_fixture.h \
+	tests/model_fixture.c tests/model_fixture.h
+tests_test_cuda_model_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/attention
+tests_test_cuda_model_CFLAGS = $(TEST_CC)
+tests_test_cuda_model_LDADD = $(TEST_LIBS) $(LTDL_LIBS)

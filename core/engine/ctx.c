@@ -76,7 +76,10 @@ void ast_ctx_set_grad(ast_ctx *c, int enabled) { c->grad_enabled = enabled; }
 void ast_ctx_set_precision(ast_ctx *c, ast_precision p)
 {
     char why[256];
-    AST_ASSERT(p == AST_PRECISION_FP32 || ast_bf16_supported(why, sizeof why), "bf16 precision: %s", why);
+    /* A device's backend has its own bf16 GEMMs (cuBLAS on the GPU's tensor
+     * cores); the CPU needs oneDNN and a CPU with bf16 instructions. */
+    AST_ASSERT(p == AST_PRECISION_FP32 || c->arena.backend->memory != AST_MEM_HOST || ast_bf16_supported(why, sizeof why),
+               "bf16 precision: %s", why);
     c->precision = p;
 }
 ast_precision ast_ctx_precision(const ast_ctx *c) { return c->precision; }

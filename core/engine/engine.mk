@@ -74,11 +74,16 @@ CUDA_ENGINE_SOURCES = core/engine/cuda/backend_cuda.cu core/engine/cuda/ops_shap
 	core/engine/cuda/ops_elementwise.cu core/engine/cuda/ops_linalg.cu core/engine/cuda/ops_grouped.cu \
 	core/engine/cuda/ops_routing.cu core/engine/cuda/ops_norm.cu core/engine/cuda/ops_reduce.cu \
 	core/engine/cuda/ops_loss.cu
-EXTRA_DIST += $(CUDA_ENGINE_SOURCES) core/engine/cuda/cuda_internal.h
+EXTRA_DIST += $(CUDA_ENGINE_SOURCES) core/engine/cuda/cuda_internal.h core/engine/cuda/cuda_gemm.h
+# The fixed-order row reductions of the norm, reduce and loss kernels.
+EXTRA_DIST += core/engine/cuda/row_reduce.cuh
 if HAVE_CUDA
 CUDA_ENGINE_OBJECTS = $(CUDA_ENGINE_SOURCES:.cu=.lo)
 CUDA_OBJECTS += $(CUDA_ENGINE_OBJECTS)
 libalphast_engine_la_LIBADD += $(CUDA_ENGINE_OBJECTS) $(CUDA_LIBS)
 EXTRA_libalphast_engine_la_DEPENDENCIES = $(CUDA_ENGINE_OBJECTS)
 $(CUDA_ENGINE_OBJECTS): core/engine/cuda/cuda_internal.h core/engine/backend.h core/engine/engine.h include/alphast/ops.def
+core/engine/cuda/ops_norm.lo core/engine/cuda/ops_reduce.lo core/engine/cuda/ops_loss.lo: core/engine/cuda/row_reduce.cuh
+core/engine/cuda/ops_linalg.lo core/engine/cuda/ops_grouped.lo: core/engine/cuda/cuda_gemm.h
+core/engine/cuda/ops_norm.lo core/engine/cuda/ops_reduce.lo: core/engine/ops/ops_axis.h
 endif

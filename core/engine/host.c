@@ -1,8 +1,9 @@
 /* The service table handed to plugins: the op set (each op runs on the
  * step's backend), parameters and saved buffers, step services, RNG, the
- * thread pool and host GEMM for CPU kernels, and logging. Fields are
+ * thread pool and host GEMM for CPU kernels, logging, and the copies of
+ * tensor data to and from host memory. Fields are
  * appended at the tail only (alphast/abi_layout.h asserts every offset). */
-#include "engine/engine.h"
+#include "engine/backend.h"
 #include "engine/sink.h"
 
 static uint64_t host_rng_u64(ast_ctx *c) { return ast_rng_next(ast_ctx_rng(c)); }
@@ -40,6 +41,8 @@ static const ast_host host = {
     .emit = ast_sink_emit,
     .warn_once = ast_sink_warn_once,
     .log = ast_log,
+    .read = ast_tensor_read,
+    .write = ast_tensor_write,
 };
 
 const ast_host *ast_host_table(void) { return &host; }

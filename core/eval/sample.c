@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/backend.h"
 #include "model/kabsch.h"
 #include "train/train_dist.h"
 #include "eval/sample.h"
@@ -53,8 +54,8 @@ static void align_to_state(int B, int N, const float *z, const float *mask, floa
 #define PASS_CELLS 1024
 
 /* The eval forward pass on sets b0 .. b0 + B of the state (of N cells,
- * G genes); copies the x0 predictions out of the arena, which the next
- * pass reuses. */
+ * G genes); copies the x0 predictions out of the arena (to the host),
+ * which the next pass reuses. */
 static void predict_sets(ast_model *m, ast_ctx *c, const ast_schedule *s, const ast_sampler_config *sc, int b0, int B,
                          int N, int G, const ast_noised *z, const float *mask, float *pred_expr, float *pred_pos)
 {
@@ -64,8 +65,9 @@ static void predict_sets(ast_model *m, ast_ctx *c, const ast_schedule *s, const 
     ast_tensor *t = ast_tensor_from(c, 2, st, z->t + b0), *mk = mask ? ast_tensor_from(c, 2, sm, mask + cells) : NULL;
     ast_model_out out = ast_model_forward(m, c, x, t, p, mk, NULL, NULL);
     ast_tensor *pos = ast_pos_x0_hat(c, s, sc->pos_param, z->t_int + b0, p, out.positions);
-    if (pred_expr) memcpy(pred_expr + cells * G, out.expression->data, (size_t)B * N * G * sizeof(float));
-    memcpy(pred_pos + cells * 3, pos->data, (size_t)B * N * 3 * sizeof(float));
+    /* On a device, where each pass synchronises: the reverse step runs on the host. */
+    if (pred_expr) ast_tensor_read(c, out.expression, 0, (int64_t)B * N * G, pred_expr + cells * G);
+    ast_tensor_read(c, pos, 0, (int64_t)B * N * 3, pred_pos + cells * 3);
 }
 
 /* After each rank of a run over MPI made its share of the passes: every

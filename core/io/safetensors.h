@@ -93,6 +93,10 @@ int ast_st_writer_write(const ast_st_writer *w, const char *path, ast_error *e);
  * then every buffer (host->buffer: plugin state that is saved but not
  * trained) under its full name. metadata: NULL or {"key", "value", ..., NULL}. */
 int ast_params_save(const ast_params *p, const char *path, const char *const *metadata, ast_error *e);
+/* A host copy of what ast_params_save writes, the parameters (read from
+ * their backend's memory) then the buffers, one after the other in that
+ * order, to add to a writer (which keeps pointers, not copies); free() it. */
+float *ast_params_host_copy(const ast_params *p);
 
 /* ast_params_load's flags. */
 enum {

@@ -15,12 +15,48 @@ static ast_tensor *saved_at(const ast_params *p, int i)
     return i < n ? ast_params_at(p, i) : ast_params_buffer_at(p, i - n);
 }
 
+/* Tensor i of the saved ones into host memory, or from it: a parameter
+ * through its backend (device memory after ast_params_to_backend), a
+ * buffer as it is (buffers stay on the host). */
+static void saved_to_host(const ast_params *p, int i, float *dst)
+{
+    const ast_tensor *t = saved_at(p, i);
+    if (i < ast_params_count(p)) ast_params_read(p, t, dst);
+    else memcpy(dst, t->data, (size_t)t->size * sizeof *dst);
+}
+
+static void saved_from_host(ast_params *p, int i, const float *src)
+{
+    ast_tensor *t = saved_at(p, i);
+    if (i < ast_params_count(p)) ast_params_write(p, t, src);
+    else memcpy(t->data, src, (size_t)t->size * sizeof *src);
+}
+
+static int64_t saved_numel(const ast_params *p)
+{
+    int64_t total = 0;
+    for (int i = 0; i < n_saved(p); i++) total += saved_at(p, i)->size;
+    return total;
+}
+
+float *ast_params_host_copy(const ast_params *p)
+{
+    float *host = ast_xmalloc((size_t)(saved_numel(p) + 1) * sizeof *host), *at = host;
+    for (int i = 0; i < n_saved(p); i++) {
+        saved_to_host(p, i, at);
+        at += saved_at(p, i)->size;
+    }
+    return host;
+}
+
 int ast_params_save(const ast_params *p, const char *path, const char *const *metadata, ast_error *e)
 {
     ast_st_writer *w = ast_st_writer_new();
+    float *host = ast_params_host_copy(p), *at = host;
     for (int i = 0; i < n_saved(p); i++) {
         const ast_tensor *t = saved_at(p, i);
-        ast_st_writer_add(w, t->name, AST_ST_F32, t->ndim, t->shape, t->data);
+        ast_st_writer_add(w, t->name, AST_ST_F32, t->ndim, t->shape, at);
+        at += t->size;
     }
     for (const char *const *kv = metadata; kv && kv[0]; kv += 2) {
         AST_ASSERT(kv[1], "metadata key %s has no value", kv[0]);
@@ -28,6 +64,7 @@ int ast_params_save(const ast_params *p, const char *path, const char *const *me
     }
     int rc = ast_st_writer_write(w, path, e);
     ast_st_writer_free(w);
+    free(host);
     return rc;
 }
 
@@ -115,9 +152,7 @@ int ast_params_load_from(ast_params *p, const ast_st_file *f, int flags, int n_r
 {
     AST_ASSERT(n_required >= 0 && n_required <= ast_params_count(p), "n_required %d of %d parameters", n_required,
                ast_params_count(p));
-    int64_t total = 0;
-    for (int i = 0; i < n_saved(p); i++) total += saved_at(p, i)->size;
-    float *staged = ast_xmalloc((size_t)(total ? total : 1) * sizeof *staged);
+    float *staged = ast_xmalloc((size_t)(saved_numel(p) + 1) * sizeof *staged);
     int rc = check_names(p, f, flags, n_required, e);
     int64_t at = 0;
     char buf[1024];
@@ -127,16 +162,15 @@ int ast_params_load_from(ast_params *p, const ast_st_file *f, int flags, int n_r
         if (name)
             rc = ast_st_read_f32(f, name, t->ndim, t->shape, staged + at, e);
         else if (i < ast_params_count(p))
-            memcpy(staged + at, t->data, (size_t)t->size * sizeof *staged);
+            saved_to_host(p, i, staged + at);
         else
             memset(staged + at, 0, (size_t)t->size * sizeof *staged);
         at += t->size;
     }
     at = 0;
     for (int i = 0; !rc && i < n_saved(p); i++) {
-        ast_tensor *t = saved_at(p, i);
-        memcpy(t->data, staged + at, (size_t)t->size * sizeof *staged);
-        at += t->size;
+        saved_from_host(p, i, staged + at);
+        at += saved_at(p, i)->size;
     }
     free(staged);
     return rc;

@@ -215,7 +215,7 @@ ast_tensor *ast_pos_x0_hat(ast_ctx *c, const ast_schedule *s, ast_pos_param p, c
 {
     if (p == AST_POS_X0) return out_pos;
     int64_t shape[3] = {out_pos->shape[0], 1, 1};
-    ast_tensor *a = ast_zeros(c, 3, shape), *b = ast_zeros(c, 3, shape);
-    ast_pos_param_coeffs(s, p, (int)shape[0], t_int, a->data, b->data);
-    return ast_add(c, ast_mul(c, z_pos, a), ast_mul(c, out_pos, b));
+    float *a = ast_alloc(c, (size_t)shape[0] * sizeof *a), *b = ast_alloc(c, (size_t)shape[0] * sizeof *b);
+    ast_pos_param_coeffs(s, p, (int)shape[0], t_int, a, b); /* on the host, then uploaded */
+    return ast_add(c, ast_mul(c, z_pos, ast_tensor_from(c, 3, shape, a)), ast_mul(c, out_pos, ast_tensor_from(c, 3, shape, b)));
 }

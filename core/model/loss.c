@@ -3,6 +3,7 @@
  * MSE per set or the direct MSE; plus the plugins' extra losses (MoE load
  * balance). */
 #include "model/loss.h"
+#include "model/model_internal.h"
 
 void ast_loss_config_default(ast_loss_config *lc)
 {
@@ -15,7 +16,8 @@ void ast_loss_config_default(ast_loss_config *lc)
  * set's mean squared distance error over its valid pairs (0 if S = 0). */
 static ast_tensor *pair_weights(ast_ctx *c, const float *mask, int64_t b_n, int64_t n_n)
 {
-    ast_tensor *w = ast_zeros(c, 3, (int64_t[]){b_n, n_n, n_n});
+    int64_t size = b_n * n_n * n_n;
+    float *w = ast_alloc(c, (size_t)size * sizeof *w); /* on the host, then uploaded once */
     int sets = 0;
     for (int64_t b = 0; b < b_n; b++) {
         double nb = 0.0;
@@ -25,18 +27,18 @@ static ast_tensor *pair_weights(ast_ctx *c, const float *mask, int64_t b_n, int6
         for (int64_t i = 0; i < n_n; i++)
             for (int64_t j = 0; j < n_n; j++) {
                 float mi = mask ? mask[b * n_n + i] : 1.0f, mj = mask ? mask[b * n_n + j] : 1.0f;
-                w->data[(b * n_n + i) * n_n + j] = (float)(mi * mj / (nb * nb));
+                w[(b * n_n + i) * n_n + j] = (float)(mi * mj / (nb * nb));
             }
     }
     if (sets > 1)
-        for (int64_t k = 0; k < w->size; k++) w->data[k] /= (float)sets;
-    return w;
+        for (int64_t k = 0; k < size; k++) w[k] /= (float)sets;
+    return ast_tensor_from(c, 3, (int64_t[]){b_n, n_n, n_n}, w);
 }
 
 static ast_tensor *distance_matrix_loss(ast_ctx *c, ast_tensor *pred, ast_tensor *target, ast_tensor *mask)
 {
     ast_tensor *diff = ast_sub(c, ast_pdist(c, pred), ast_pdist(c, target));
-    ast_tensor *w = pair_weights(c, mask ? mask->data : NULL, pred->shape[0], pred->shape[1]);
+    ast_tensor *w = pair_weights(c, mask ? model_host_data(c, mask) : NULL, pred->shape[0], pred->shape[1]);
     return ast_sum(c, ast_mul(c, ast_mul(c, diff, diff), w));
 }
 

@@ -1,12 +1,15 @@
 /* The position loss up to a rigid motion (ast_aligned_mse, see
  * alphast/loss.h): per set, the centred prediction is turned onto the
  * centred target by the optimal orthogonal R (Kabsch) and the MSE taken.
- * One fused node: the forward has every residual at hand, so it keeps
- * dL/dpred for the backward instead of recomputing the alignment. */
+ * One fused node computed on the host (a 3x3 SVD per set): the forward
+ * reads pred, target and mask once (on a device, one synchronisation), has
+ * every residual at hand and keeps dL/dpred on the host for the backward
+ * instead of recomputing the alignment. */
 #include <math.h>
 
 #include "model/kabsch.h"
 #include "model/loss.h"
+#include "model/model_internal.h"
 
 /* One set in double: pred and target rows of 3, centred with the mask's
  * weights w (NULL when there is no mask: all 1). */
@@ -15,10 +18,15 @@ typedef struct set_work {
     int64_t n;
 } set_work;
 
-static double set_weight(const ast_tensor *mask, int64_t b, int64_t n)
+/* The inputs' data on the host. */
+typedef struct host_inputs {
+    const float *pred, *target, *mask; /* mask NULL: none */
+} host_inputs;
+
+static double set_weight(const float *mask, int64_t b, int64_t n)
 {
     double s = 0.0;
-    for (int64_t i = 0; i < n; i++) s += mask ? mask->data[b * n + i] : 1.0;
+    for (int64_t i = 0; i < n; i++) s += mask ? mask[b * n + i] : 1.0;
     return s;
 }
 
@@ -26,16 +34,16 @@ static double set_weight(const ast_tensor *mask, int64_t b, int64_t n)
  * so whatever they hold cannot reach the sums (0 * NaN is NaN). Returns 0
  * if a valid cell is not finite: LAPACK's SVD rejects NaN, and the trainer
  * should see a NaN loss, not an abort. */
-static int load_set(set_work *x, const ast_tensor *pred, const ast_tensor *target, const ast_tensor *mask, int64_t b)
+static int load_set(set_work *x, const host_inputs *in, int64_t b)
 {
     int64_t n = x->n;
     int finite = 1;
     for (int64_t i = 0; i < n; i++) {
-        double wi = mask ? mask->data[b * n + i] : 1.0;
+        double wi = in->mask ? in->mask[b * n + i] : 1.0;
         if (x->w) x->w[i] = wi;
         for (int64_t k = i * 3; k < i * 3 + 3; k++) {
-            x->p[k] = wi != 0.0 ? pred->data[b * n * 3 + k] : 0.0;
-            x->q[k] = wi != 0.0 ? target->data[b * n * 3 + k] : 0.0;
+            x->p[k] = wi != 0.0 ? in->pred[b * n * 3 + k] : 0.0;
+            x->q[k] = wi != 0.0 ? in->target[b * n * 3 + k] : 0.0;
             finite &= isfinite(x->p[k]) && isfinite(x->q[k]);
         }
     }
@@ -65,14 +73,22 @@ static double aligned_sq_err(const set_work *x, float *grad, double scale)
     return sum;
 }
 
-/* saved = dL/dpred, computed by the forward. */
+/* saved = dL/dpred on the host, computed by the forward. dy * dL/dpred is
+ * made on the host and added to pred's gradient by the backend (reading dy
+ * synchronises on a device). */
 static void aligned_mse_backward(ast_ctx *c, const ast_node *n)
 {
     ast_tensor *pred = n->in[0];
     const float *dl = n->saved;
-    float *g = ast_grad(c, pred), dy = n->out->grad[0];
-    if (g)
-        for (int64_t k = 0; k < pred->size; k++) g[k] += dy * dl[k];
+    float *g = ast_grad(c, pred), dy;
+    if (!g) return;
+    const ast_backend *b = ast_ctx_backend(c);
+    b->to_host(b, &dy, n->out->grad, sizeof dy);
+    size_t bytes = (size_t)pred->size * sizeof(float);
+    float *add = ast_alloc_uninit(c, bytes), *dev = ast_data_alloc_uninit(c, bytes);
+    for (int64_t k = 0; k < pred->size; k++) add[k] = dy * dl[k];
+    b->to_backend(b, dev, add, bytes);
+    b->accumulate(b, g, dev, pred->size);
 }
 
 ast_tensor *ast_aligned_mse(ast_ctx *c, ast_tensor *pred, ast_tensor *target, ast_tensor *mask)
@@ -84,18 +100,19 @@ ast_tensor *ast_aligned_mse(ast_ctx *c, ast_tensor *pred, ast_tensor *target, as
     int64_t nb = pred->shape[0], n = pred->shape[1];
     AST_ASSERT(!mask || mask->size == nb * n, "aligned_mse: mask %s for %s",
                mask ? ast_shape_str(mask, s1, sizeof s1) : "", ast_shape_str(pred, s2, sizeof s2));
+    host_inputs in = {model_host_data(c, pred), model_host_data(c, target), mask ? model_host_data(c, mask) : NULL};
     int sets = 0;
-    for (int64_t b = 0; b < nb; b++) sets += set_weight(mask, b, n) >= 2.0;
+    for (int64_t b = 0; b < nb; b++) sets += set_weight(in.mask, b, n) >= 2.0;
     float *grad = ast_needs_grad(c, &pred, 1) ? ast_alloc(c, (size_t)pred->size * sizeof(float)) : NULL;
     set_work x = {ast_alloc_uninit(c, (size_t)n * 3 * sizeof(double)),
                   ast_alloc_uninit(c, (size_t)n * 3 * sizeof(double)),
                   mask ? ast_alloc_uninit(c, (size_t)n * sizeof(double)) : NULL, n};
     double total = 0.0;
     for (int64_t b = 0; b < nb; b++) {
-        double weight = set_weight(mask, b, n);
+        double weight = set_weight(in.mask, b, n);
         if (weight < 2.0) continue; /* one point has no shape to compare */
         float *gb = grad ? grad + b * n * 3 : NULL;
-        if (!load_set(&x, pred, target, mask, b)) {
+        if (!load_set(&x, &in, b)) {
             total = NAN;
             for (int64_t k = 0; gb && k < n * 3; k++) gb[k] = NAN;
             continue;
@@ -103,8 +120,8 @@ ast_tensor *ast_aligned_mse(ast_ctx *c, ast_tensor *pred, ast_tensor *target, as
         double scale = 1.0 / (3.0 * weight * sets); /* set b's share of the mean over sets */
         total += scale * aligned_sq_err(&x, gb, scale);
     }
-    ast_tensor *y = ast_zeros(c, 1, (int64_t[]){1});
-    y->data[0] = (float)total;
+    float value = (float)total;
+    ast_tensor *y = ast_tensor_from(c, 1, (int64_t[]){1}, &value);
     ast_record(c, &(ast_node){.op = "aligned_mse", .backward = aligned_mse_backward, .out = y, .in = {pred},
                               .n_in = 1, .saved = grad});
     return y;

@@ -124,7 +124,8 @@ void ast_masking_inputs(ast_masking *mk, ast_ctx *c, ast_tensor **expr, ast_tens
 
 /* reconstruction_weight (R_expr + R_pos), [1]: each R is the mean squared
  * error of the predictions over the masked entries (0 if none) against
- * the clean data or the pre-mask inputs, as the config selects. */
+ * the clean data or the pre-mask inputs, as the config selects. Both R
+ * wait on the device for ast_masking_collect. */
 ast_tensor *ast_masking_loss(ast_masking *mk, ast_ctx *c, const ast_model_out *pred, ast_tensor *clean_expr,
                              ast_tensor *clean_pos, ast_tensor *input_expr, ast_tensor *input_pos);
 
@@ -134,5 +135,10 @@ ast_tensor *ast_masking_loss(ast_masking *mk, ast_ctx *c, const ast_model_out *p
  * ones; A is the share of masked batches), then starts counting afresh.
  * Nothing when mk is NULL. */
 void ast_masking_write_metrics(ast_masking *mk, FILE *f);
+/* Adds the last ast_masking_loss's R values to the metrics' sums (also done
+ * by ast_masking_write_metrics): call after each micro-batch's backward,
+ * where its loss comes to the host too (one synchronisation), before its
+ * context is reset. Nothing when mk is NULL or no loss is pending. */
+void ast_masking_collect(ast_masking *mk);
 
 #endif

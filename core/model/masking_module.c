@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "engine/backend.h"
 #include "model/masking.h"
 
 #define TOKEN_SCOPE "masking_module.mask_token"
@@ -20,6 +21,8 @@ struct ast_masking {
     /* since the last metrics line */
     double sum_expr, sum_pos;
     int draws, applied;
+    ast_tensor *r_expr, *r_pos; /* the last loss's, until ast_masking_collect */
+    ast_ctx *r_ctx;             /* theirs */
 };
 
 static ast_tensor *token(ast_params *p, const char *name, int64_t width)
@@ -114,12 +117,12 @@ void ast_masking_inputs(ast_masking *mk, ast_ctx *c, ast_tensor **expr, ast_tens
 static ast_tensor *masked_mse(ast_ctx *c, ast_tensor *pred, ast_tensor *target, const float *m)
 {
     if (!m) return ast_zeros(c, 1, (int64_t[]){1});
-    ast_tensor *w = mask_tensor(c, pred, m);
     double count = 0.0;
-    for (int64_t i = 0; i < w->size; i++) count += w->data[i];
+    for (int64_t i = 0; i < pred->size; i++) count += m[i];
     if (count < 1.0) return ast_zeros(c, 1, (int64_t[]){1});
-    for (int64_t i = 0; i < w->size; i++) w->data[i] = (float)(w->data[i] / count);
-    ast_tensor *d = ast_sub(c, pred, target);
+    float *wh = ast_alloc_uninit(c, (size_t)pred->size * sizeof *wh); /* on the host, then uploaded once */
+    for (int64_t i = 0; i < pred->size; i++) wh[i] = (float)(m[i] / count);
+    ast_tensor *w = mask_tensor(c, pred, wh), *d = ast_sub(c, pred, target);
     return ast_sum(c, ast_mul(c, ast_mul(c, d, d), w));
 }
 
@@ -129,14 +132,25 @@ ast_tensor *ast_masking_loss(ast_masking *mk, ast_ctx *c, const ast_model_out *p
     int clean = mk->cfg.target == AST_RECON_CLEAN;
     ast_tensor *r_expr = masked_mse(c, pred->expression, clean ? clean_expr : input_expr, mk->has_expr ? mk->m_expr : NULL);
     ast_tensor *r_pos = masked_mse(c, pred->positions, clean ? clean_pos : input_pos, mk->has_pos ? mk->m_pos : NULL);
-    mk->sum_expr += r_expr->data[0];
-    mk->sum_pos += r_pos->data[0];
+    mk->r_expr = r_expr, mk->r_pos = r_pos, mk->r_ctx = c;
     return ast_affine(c, ast_add(c, r_expr, r_pos), mk->cfg.reconstruction_weight, 0.0f);
+}
+
+void ast_masking_collect(ast_masking *mk)
+{
+    if (!mk || !mk->r_expr) return;
+    float r_expr, r_pos;
+    ast_tensor_read(mk->r_ctx, mk->r_expr, 0, 1, &r_expr);
+    ast_tensor_read(mk->r_ctx, mk->r_pos, 0, 1, &r_pos);
+    mk->sum_expr += r_expr;
+    mk->sum_pos += r_pos;
+    mk->r_expr = mk->r_pos = NULL;
 }
 
 void ast_masking_write_metrics(ast_masking *mk, FILE *f)
 {
     if (!mk) return;
+    ast_masking_collect(mk);
     double n = mk->draws > 0 ? mk->draws : 1;
     fprintf(f, ",\"masked_expr_reconstruction\":%.9g,\"masked_pos_reconstruction\":%.9g,\"masking_applied\":%.6g",
             mk->sum_expr / n, mk->sum_pos / n, mk->applied / n);

@@ -161,9 +161,16 @@ static void check_inputs(const ast_model *m, ast_tensor *x, ast_tensor *t, ast_t
 
 static ast_tensor *all_valid(ast_ctx *c, int64_t b, int64_t n)
 {
-    ast_tensor *ones = ast_zeros(c, 2, (int64_t[]){b, n});
-    for (int64_t i = 0; i < ones->size; i++) ones->data[i] = 1.0f;
-    return ones;
+    float *ones = ast_alloc_uninit(c, (size_t)(b * n) * sizeof *ones);
+    for (int64_t i = 0; i < b * n; i++) ones[i] = 1.0f;
+    return ast_tensor_from(c, 2, (int64_t[]){b, n}, ones);
+}
+
+/* The statistics only monitors read: a device backend copies them to the
+ * host, a synchronisation per layer, so a run without monitors skips them. */
+static void publish_time(ast_ctx *c, const ast_tensor *t, int64_t b)
+{
+    ast_publish_stat(c, "time.t", -1, model_host_data(c, t), (int)b);
 }
 
 ast_model_out ast_model_forward(ast_model *m, ast_ctx *c, ast_tensor *expression, ast_tensor *t,
@@ -174,15 +181,31 @@ ast_model_out ast_model_forward(ast_model *m, ast_ctx *c, ast_tensor *expression
     model_run r = {.c = c, .cfg = &m->cfg, .tap = tap, .tap_ud = tap_ud};
     /* Without a mask nothing needs honouring: plugins get NULL (no padding). */
     r.plugin_mask = m->cfg.honour_mask ? mask : NULL;
+    r.stats = !m->quiet;
     r.mask = mask ? mask : all_valid(c, b, n);
     r.mask3 = ast_reshape(c, r.mask, 3, (int64_t[]){b, n, 1});
     r.counts = model_valid_counts(c, r.mask);
 
     /* Monitors bucket per-set statistics by each set's diffusion time. */
-    ast_publish_stat(c, "time.t", -1, t->data, (int)b);
+    if (r.stats) publish_time(c, t, b);
     model_state s = model_embed_forward(&m->embed, &r, expression, t, positions);
     for (int i = 0; i < m->cfg.num_layers; i++) s = model_layer_forward(&m->layers[i], &r, s);
     return model_heads_forward(&m->heads, &r, s);
 }
 
 const ast_backend *ast_model_backend(const ast_model *m) { return m->backend; }
+
+void ast_model_set_stats(ast_model *m, int publish) { m->quiet = !publish; }
+
+int ast_model_place(ast_model *m, ast_error *e)
+{
+    if (m->placed) return 0;
+    char why[256] = "";
+    if (!m->backend->available(m->backend, why, sizeof why)) {
+        ast_error_set(e, "device: %s cannot run here: %s (in the config, or --device cpu)", m->backend->name, why);
+        return -1;
+    }
+    ast_params_to_backend(m->params, m->backend);
+    m->placed = 1;
+    return 0;
+}

@@ -48,13 +48,22 @@ ast_tensor *model_rescale(ast_ctx *c, ast_tensor *x, ast_tensor *new_len, ast_te
 ast_tensor *model_valid_counts(ast_ctx *c, ast_tensor *mask)
 {
     int64_t b_n = mask->shape[0], n_n = mask->shape[1];
-    ast_tensor *counts = ast_zeros(c, 3, (int64_t[]){b_n, 1, 1});
+    const float *m = model_host_data(c, mask);
+    float *counts = ast_alloc_uninit(c, (size_t)b_n * sizeof *counts);
     for (int64_t b = 0; b < b_n; b++) {
         double s = 0.0;
-        for (int64_t n = 0; n < n_n; n++) s += mask->data[b * n_n + n];
-        counts->data[b] = (float)fmax(1.0, s);
+        for (int64_t n = 0; n < n_n; n++) s += m[b * n_n + n];
+        counts[b] = (float)fmax(1.0, s);
     }
-    return counts;
+    return ast_tensor_from(c, 3, (int64_t[]){b_n, 1, 1}, counts);
+}
+
+const float *model_host_data(ast_ctx *c, const ast_tensor *t)
+{
+    if (t->memory == AST_MEM_HOST) return t->data;
+    float *copy = ast_alloc_uninit(c, (size_t)t->size * sizeof *copy);
+    ast_tensor_read(c, t, 0, t->size, copy);
+    return copy;
 }
 
 void model_tap(const model_run *r, ast_tensor *t, const char *fmt, ...)

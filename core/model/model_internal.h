@@ -52,6 +52,8 @@ typedef struct model_heads {
 struct ast_model {
     ast_model_config cfg; /* strings owned by the model */
     const ast_backend *backend;
+    int placed; /* the parameters are in the backend's memory (ast_model_place) */
+    int quiet;  /* publish no statistics of its own (ast_model_set_stats) */
     ast_params *params;
     model_embed embed;
     model_layer *layers;
@@ -67,9 +69,14 @@ typedef struct model_run {
     ast_tensor *mask3;       /* the same as [B, N, 1], to broadcast over features */
     ast_tensor *counts;      /* [B, 1, 1] valid cells per set, at least 1 */
     ast_tensor *plugin_mask; /* mask, or NULL when the mask is not honoured */
+    int stats;               /* publish the model's own statistics (time.*) */
     ast_tap_fn tap;
     void *tap_ud;
 } model_run;
+
+/* t's data readable on the host: t's own on the CPU, else a copy in host
+ * arena memory, which waits for the ops queued before (a synchronisation). */
+const float *model_host_data(ast_ctx *c, const ast_tensor *t);
 
 /* Registration (docs/model.md §2.10 order) and forward of each part. */
 model_lin model_linear_new(ast_scope *s, const char *name, int in, int out, int bias);

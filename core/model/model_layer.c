@@ -108,9 +108,10 @@ static void publish_time_modulation(ast_ctx *c, int layer, const ast_tensor *ty)
 {
     int64_t b = ty->shape[0], d = ty->shape[1];
     float *norms = ast_alloc(c, (size_t)b * sizeof *norms);
+    const float *y = model_host_data(c, ty); /* synchronises on a device: only with monitors (model_run.stats) */
     for (int64_t i = 0; i < b; i++) {
         double sq = 0.0;
-        for (int64_t j = 0; j < d; j++) sq += (double)ty->data[i * d + j] * ty->data[i * d + j];
+        for (int64_t j = 0; j < d; j++) sq += (double)y[i * d + j] * y[i * d + j];
         norms[i] = (float)sqrt(sq);
     }
     ast_publish_stat(c, "time.modulation_norm", layer, norms, (int)b);
@@ -126,7 +127,7 @@ static wrapper_out attn_wrapper(const model_layer *l, const model_run *r, model_
     ast_tensor *te = model_mlp2(c, in.x, &l->expr0, &l->expr2, 0);
     ast_tensor *tp = model_mlp2(c, position_features(c, in.pos), &l->pos0, &l->pos2, 0);
     ast_tensor *ty = model_apply(c, in.y, &l->y_y);
-    publish_time_modulation(c, l->index, ty);
+    if (r->stats) publish_time_modulation(c, l->index, ty);
     ast_tensor *parts[] = {te, repeat_over_cells(c, ty, in.x->shape[1]), tp};
     ast_tensor *h = model_apply(c, ast_concat(c, parts, 3), &l->concat);
     model_tap(r, h, "layer%d.attn_core_in", l->index);

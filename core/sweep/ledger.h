@@ -7,10 +7,11 @@
  *   {"time": 1712345678.25, "run": "Gated-8c1f0e2d9a3b4c5d", "config_name": "Gated",
  *    "seed": 1, "hash": "8c1f0e2d9a3b4c5d", "state": "running", "dir": "runs/Gated-8c1f0e2d9a3b4c5d",
  *    "pid": 4242, "host": "node3", "job": "1234_5", "start": 1712345670.0, "end": ..., "exit": 0,
- *    "signal": 9, "reason": "..."}
+ *    "signal": 9, "reason": "...", "gpu": "1"}
  * state: pending | running | done | failed. time/start/end: Unix seconds.
  * dir: relative to SWEEP_DIR. pid, host, job (the Slurm job array task),
- * start, end, exit, signal, reason appear when they apply (an interrupted
+ * start, end, exit, signal, reason appear when they apply (gpu: the
+ * CUDA_VISIBLE_DEVICES a run on a GPU got from the local executor; an interrupted
  * run goes back to pending with "reason": "interrupted", a preempted one
  * with "preempted").
  *
@@ -41,6 +42,7 @@ typedef struct ast_ledger_entry {
     int signal;        /* 0: not written */
     const char *reason; /* NULL: not written */
     const char *host, *job; /* the runner's host and Slurm job; NULL: not written */
+    const char *gpu;        /* the GPU the run was given (CUDA_VISIBLE_DEVICES); NULL: not written */
 } ast_ledger_entry;
 
 /* Appends one line to SWEEP_DIR/ledger.jsonl. 0, or -1 with e set. */
@@ -65,6 +67,7 @@ typedef struct ast_ledger_run {
     double time;
     int pid;                         /* 0: not written */
     const char *reason, *host, *job; /* NULL: not written */
+    const char *gpu;                 /* NULL: not written */
     int lines[4];                    /* per ast_run_state */
 } ast_ledger_run;
 /* The runs the ledger names, in the order of their first lines. */

@@ -29,6 +29,7 @@ typedef struct ast_sweep_run {
     char **overrides;  /* KEY=VALUE in the order applied; the last one sets seed.value */
     int n_overrides;
     char *yaml;        /* the resolved config as ast_cfg_dump writes it */
+    char *device;      /* its device: "cpu", or "cuda" for a run the local executor places on a GPU */
     int scheduled;     /* 1 if the run has a schedule (train --schedule SCRIPT:ID) */
 } ast_sweep_run;
 
@@ -65,6 +66,8 @@ typedef struct ast_sweep {
     int report;        /* sweep{report=true} */
     int slurm;         /* sweep{executor = "slurm" or {kind = "slurm", ...}}: submit a job array */
     ast_slurm_opts slurm_opts; /* the executor table's Slurm options */
+    int *gpus, n_gpus;  /* executor = {gpus = {0, 1}}: the GPUs of the runs not on the CPU; 0: not given */
+    int runs_per_gpu;   /* executor = {runs_per_gpu = k}: runs at a time on each; 0: not given */
     int trusted;        /* evaluated with the full standard library */
     ast_sweep_lua *lua; /* the script's state, alive for its schedules */
 } ast_sweep;

@@ -41,6 +41,7 @@ static char *entry_line(const ast_ledger_entry *en)
     if (en->pid) cJSON_AddNumberToObject(o, "pid", en->pid);
     if (en->host) cJSON_AddStringToObject(o, "host", en->host);
     if (en->job) cJSON_AddStringToObject(o, "job", en->job);
+    if (en->gpu) cJSON_AddStringToObject(o, "gpu", en->gpu);
     if (en->start > 0) cJSON_AddNumberToObject(o, "start", en->start);
     if (en->end > 0) cJSON_AddNumberToObject(o, "end", en->end);
     if (en->exit_code >= 0) cJSON_AddNumberToObject(o, "exit", en->exit_code);
@@ -160,6 +161,7 @@ static void add_line(ast_ledger *l, const char *text)
         set_text(&r->reason, text_field(o, "reason"));
         set_text(&r->host, text_field(o, "host"));
         set_text(&r->job, text_field(o, "job"));
+        set_text(&r->gpu, text_field(o, "gpu"));
     }
     cJSON_Delete(o);
 }
@@ -191,7 +193,7 @@ void ast_ledger_free(ast_ledger *l)
     for (int i = 0; i < l->n; i++) {
         ast_ledger_run *r = &l->runs[i];
         free((char *)r->run), free((char *)r->config_name), free((char *)r->reason);
-        free((char *)r->host), free((char *)r->job);
+        free((char *)r->host), free((char *)r->job), free((char *)r->gpu);
     }
     free(l->runs);
     free(l->slots);

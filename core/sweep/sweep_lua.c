@@ -190,6 +190,7 @@ static void read_run(lua_State *L, int idx, ast_sweep_run *r)
     r->id = string_field(L, idx, "id");
     r->base = string_field(L, idx, "base");
     r->yaml = string_field(L, idx, "yaml");
+    r->device = string_field(L, idx, "device");
     lua_getfield(L, idx, "seed");
     r->seed = lua_tointeger(L, -1);
     lua_getfield(L, idx, "hash");
@@ -358,13 +359,14 @@ void ast_sweep_free(ast_sweep *s)
     for (int i = 0; i < s->n_runs; i++) {
         ast_sweep_run *r = &s->runs[i];
         for (int j = 0; j < r->n_overrides; j++) free(r->overrides[j]);
-        free(r->overrides), free(r->config_name), free(r->id), free(r->base), free(r->yaml);
+        free(r->overrides), free(r->config_name), free(r->id), free(r->base), free(r->yaml), free(r->device);
     }
     free(s->runs);
     lua_close(s->lua->L);
     free(s->lua->dir), free(s->lua);
     free(s->script), free(s->name);
     ast_slurm_opts_free(&s->slurm_opts);
+    free(s->gpus);
     free(s);
 }
 

@@ -75,10 +75,29 @@ static int executor_kind(lua_State *L, int idx, const char *where)
     return luaL_error(L, "sweep: %s must be \"local\" or \"slurm\"", where);
 }
 
-/* executor = "local" | "slurm" | {kind = "slurm", partition = ..., time = ..., ...} (docs/cluster.md) */
+/* executor.gpus = {0, 1, ...}: the local executor's GPUs (docs/gpu.md). */
+static void read_gpus(lua_State *L, int idx, ast_sweep *s)
+{
+    lua_Integer n = lua_istable(L, idx) ? (lua_Integer)lua_rawlen(L, idx) : 0;
+    if (n < 1 || n > 4096) luaL_error(L, "sweep: executor.gpus must be a list of GPU numbers, {0, 1, ...}");
+    free(s->gpus);
+    s->gpus = ast_xcalloc((size_t)n, sizeof *s->gpus);
+    s->n_gpus = (int)n;
+    for (lua_Integer i = 1; i <= n; i++) {
+        lua_rawgeti(L, idx, i);
+        if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 0 || lua_tointeger(L, -1) > 4095)
+            luaL_error(L, "sweep: executor.gpus[%d] must be a GPU number (0, 1, ... as nvidia-smi -L lists them)", (int)i);
+        s->gpus[i - 1] = (int)lua_tointeger(L, -1);
+        lua_pop(L, 1);
+    }
+}
+
+/* executor = "local" | "slurm" | {kind = "slurm", partition = ..., time = ..., ...} (docs/cluster.md);
+ * a local one's table may give gpus and runs_per_gpu (docs/gpu.md). */
 static void read_executor(lua_State *L, int t, ast_sweep *s)
 {
-    static const char *const keys[] = {"kind", "partition", "time", "mem", "cpus_per_task", "tasks", "sbatch", NULL};
+    static const char *const keys[] = {"kind", "partition", "time", "mem", "cpus_per_task", "tasks", "sbatch",
+                                       "gpus", "runs_per_gpu", NULL};
     int type = lua_getfield(L, t, "executor"), ex = lua_gettop(L);
     if (type == LUA_TSTRING) s->slurm = executor_kind(L, ex, "executor");
     else if (type != LUA_TNIL && type != LUA_TTABLE)
@@ -92,13 +111,16 @@ static void read_executor(lua_State *L, int t, ast_sweep *s)
     for (lua_Integer i = 1; i <= (lua_Integer)lua_rawlen(L, -1); i++) {
         lua_rawgeti(L, -1, i);
         const char *key = lua_tostring(L, -1);
-        if (ast_name_index(key, keys, 7) < 0) {
+        if (ast_name_index(key, keys, 9) < 0) {
             const char *near = sweep_near(key, keys);
             luaL_error(L, "sweep: executor: unknown option '%s'%s%s%s (known: kind, partition, time, mem, cpus_per_task, "
-                       "tasks, sbatch)", key, near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+                       "tasks, sbatch, gpus, runs_per_gpu)", key, near ? "; did you mean '" : "", near ? near : "",
+                       near ? "'?" : "");
         }
         lua_getfield(L, ex, key);
         if (!strcmp(key, "kind")) s->slurm = executor_kind(L, -1, "executor.kind");
+        else if (!strcmp(key, "gpus")) read_gpus(L, lua_gettop(L), s);
+        else if (!strcmp(key, "runs_per_gpu")) s->runs_per_gpu = positive_field(L, ex, key);
         else read_slurm_option(L, lua_gettop(L), key, s);
         lua_pop(L, 2);
     }
@@ -308,11 +330,19 @@ static void add_run(lua_State *L, int runs, int c, int ovr, int schedule, int by
     ast_cfg *cfg = sweep_resolve(L, file, ovr, &e);
     char *yaml = cfg && ast_cfg_check_supported(cfg, &e) == 0 ? ast_cfg_dump_string(cfg, &e) : NULL;
     int64_t seed = yaml ? ast_cfg_int(cfg, "seed.value") : 0;
+    const char *device = yaml ? ast_cfg_str(cfg, "device") : NULL;
+    char *device_copy = ast_xstrdup(device ? device : "cpu"); /* the local executor places runs on GPUs by it */
     ast_cfg_free(cfg);
-    if (!yaml) luaL_error(L, "sweep: configs.%s: %s", name, e.msg);
-    lua_createtable(L, 0, 8);
+    if (!yaml) {
+        free(device_copy);
+        luaL_error(L, "sweep: configs.%s: %s", name, e.msg);
+    }
+    lua_createtable(L, 0, 9);
     lua_pushstring(L, yaml);
     lua_setfield(L, -2, "yaml");
+    lua_pushstring(L, device_copy);
+    lua_setfield(L, -2, "device");
+    free(device_copy);
     uint64_t hash = ast_fnv1a(AST_FNV_OFFSET, yaml, strlen(yaml));
     free(yaml);
     if (!lua_isnil(L, schedule)) hash = sweep_hash_schedule(L, schedule, hash);

@@ -169,11 +169,14 @@ ast_trainer *ast_trainer_new(ast_model *m, const ast_dataset *d, const ast_split
         return NULL;
     }
     t->n_model_params = ast_params_count(ast_model_params(m));
-    /* The mask tokens join the parameters before the optimiser sizes its state. */
+    /* The mask tokens join the parameters before the optimiser sizes its
+     * state and before all of them move to the model's device. */
     if (tc->masking.enable)
         t->masking = ast_masking_new(&tc->masking, tc->mode, ast_model_params(m), tc->sets_per_step, tc->set_size,
                                      d->n_genes);
-    if (train_ranks_init(t, e) < 0) {
+    /* The model's own statistics are for monitors (ast_trainer_add_monitors). */
+    ast_model_set_stats(m, 0);
+    if (train_ranks_init(t, e) < 0 || ast_model_place(m, e) < 0) {
         ast_trainer_free(t);
         return NULL;
     }
@@ -225,7 +228,10 @@ ast_loss_parts ast_trainer_forward(ast_trainer *t, ast_batch *b)
 
 /* One micro-batch: sample, noise, forward, backward (gradients add up).
  * Every rank draws the whole batch and trains on its sets; returns its
- * share of the batch's loss. */
+ * share of the batch's loss. On a device, reading the loss is where the
+ * micro-batch synchronises: the host waits for its forward and backward
+ * (the clipping's norm would wait for them anyway, right after), and the
+ * masking's values come back in the same breath. */
 static double micro_step(ast_trainer *t)
 {
     ast_batch *b = &t->batch;
@@ -243,7 +249,10 @@ static double micro_step(ast_trainer *t)
     ast_loss_parts lp = ast_trainer_forward(t, &mine);
     ast_tensor *scaled = ast_affine(t->ctx, lp.total, t->ranks.share / (float)t->tc.accumulate, 0.0f);
     ast_backward(t->ctx, scaled);
-    return t->ranks.share * lp.total->data[0];
+    float loss;
+    ast_tensor_read(t->ctx, lp.total, 0, 1, &loss);
+    ast_masking_collect(t->masking);
+    return t->ranks.share * loss;
 }
 
 static void log_step(ast_trainer *t, double loss, double gnorm)

@@ -48,6 +48,22 @@ static int rng_decode(const char *s, ast_rng *r)
     return zero || (r->has_spare != 0 && r->has_spare != 1) || !isfinite(r->spare) ? -1 : 0;
 }
 
+/* The whole AdamW state (not split over ranks: each moment is its
+ * parameter's size) on the host, kind after kind, parameter after parameter,
+ * as ast_trainer_save adds it; free() it. */
+static float *moments_to_host(ast_adamw *o)
+{
+    const ast_backend *b = ast_params_backend(o->params);
+    int n = ast_params_count(o->params);
+    float *host = ast_xmalloc(((size_t)moment_kinds(o) * (size_t)o->count + 1) * sizeof *host), *at = host;
+    for (int k = 0; k < moment_kinds(o); k++)
+        for (int i = 0; i < n && moments(o, k)[i]; i++) {
+            b->to_host(b, at, moments(o, k)[i], (size_t)o->len[i] * sizeof *at);
+            at += o->len[i];
+        }
+    return host;
+}
+
 int ast_trainer_save(ast_trainer *t, ast_error *e)
 {
     if (t->ranks.sharded && train_shards_save(t, e) < 0) return -1;
@@ -56,21 +72,24 @@ int ast_trainer_save(ast_trainer *t, ast_error *e)
     int n = ast_params_count(p);
     ast_st_writer *w = ast_st_writer_new();
     char **names = ast_xcalloc((size_t)n * 3, sizeof *names);
-    for (int i = 0; i < n; i++) {
-        ast_tensor *x = ast_params_at(p, i);
-        ast_st_writer_add(w, x->name, AST_ST_F32, x->ndim, x->shape, x->data);
+    /* Everything the file holds is staged on the host first: the
+     * parameters and the AdamW moments live in the backend's memory. */
+    float *host = ast_params_host_copy(p), *at = host;
+    for (int i = 0; i < n + ast_params_n_buffers(p); i++) {
+        ast_tensor *x = i < n ? ast_params_at(p, i) : ast_params_buffer_at(p, i - n);
+        ast_st_writer_add(w, x->name, AST_ST_F32, x->ndim, x->shape, at);
+        at += x->size;
     }
-    for (int i = 0; i < ast_params_n_buffers(p); i++) {
-        ast_tensor *x = ast_params_buffer_at(p, i);
-        ast_st_writer_add(w, x->name, AST_ST_F32, x->ndim, x->shape, x->data);
-    }
-    for (int k = 0; k < 3 && !t->ranks.sharded; k++)
+    float *staged = t->ranks.sharded ? NULL : moments_to_host(t->opt);
+    at = staged;
+    for (int k = 0; k < 3 && staged; k++)
         for (int i = 0; i < n && moments(t->opt, k)[i]; i++) {
             ast_tensor *x = ast_params_at(p, i);
             size_t len = strlen(moment_names[k]) + strlen(x->name) + 1;
             names[k * n + i] = ast_xmalloc(len);
             snprintf(names[k * n + i], len, "%s%s", moment_names[k], x->name);
-            ast_st_writer_add(w, names[k * n + i], AST_ST_F32, x->ndim, x->shape, moments(t->opt, k)[i]);
+            ast_st_writer_add(w, names[k * n + i], AST_ST_F32, x->ndim, x->shape, at);
+            at += x->size;
         }
     char buf[256];
     ast_st_writer_metadata(w, "format", CKPT_FORMAT);
@@ -106,7 +125,7 @@ int ast_trainer_save(ast_trainer *t, ast_error *e)
     if (rc == 0 && t->ranks.sharded) train_shards_prune(t);
     ast_st_writer_free(w);
     for (int i = 0; i < 3 * n; i++) free(names[i]);
-    free(names);
+    free(names), free(host), free(staged);
     return rc;
 }
 

@@ -58,7 +58,10 @@ int ast_precision_from_cfg(const ast_cfg *cfg, ast_precision *p, ast_error *e)
                      "training.precision: 32-true or bf16-mixed", name);
         return -1;
     }
-    if (!ast_bf16_supported(why, sizeof why)) {
+    /* On a GPU, cuBLAS runs the bf16 GEMMs on its tensor cores; the check is the CPU's. */
+    const char *device = ast_cfg_str(cfg, "device");
+    int on_cpu = !device || !strcmp(device, "cpu");
+    if (on_cpu && !ast_bf16_supported(why, sizeof why)) {
         ast_cfg_fail(e, n->file, n->line, n->col, n->path, "'bf16-mixed' cannot run here: %s; train in float32 with "
                      "training.precision: 32-true", why);
         return -1;

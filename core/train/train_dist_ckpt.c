@@ -161,6 +161,7 @@ static int load_whole(ast_trainer *t, const ast_st_file *f, ast_error *e)
     ast_adamw *o = t->opt;
     ast_params *p = ast_model_params(t->model);
     float *tmp = ast_xmalloc(((size_t)ast_params_numel(p) + 1) * sizeof *tmp);
+    const ast_backend *b = ast_params_backend(p); /* the moments live beside the parameters */
     int rc = 0;
     for (int k = 0; rc == 0 && k < moment_kinds(o); k++)
         for (int i = 0; rc == 0 && i < ast_params_count(p); i++) {
@@ -168,7 +169,8 @@ static int load_whole(ast_trainer *t, const ast_st_file *f, ast_error *e)
             char *name = moment_name(k, x->name);
             rc = ast_st_read_f32(f, name, x->ndim, x->shape, tmp, e);
             if (rc == 0 && k > 0) rc = check_moment(f, name, tmp, x->size, e);
-            if (rc == 0 && o->len[i]) memcpy(moments(o, k)[i], tmp + o->lo[i], (size_t)o->len[i] * sizeof *tmp);
+            if (rc == 0 && o->len[i])
+                b->to_backend(b, moments(o, k)[i], tmp + o->lo[i], (size_t)o->len[i] * sizeof *tmp);
             free(name);
         }
     free(tmp);
@@ -205,7 +207,9 @@ static int check_marker(const ast_trainer *t, const ast_st_file *f, ast_error *e
 }
 
 /* This rank's file: its metadata must be this rank's part of the set, and
- * it must hold the moments of that part and nothing else. */
+ * it must hold the moments of that part and nothing else. Read straight
+ * into the moments, as write_shard writes them: a run over ranks is on the
+ * CPU (train_dist_loop.c refuses ranks on a device). */
 static int read_shard(ast_trainer *t, const ast_st_file *s, ast_error *e)
 {
     ast_adamw *o = t->opt;

@@ -15,6 +15,13 @@ static int check_splittable(const ast_trainer *t, int size, ast_error *e)
                       t->tc.sets_per_step, t->tc.sets_per_step == 1 ? "" : "s", size, size);
         return -1;
     }
+    /* The ranks exchange gradients and weights through host memory, and a
+     * device's would need copies this loop does not make. */
+    if (size > 1 && ast_model_backend(t->model)->memory != AST_MEM_HOST) {
+        ast_error_set(e, "device: %s: a run over several MPI ranks trains on the CPU only; set device: cpu (or "
+                      "--device cpu), or launch one process to train on the GPU", ast_model_backend(t->model)->name);
+        return -1;
+    }
     /* The masks are drawn for the whole batch inside the masking module,
      * which has no way yet to hand one rank its sets' part of them. */
     if (size > 1 && t->tc.masking.enable) {
@@ -72,10 +79,9 @@ ast_batch train_ranks_rows(const ast_batch *b, int lo, int hi)
                        .t = b->t + lo, .t_int = b->t_int + lo, .masks = b->masks};
 }
 
-/* Copies the buffers into dst (to 1) or back from src (to 0). */
 /* Every parameter's gradient (grad = 1) or data into the flat buffer (to =
  * 1) or back out of it, in registration order; returns the end of their
- * part of flat. */
+ * part of flat. Host memory: ranks train on the CPU (check_splittable). */
 static float *copy_params(ast_params *p, float *flat, int grad, int to)
 {
     for (int i = 0; i < ast_params_count(p); i++) {
@@ -88,6 +94,7 @@ static float *copy_params(ast_params *p, float *flat, int grad, int to)
     return flat;
 }
 
+/* Copies the buffers into flat (to 1) or back out of it (to 0). */
 static void copy_buffers(ast_params *p, float *flat, int to)
 {
     for (int i = 0; i < ast_params_n_buffers(p); i++) {

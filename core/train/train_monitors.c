@@ -49,23 +49,35 @@ static int in_time_branch(const char *name)
     return 0;
 }
 
-/* Appends the published gradient-norm statistics after `n` others. */
+static int in_group(const ast_tensor *w, int g)
+{
+    return g == GRAD_TOTAL || (g == GRAD_ROUTER ? w->name && strstr(w->name, "router.") != NULL
+                                                : w->name && in_time_branch(w->name));
+}
+
+/* Appends the published gradient-norm statistics after `n` others. The
+ * gradients stay where they are: the backend sums their squares (on a
+ * device, one synchronisation per group), in the fixed order of its
+ * blocks, so a norm repeats bit for bit. */
 static int grad_stats(train_monitors *tm, ast_params *p, int n)
 {
-    double sq[N_GRAD] = {0};
-    int members[N_GRAD] = {0};
-    for (int i = 0; i < ast_params_count(p); i++) {
-        const ast_tensor *w = ast_params_at(p, i);
-        double s = 0.0;
-        for (int64_t j = 0; w->grad && j < w->size; j++) s += (double)w->grad[j] * w->grad[j];
-        int in[N_GRAD] = {1, w->name && strstr(w->name, "router.") != NULL, w->name && in_time_branch(w->name)};
-        for (int g = 0; g < N_GRAD; g++) sq[g] += in[g] ? s : 0.0, members[g] += in[g];
-    }
+    const ast_backend *b = ast_params_backend(p);
+    int count = ast_params_count(p);
+    float **xs = ast_xcalloc((size_t)count + 1, sizeof *xs);
+    int64_t *ns = ast_xcalloc((size_t)count + 1, sizeof *ns);
     for (int g = 0; g < N_GRAD; g++) {
-        if (!members[g]) continue;
-        tm->grad[g] = (float)sqrt(sq[g]);
+        int members = 0;
+        for (int i = 0; i < count; i++) {
+            ast_tensor *w = ast_params_at(p, i);
+            if (!in_group(w, g)) continue;
+            xs[members] = w->grad, ns[members] = w->size;
+            members++;
+        }
+        if (!members) continue;
+        tm->grad[g] = (float)sqrt(b->sum_squares(b, xs, ns, members));
         tm->stats[n++] = (ast_stat){grad_stat_names[g], -1, 1, &tm->grad[g]};
     }
+    free(xs), free(ns);
     return n;
 }
 
@@ -160,5 +172,6 @@ int ast_trainer_add_monitors(ast_trainer *t, const ast_cfg *cfg, ast_error *e)
         }
     train_monitors_free(t->monitors);
     t->monitors = tm;
+    ast_model_set_stats(t->model, 1); /* what the monitors observe */
     return 0;
 }

@@ -30,7 +30,10 @@ double ast_trainer_val_loss(ast_trainer *t)
         ast_ctx_set_training(t->ctx, 0);
         ast_ctx_set_grad(t->ctx, 0);
         ast_loss_parts lp = ast_trainer_forward(t, &mine);
-        sum += t->ranks.val_share * (lp.total->data[0] - (lp.moe_aux ? lp.moe_aux->data[0] : 0.0f));
+        float total, aux = 0.0f; /* on a device, each pass synchronises here */
+        ast_tensor_read(t->ctx, lp.total, 0, 1, &total);
+        if (lp.moe_aux) ast_tensor_read(t->ctx, lp.moe_aux, 0, 1, &aux);
+        sum += t->ranks.val_share * (total - aux);
     }
     ast_ctx_set_grad(t->ctx, 1);
     ast_dist_sum_f64(&sum, 1);

@@ -39,7 +39,9 @@ extern "C" {
 #endif
 
 #define AST_ABI_MAJOR 2
-#define AST_ABI_MINOR 2 /* 2.1 appended the ops silu, exp and key_mask_bias; 2.2 grouped_linear */
+/* 2.1 appended the ops silu, exp and key_mask_bias; 2.2 grouped_linear;
+ * 2.3 the host table's read and write (tensor data to and from host memory) */
+#define AST_ABI_MINOR 3
 #define AST_MAX_DIMS 4
 
 /* ---- tensors ---------------------------------------------------------- */
@@ -56,8 +58,15 @@ typedef void (*ast_range_fn)(void *arg, int64_t lo, int64_t hi);
 
 /* splitmix64's finaliser: a 64-bit hash with full avalanche. Random numbers
  * that any thread can compute in any order come from it as
- * ast_mix64(key + i * 0x9e3779b97f4a7c15), key one draw of host->rng_u64. */
-static inline uint64_t ast_mix64(uint64_t z)
+ * ast_mix64(key + i * 0x9e3779b97f4a7c15), key one draw of host->rng_u64.
+ * AST_HOSTDEV lets CUDA kernels call it too, so the CPU and a GPU draw the
+ * same numbers (dropout's mask) from the same key. */
+#if defined(__CUDACC__)
+#define AST_HOSTDEV __host__ __device__
+#else
+#define AST_HOSTDEV
+#endif
+static inline AST_HOSTDEV uint64_t ast_mix64(uint64_t z)
 {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
@@ -71,7 +80,8 @@ typedef enum ast_memory { AST_MEM_HOST = 0, AST_MEM_DEVICE = 1 } ast_memory;
  * and `grad` point into a buffer of the backend that runs the step (the
  * step arena) or of the parameter store. Plugins may read and write `data`
  * of tensors they created when `memory` is AST_MEM_HOST; device data moves
- * only through the backend's explicit copies. `grad` is allocated by the
+ * only through the backend's explicit copies (host->read and host->write;
+ * buffers from host->buffer always stay on the host). `grad` is allocated by the
  * tape on demand (use host->grad to obtain it inside a backward function).
  * Tensors are made by the host only, so this struct may grow at its tail. */
 typedef struct ast_tensor {
@@ -283,6 +293,16 @@ struct ast_host {
         __attribute__((format(printf, 2, 3)))
 #endif
         ;
+
+    /* ABI 2.3: copies of n floats from element `off` between a tensor's
+     * data and host memory, for a plugin that looks at data the backend
+     * holds (a mask, router logits) or hands it what it computed on the
+     * host. On the CPU a memcpy; on a device a copy that waits for the ops
+     * queued before it (read returns with the data in host_dst), so keep
+     * them to what the host must see. Not for host->buffer tensors: those
+     * are host memory, used through `data`. */
+    void (*read)(const ast_ctx *c, const ast_tensor *t, int64_t off, int64_t n, float *host_dst);
+    void (*write)(const ast_ctx *c, ast_tensor *t, int64_t off, int64_t n, const float *host_src);
 };
 
 /* ---- the descriptor a plugin returns ------------------------------------ */

@@ -32,7 +32,9 @@
  *     ast_sink_emit            host->emit
  *     ast_sink_warn_once       host->warn_once
  *     ast_rng_u64 ast_rng_uniform ast_rng_normal   host->rng_*
+ *     ast_tensor_read ast_tensor_write             host->read, host->write (ABI 2.3)
  *
+ * Helper for forward(): ast_host_copy reads a tensor's data into host memory.
  * Helpers for create(): ast_linear_params and ast_layernorm_params make a
  * PyTorch Linear's and LayerNorm's parameters, and AST_REQUIRE fails
  * create() with a one-line reason.
@@ -100,6 +102,20 @@ extern AST_API_HIDDEN const ast_host *ast_api;
 #define ast_sink_emit ast_api->emit
 #define ast_sink_warn_once ast_api->warn_once
 #define ast_log ast_api->log
+#define ast_tensor_read ast_api->read
+#define ast_tensor_write ast_api->write
+
+/* ---- helpers for forward() ------------------------------------------------- */
+
+/* A copy of t's data in host memory of the step arena: what a plugin reads
+ * on the host (a mask, router logits), wherever the backend keeps t. On a
+ * device it waits for the ops queued before it: read what you must. */
+static inline float *ast_host_copy(ast_ctx *c, const ast_tensor *t)
+{
+    float *h = (float *)ast_alloc_uninit(c, (size_t)t->size * sizeof *h);
+    ast_tensor_read(c, t, 0, t->size, h);
+    return h;
+}
 
 /* ---- helpers for create() -------------------------------------------------- */
 

@@ -7,10 +7,20 @@ plugins_attention_attn_linear_la_LDFLAGS = $(PLUGIN_LINK)
 plugins_attention_attn_linear_la_LIBADD = -lm
 
 plugins_attention_attn_gated_la_SOURCES = plugins/attention/attn_gated.c \
-	plugins/attention/attn_gated_kernel.c plugins/attention/attn_gated_kernel.h
+	plugins/attention/attn_gated_kernel.c plugins/attention/attn_gated_kernel.h plugins/attention/attn_dropout.h
 plugins_attention_attn_gated_la_CPPFLAGS = $(PLUGIN_CPP)
 plugins_attention_attn_gated_la_LDFLAGS = $(PLUGIN_LINK)
 plugins_attention_attn_gated_la_LIBADD = -lm
+# Its CUDA kernel (configure --with-cuda): an nvcc object (Makefile.am's .cu.lo rule).
+EXTRA_DIST += plugins/attention/attn_gated_cuda.cu
+if HAVE_CUDA
+ATTN_CUDA_OBJECTS = plugins/attention/attn_gated_cuda.lo
+CUDA_OBJECTS += $(ATTN_CUDA_OBJECTS)
+plugins_attention_attn_gated_la_LIBADD += $(ATTN_CUDA_OBJECTS) $(CUDA_LIBS)
+EXTRA_plugins_attention_attn_gated_la_DEPENDENCIES = $(ATTN_CUDA_OBJECTS)
+$(ATTN_CUDA_OBJECTS): plugins/attention/attn_gated_kernel.h plugins/attention/attn_dropout.h \
+	include/alphast/plugin.h include/alphast/plugin_api.h include/alphast/abi_layout.h include/alphast/ops.def
+endif
 
 # Shared by the plugin tests: loads a plugin from the build tree.
 ATTN_TEST_SOURCES = tests/plugin_fixture.c tests/plugin_fixture.h tests/attn_reference.c tests/attn_reference.h

@@ -2,10 +2,12 @@
  * output is scaled per head (or per feature) by a sigmoid gate predicted
  * from the token by extra columns of q_proj, optionally with RMSNorm on
  * each head's queries and keys. The attention core is one fused op,
- * "gated_attention", with both its kernels (tiled and naive) in one CPU
- * implementation (attn_gated_kernel.c) in the descriptor's kernels table. */
+ * "gated_attention", in the descriptor's kernels table: for "cpu" both its
+ * kernels (tiled and naive) in one implementation (attn_gated_kernel.c),
+ * for "cuda" the tiled one (attn_gated_cuda.cu). */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "alphast/plugin_api.h"
 #include "attn_gated_kernel.h"
@@ -21,9 +23,11 @@ static const ast_option_spec options[] = {
     [OPT_QK_NORM] = {"use_qk_norm", AST_OPT_BOOL, "true", 0, -1, NULL,
                      "RMSNorm (eps 1e-6, weight shared by the heads) on queries and keys"},
     [OPT_KERNEL] = {"kernel", AST_OPT_ENUM, "tiled", 0, -1, "tiled|naive",
-                    "tiled: FlashAttention-2 style, memory O(N) per head; naive: stores the N x N probabilities"},
+                    "tiled: FlashAttention-2 style, memory O(N) per head; naive (CPU only): stores the N x N "
+                    "probabilities"},
     [OPT_TILE] = {"tile_size", AST_OPT_INT, "128", 1, 4096, NULL,
-                  "query and key rows per tile of the tiled kernel (memory per head grows as its square)"},
+                  "query and key rows per tile of the tiled CPU kernel (memory per head grows as its square); "
+                  "the CUDA kernel's tiles follow the head width"},
 };
 
 typedef struct gated {
@@ -55,6 +59,16 @@ static void *gated_create(const ast_create_args *a, char *err, size_t errlen)
                 d->d_model, d->heads);
     attn_core_fn core_fn = (attn_core_fn)ast_kernel_find(desc.kernels, desc.n_kernels, "gated_attention", backend);
     AST_REQUIRE(core_fn, err, errlen, "attention 'gated': no gated_attention kernel for backend '%s'", backend);
+    /* Only the CPU has the naive reference and tiles of any width. */
+    int cpu = !strcmp(backend, "cpu");
+    AST_REQUIRE(cpu || a->opts[OPT_KERNEL].i != 1, err, errlen,
+                "attention 'gated': kernel: naive runs on the CPU only (it stores the N x N probabilities); "
+                "use kernel: tiled on '%s'",
+                backend);
+    AST_REQUIRE(cpu || d->d_model / d->heads <= ATTN_CUDA_MAX_DH, err, errlen,
+                "attention 'gated': head width %d (d_model %d / num_heads %d) is above the %s kernel's %d; "
+                "use more heads",
+                d->d_model / d->heads, d->d_model, d->heads, backend, ATTN_CUDA_MAX_DH);
     gated *g = calloc(1, sizeof *g);
     AST_REQUIRE(g, err, errlen, "attention 'gated': out of memory");
     g->d_model = d->d_model;
@@ -90,16 +104,16 @@ static ast_tensor *heads_of(const gated *g, ast_ctx *c, ast_tensor *x, ast_tenso
 
 /* For the gate_activation monitor, per layer: attn.gate_mean [1] and
  * attn.gate_std [1] (population) of the sigmoid gate factors gate
- * [B, H, N, w] over the valid cells. */
+ * [B, H, N, w] over the valid cells, from host copies of gate and mask. */
 static void publish_gate_stats(ast_ctx *c, const ast_tensor *gate, const ast_fwd_args *a)
 {
-    const ast_tensor *mask = a ? a->mask : NULL;
+    const float *mask = a && a->mask ? ast_host_copy(c, a->mask) : NULL, *g = ast_host_copy(c, gate);
     int64_t n = gate->shape[2], w = gate->shape[3], per_set = gate->shape[1] * n * w;
     double sum = 0.0, sq = 0.0, count = 0.0;
     for (int64_t i = 0; i < gate->size; i++) {
-        if (mask && mask->data[(i / per_set) * n + (i / w) % n] == 0.0f) continue;
-        sum += gate->data[i];
-        sq += (double)gate->data[i] * gate->data[i];
+        if (mask && mask[(i / per_set) * n + (i / w) % n] == 0.0f) continue;
+        sum += g[i];
+        sq += (double)g[i] * g[i];
         count += 1.0;
     }
     if (count == 0.0) return;
@@ -143,6 +157,13 @@ static ast_tensor *gated_forward(void *self, ast_ctx *c, ast_tensor *x, const as
     return ast_linear(c, ast_merge_heads(c, o), g->o_proj.weight, g->o_proj.bias);
 }
 
+static const ast_kernel kernels[] = {
+    {"gated_attention", "cpu", (ast_kernel_fn)attn_core},
+#if AST_HAVE_CUDA
+    {"gated_attention", "cuda", (ast_kernel_fn)attn_core_cuda},
+#endif
+};
+
 static const ast_plugin_desc desc = {
     AST_PLUGIN_DESC_INIT(AST_KIND_ATTENTION, "gated", "1.0",
                          "gated multi-head softmax attention (sigmoid output gate, QK RMSNorm, fused tiled core)"),
@@ -151,8 +172,8 @@ static const ast_plugin_desc desc = {
     .create = gated_create,
     .destroy = gated_destroy,
     .forward = gated_forward,
-    .kernels = (const ast_kernel[]){{"gated_attention", "cpu", (ast_kernel_fn)attn_core}},
-    .n_kernels = 1,
+    .kernels = kernels,
+    .n_kernels = (int)(sizeof kernels / sizeof kernels[0]),
 };
 
 AST_API_DEFINE;

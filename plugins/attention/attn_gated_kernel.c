@@ -19,6 +19,7 @@
 
 #include "alphast/fastmath.h"
 #include "alphast/plugin_api.h"
+#include "attn_dropout.h"
 #include "attn_gated_kernel.h"
 
 typedef struct core_saved {
@@ -49,33 +50,11 @@ typedef struct tile_buf {
     float *m, *l, *d;   /* [tile]: running max, running sum, row sums D */
 } tile_buf;
 
-/* Dropout decisions hash a probability's (row, key) index with the call's
- * seed, so any pass can recompute them: a row key from (seed, bh * N + i),
- * then per key a 32-bit mix (Wellons' lowbias32) whose top 24 bits are the
- * uniform. 32-bit lanes: twice as many per vector as 64-bit, and the
- * multiplies are cheaper. */
-static inline uint32_t mix32(uint32_t x)
-{
-    x ^= x >> 16;
-    x *= 0x7feb352du;
-    x ^= x >> 15;
-    x *= 0x846ca68bu;
-    x ^= x >> 16;
-    return x;
-}
-
-static inline uint32_t row_key(uint64_t seed, int64_t row)
-{
-    return mix32((uint32_t)seed ^ mix32((uint32_t)(seed >> 32) + (uint32_t)row));
-}
-
-static inline uint32_t cell_hash(uint32_t key, int64_t j) { return mix32(key + (uint32_t)j * 0x9e3779b9u) >> 8; }
-
 /* Dropout factor of probability (bh, i, j). */
 static inline float drop_factor(const core_saved *s, int64_t bh, int64_t i, int64_t j)
 {
     if (!s->drop_below) return 1.0f;
-    return cell_hash(row_key(s->seed, bh * s->N + i), j) < s->drop_below ? 0.0f : s->keep_scale;
+    return attn_cell_hash(attn_row_key(s->seed, bh * s->N + i), j) < s->drop_below ? 0.0f : s->keep_scale;
 }
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -154,9 +133,9 @@ static void exp_row(float *restrict row, const float *restrict kb, int64_t n, fl
 static void drop_row(const core_saved *s, int64_t bh, int64_t i, int64_t j0, const float *restrict p,
                      float *restrict pd, int64_t n)
 {
-    uint32_t key = row_key(s->seed, bh * s->N + i), below = (uint32_t)s->drop_below;
+    uint32_t key = attn_row_key(s->seed, bh * s->N + i), below = (uint32_t)s->drop_below;
     float keep = s->keep_scale;
-    for (int64_t c = 0; c < n; c++) pd[c] = p[c] * (cell_hash(key, j0 + c) < below ? 0.0f : keep);
+    for (int64_t c = 0; c < n; c++) pd[c] = p[c] * (attn_cell_hash(key, j0 + c) < below ? 0.0f : keep);
 }
 
 /* dS = Pd * dPd - P * D for one row (see tile_grads), in place in dp. */
@@ -423,7 +402,7 @@ static core_saved *saved_new(ast_ctx *c, const ast_tensor *q, const ast_tensor *
     s->scale = 1.0f / sqrtf((float)s->dh);
     if (cfg->dropout > 0.0f) {
         s->seed = ast_rng_u64(c);
-        s->drop_below = (uint64_t)((double)cfg->dropout * 16777216.0);
+        s->drop_below = attn_drop_below(cfg->dropout);
         s->keep_scale = 1.0f / (1.0f - cfg->dropout);
     }
     s->key_bias = key_bias(c, mask, s->B, s->N);

@@ -1,9 +1,14 @@
 /* The fused softmax-attention core of the gated plugin: one tape node with
- * its own backward, in two implementations that agree to rounding. */
+ * its own backward, in two implementations on the CPU that agree to
+ * rounding, and the tiled one for CUDA. */
 #ifndef ALPHAST_ATTN_GATED_KERNEL_H
 #define ALPHAST_ATTN_GATED_KERNEL_H
 
 #include "alphast/plugin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef enum attn_kernel {
     /* FlashAttention-2 style: key tiles with an online softmax, only the
@@ -32,4 +37,20 @@ typedef ast_tensor *(*attn_core_fn)(ast_ctx *c, ast_tensor *q, ast_tensor *k, as
 ast_tensor *attn_core(ast_ctx *c, ast_tensor *q, ast_tensor *k, ast_tensor *v, const ast_tensor *mask,
                       const attn_core_cfg *cfg);
 
+/* The widest head (dh = d_model / heads) the CUDA kernel takes: each
+ * query or key row lives in the registers of up to 8 threads. */
+#define ATTN_CUDA_MAX_DH 128
+
+#if AST_HAVE_CUDA
+/* The same op on CUDA (attn_gated_cuda.cu), tiled only (cfg->tile is not
+ * used: the tiles are fixed by dh), for dh <= ATTN_CUDA_MAX_DH: the
+ * "cuda" kernel of "gated_attention". Same mask and dropout decisions as
+ * the CPU kernels; numbers equal to float32 rounding. */
+ast_tensor *attn_core_cuda(ast_ctx *c, ast_tensor *q, ast_tensor *k, ast_tensor *v, const ast_tensor *mask,
+                           const attn_core_cfg *cfg);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -97,7 +97,7 @@ static void *moe_create(const ast_create_args *a, char *err, size_t errlen)
                 "time_conditioned needs a time embedding (d_time %d)", a->dims->d_time);
     moe_combine_fn combine =
         (moe_combine_fn)ast_kernel_find(moe_desc.kernels, moe_desc.n_kernels, "moe_combine", backend);
-    AST_REQUIRE(combine, err, errlen, "no moe_combine kernel for backend '%s' (it has: cpu)", backend);
+    AST_REQUIRE(combine, err, errlen, "no moe_combine kernel for backend '%s' (it has: cpu, cuda)", backend);
     moe *m = calloc(1, sizeof *m + (size_t)(o.num_experts + o.num_shared) * sizeof *m->experts);
     AST_REQUIRE(m, err, errlen, "out of memory");
     m->o = o;
@@ -133,11 +133,12 @@ static const int32_t *select_tokens(const moe *m, ast_ctx *c, ast_tensor *x, con
     const ast_tensor *mask = a ? a->mask : NULL;
     MOE_REQUIRE(!mask || mask->size == rows, "mask has %lld entries for %lld cells", (long long)mask->size,
                 (long long)rows);
+    const float *mask_h = mask ? ast_host_copy(c, mask) : NULL;
     int32_t *keep = ast_alloc(c, (size_t)rows * sizeof *keep);
     int32_t *batch = ast_alloc(c, (size_t)rows * sizeof *batch);
     int64_t n = 0;
     for (int64_t r = 0; r < rows; r++) {
-        if (mask && mask->data[r] == 0.0f) continue;
+        if (mask_h && mask_h[r] == 0.0f) continue;
         keep[n] = (int32_t)r;
         batch[n++] = (int32_t)(r / per_set);
     }
@@ -163,20 +164,21 @@ static void publish_set_stats(const moe *m, ast_ctx *c, int layer, const moe_tok
  * moe.router_prob_mean [n] (P_e), moe.dropped_tokens [1] (topk: (token,
  * slot) assignments over capacity; expert_choice: tokens no expert took)
  * and moe.aux_loss [1] (the weighted balance loss; 0 unless balance: loss). */
-static void publish_stats(const moe *m, ast_ctx *c, int layer, const moe_routing *r, ast_tensor *probs,
+static void publish_stats(const moe *m, ast_ctx *c, int layer, const moe_routing *r, const moe_scores *s,
                           ast_tensor *aux)
 {
     int n = m->o.num_experts;
-    int64_t tokens = probs->shape[0];
+    int64_t tokens = s->probs->shape[0];
     float *v = ast_alloc(c, (size_t)n * sizeof *v);
     for (int e = 0; e < n; e++) v[e] = (float)(r->offset[e + 1] - r->offset[e]);
     ast_publish_stat(c, "moe.tokens_per_expert", layer, v, n);
     double *sum = ast_alloc(c, (size_t)n * sizeof *sum);
     for (int64_t t = 0; t < tokens; t++) /* row by row: each sum in token order, memory in order */
-        for (int e = 0; e < n; e++) sum[e] += probs->data[t * n + e];
+        for (int e = 0; e < n; e++) sum[e] += s->probs_h[t * n + e];
     for (int e = 0; e < n; e++) v[e] = (float)(sum[e] / (double)tokens);
     ast_publish_stat(c, "moe.router_prob_mean", layer, v, n);
-    float dropped = (float)r->dropped, aux_value = aux ? aux->data[0] : 0.0f;
+    float dropped = (float)r->dropped, aux_value = 0.0f;
+    if (aux) ast_tensor_read(c, aux, 0, 1, &aux_value);
     ast_publish_stat(c, "moe.dropped_tokens", layer, &dropped, 1);
     ast_publish_stat(c, "moe.aux_loss", layer, &aux_value, 1);
 }
@@ -188,20 +190,22 @@ static ast_tensor *moe_forward(void *self, ast_ctx *c, ast_tensor *x, const ast_
     const int32_t *valid = select_tokens(m, c, x, a, &tk);
     if (tk.n == 0) return ast_zeros(c, x->ndim, x->shape);
 
-    ast_tensor *logits = moe_router_logits(m, c, &tk, a ? a->time : NULL);
-    ast_tensor *probs = ast_softmax(c, logits, -1);
+    moe_scores s = {.logits = moe_router_logits(m, c, &tk, a ? a->time : NULL)};
+    s.probs = ast_softmax(c, s.logits, -1);
+    s.logits_h = ast_host_copy(c, s.logits);
+    s.probs_h = ast_host_copy(c, s.probs);
     moe_routing r;
-    moe_route(m, c, logits, probs, &r);
+    moe_route(m, c, &s, &r);
     ast_tensor *y = moe_dispatch(m, c, &tk, &r);
     for (int j = 0; j < m->o.num_shared; j++) y = ast_add(c, y, moe_expert_forward(m, c, &m->shared[j], tk.x));
 
     ast_tensor *aux = NULL;
     if (m->o.balance == MOE_BALANCE_LOSS) {
-        aux = moe_balance_loss(m, c, logits, probs);
+        aux = moe_balance_loss(m, c, &s);
         ast_add_loss(c, "moe_aux", aux);
     }
     if (m->o.balance == MOE_BALANCE_BIAS && ast_training(c)) moe_update_bias(m, &r, tk.n);
-    publish_stats(m, c, a ? a->layer : -1, &r, probs, aux);
+    publish_stats(m, c, a ? a->layer : -1, &r, &s, aux);
     publish_set_stats(m, c, a ? a->layer : -1, &tk, &r, x->ndim > 2 ? x->shape[0] : 1);
 
     if (valid) y = ast_scatter_add_rows(c, y, valid, NULL, x->size / m->d_model);
@@ -230,8 +234,11 @@ static const ast_plugin_desc moe_desc = {
     .destroy = moe_destroy,
     .forward = moe_forward,
     .active_params = moe_active_params,
-    .kernels = (const ast_kernel[]){{"moe_combine", "cpu", (ast_kernel_fn)moe_combine}},
-    .n_kernels = 1,
+    /* The fused kernel on the CPU; elsewhere the same from ops, which every
+     * backend runs (moe_combine_ops.c). */
+    .kernels = (const ast_kernel[]){{"moe_combine", "cpu", (ast_kernel_fn)moe_combine},
+                                    {"moe_combine", "cuda", (ast_kernel_fn)moe_combine_ops}},
+    .n_kernels = 2,
 };
 
 AST_API_DEFINE;

@@ -59,6 +59,14 @@ typedef struct moe_tokens {
     const int32_t *batch; /* [Tv] set index of each row (for the time embedding) */
 } moe_tokens;
 
+/* The router's output of one forward, [Tv, n] each, as tensors on the
+ * backend and as host copies read once: the routing decisions, the balance
+ * loss's argmax counts and the statistics are made on the host. */
+typedef struct moe_scores {
+    ast_tensor *logits, *probs;
+    const float *logits_h, *probs_h;
+} moe_scores;
+
 /* One forward's routing: the kept (token, expert) assignments sorted by
  * expert (a counting sort), each with the row of `weights` holding its
  * differentiable routing weight. Lives in the step arena, so the gather
@@ -82,8 +90,8 @@ int64_t moe_expert_numel(const moe_expert *e);
 
 /* moe_router.c */
 ast_tensor *moe_router_logits(const moe *m, ast_ctx *c, const moe_tokens *tk, ast_tensor *time);
-void moe_route(const moe *m, ast_ctx *c, ast_tensor *logits, ast_tensor *probs, moe_routing *r);
-ast_tensor *moe_balance_loss(const moe *m, ast_ctx *c, ast_tensor *logits, ast_tensor *probs);
+void moe_route(const moe *m, ast_ctx *c, const moe_scores *s, moe_routing *r);
+ast_tensor *moe_balance_loss(const moe *m, ast_ctx *c, const moe_scores *s);
 void moe_update_bias(moe *m, const moe_routing *r, int64_t tokens);
 
 /* moe_dispatch.c */
@@ -91,8 +99,8 @@ void moe_sort_pairs(ast_ctx *c, int n_experts, const int32_t *expert, const int3
                     int64_t n, int64_t capacity, moe_routing *r);
 ast_tensor *moe_dispatch(const moe *m, ast_ctx *c, const moe_tokens *tk, const moe_routing *r);
 
-/* moe_combine.c: moe_combine (moe_combine.h), the fused op on host memory
- * that the descriptor lists as the "moe_combine" kernel for "cpu"; the
- * instance calls it through moe.combine. */
+/* moe_combine.c, moe_combine_ops.c: the kernels of the fused op
+ * "moe_combine" (moe_combine.h) that the descriptor lists for "cpu" and
+ * "cuda"; the instance calls its backend's through moe.combine. */
 
 #endif

@@ -1,12 +1,9 @@
-/* The combine of the sparse dispatch as one tape node: the experts' output
- * rows, weighted by the router, are added straight into the layer's
- * [tokens, E] output, so the cost is one pass over the assignments' rows,
- * not over a [tokens, E] buffer per expert (what a scatter into zeros
- * followed by a sum costs, forward and backward). Several calls may add
- * into the same output: the combine is linear in it, so each node's
- * backward reads only its rows of dL/dout, which is complete once every
- * consumer of the output has run, i.e. before any of these nodes in
- * reverse tape order. */
+/* The combine of the sparse dispatch as one tape node, the CPU kernel of
+ * "moe_combine": the experts' output rows, weighted by the router, are
+ * added straight into the layer's [tokens, E] output, so the cost is one
+ * pass over the assignments' rows, the tokens split over the host's
+ * threads, with no [rows, 1] copy of the routing weights (what the same
+ * from ops, moe_combine_ops.c, costs). */
 #include "moe.h"
 
 typedef struct combine_saved {
@@ -78,16 +75,14 @@ static void combine_range(void *arg, int64_t lo, int64_t hi)
 /* A bad row is a broken routing (a programming error): stop before the
  * backward would write outside the gradients. Returns whether every weight
  * row appears at most once. */
-static int check_rows(ast_ctx *c, const ast_tensor *out, const ast_tensor *y, const ast_tensor *weights,
+static int check_rows(ast_ctx *c, int64_t tokens, const ast_tensor *y, const ast_tensor *weights,
                       const int32_t *token, const int32_t *weight)
 {
-    MOE_REQUIRE(out->ndim == 2 && y->ndim == 2 && y->shape[1] == out->shape[1],
-                "combine: expert output [%lld, %lld] into [%lld, %lld]", (long long)y->shape[0],
-                (long long)y->shape[1], (long long)out->shape[0], (long long)out->shape[1]);
+    MOE_REQUIRE(y->ndim == 2, "combine: expert output of %d dims, expected [rows, E]", y->ndim);
     unsigned char *seen_weight = ast_alloc(c, (size_t)weights->size);
     int distinct = 1;
     for (int64_t i = 0; i < y->shape[0]; i++) {
-        MOE_REQUIRE(token[i] >= 0 && token[i] < out->shape[0] && weight[i] >= 0 && weight[i] < weights->size,
+        MOE_REQUIRE(token[i] >= 0 && token[i] < tokens && weight[i] >= 0 && weight[i] < weights->size,
                     "combine: row %lld routes token %d with weight %d", (long long)i, token[i], weight[i]);
         distinct &= !seen_weight[weight[i]]++;
     }
@@ -109,15 +104,16 @@ static void rows_by_token(ast_ctx *c, int64_t tokens, const int32_t *token, int6
     a->rows = by_token;
 }
 
-void moe_combine(ast_ctx *c, ast_tensor *out, ast_tensor *y, ast_tensor *weights, const int32_t *token,
-                 const int32_t *weight)
+ast_tensor *moe_combine(ast_ctx *c, int64_t tokens, ast_tensor *y, ast_tensor *weights, const int32_t *token,
+                        const int32_t *weight)
 {
     combine_saved *s = ast_alloc(c, sizeof *s);
-    *s = (combine_saved){token, weight, check_rows(c, out, y, weights, token, weight)};
+    *s = (combine_saved){token, weight, check_rows(c, tokens, y, weights, token, weight)};
+    ast_tensor *out = ast_zeros(c, 2, (int64_t[]){tokens, y->shape[1]});
     combine_args a = {.s = s, .y = y->data, .w = weights->data, .out = out->data, .d = out->shape[1]};
-    int64_t tokens = out->shape[0];
     rows_by_token(c, tokens, token, y->shape[0], &a);
     ast_parallel_for(tokens, item_grain(a.d), combine_range, &a);
     ast_record(c, &(ast_node){.op = "moe_combine", .backward = combine_backward, .out = out, .in = {y, weights},
                              .n_in = 2, .saved = s});
+    return out;
 }

@@ -41,11 +41,11 @@ void moe_sort_pairs(ast_ctx *c, int n_experts, const int32_t *expert, const int3
  * The assignments' rows are gathered once, already sorted by expert, run
  * through every expert at once (moe_experts_forward) and combined into the
  * one output (moe_combine.c), so the work follows the assignments, not
- * experts x tokens, and the number of ops does not grow with the experts. */
+ * experts x tokens, and the number of ops does not grow with the experts.
+ * The gather, the grouped GEMMs and the combine run on the backend; only
+ * the index arrays of the routing are host memory. */
 ast_tensor *moe_dispatch(const moe *m, ast_ctx *c, const moe_tokens *tk, const moe_routing *r)
 {
-    ast_tensor *out = ast_zeros(c, 2, (int64_t[]){tk->n, m->d_model});
     ast_tensor *x = ast_gather_rows(c, tk->x, r->token, r->n_pairs);
-    m->combine(c, out, moe_experts_forward(m, c, x, r->offset), r->weights, r->token, r->weight);
-    return out;
+    return m->combine(c, tk->n, moe_experts_forward(m, c, x, r->offset), r->weights, r->token, r->weight);
 }

@@ -1,8 +1,9 @@
 /* The router (docs/model.md §2.7): logits = gate(x) [+ training noise] [+ time
  * projection], then either top-k per token or expert choice (each expert
  * takes its best tokens); the load-balance loss and the aux-loss-free bias
- * update. Routing decisions are made on the data; the routing weights are
- * built from host ops so their gradient reaches the gate through autograd. */
+ * update. Routing decisions are made on host copies of the logits and
+ * probabilities (moe_scores); the routing weights are built from host ops
+ * so their gradient reaches the gate through autograd. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -13,7 +14,9 @@
  * uniforms for Box-Muller, so any thread can compute any element. In float:
  * the uniforms are exact (24-bit integers over 2^24) and logf, sqrtf, cosf
  * are within an ulp or two of the double formula, at half its cost (it
- * covers every logit, so it grows with the number of experts). */
+ * covers every logit, so it grows with the number of experts). It is drawn
+ * on the host and written to the backend, so every backend routes with
+ * the same noise. */
 typedef struct noise_args {
     float *out;
     uint64_t key;
@@ -39,7 +42,9 @@ ast_tensor *moe_router_logits(const moe *m, ast_ctx *c, const moe_tokens *tk, as
     if (ast_training(c) && noise_eps > 0.0f) {
         ast_tensor *scale = ast_softplus(c, ast_linear(c, tk->x, m->w_noise.weight, NULL));
         ast_tensor *eps = ast_zeros(c, 2, (int64_t[]){tk->n, n});
-        ast_parallel_for(eps->size, 4096, noise_range, &(noise_args){eps->data, ast_rng_u64(c), noise_eps});
+        float *noise = ast_alloc_uninit(c, (size_t)eps->size * sizeof *noise);
+        ast_parallel_for(eps->size, 4096, noise_range, &(noise_args){noise, ast_rng_u64(c), noise_eps});
+        ast_tensor_write(c, eps, 0, eps->size, noise);
         logits = ast_add(c, logits, ast_mul(c, eps, scale));
     }
     if (m->o.time_conditioned) {
@@ -108,19 +113,19 @@ static void top_k_range(void *arg, int64_t lo, int64_t hi)
 /* Top-k: candidates in slot-major order (every token's first choice before
  * any second choice), so capacity drops the least preferred slots first.
  * Weights = softmax over the k selected logits, gathered from the logits. */
-static void route_top_k(const moe *m, ast_ctx *c, ast_tensor *logits, moe_routing *r)
+static void route_top_k(const moe *m, ast_ctx *c, const moe_scores *s, moe_routing *r)
 {
     int n = m->o.num_experts, k = m->o.top_k;
-    int64_t tokens = logits->shape[0], pairs = tokens * k;
+    int64_t tokens = s->logits->shape[0], pairs = tokens * k;
     size_t bytes = (size_t)pairs * sizeof(int32_t);
-    top_k_args a = {logits->data, m->sel_bias ? m->sel_bias->data : NULL, n, k, tokens, ast_alloc(c, bytes),
+    top_k_args a = {s->logits_h, m->sel_bias ? m->sel_bias->data : NULL, n, k, tokens, ast_alloc(c, bytes),
                     ast_alloc(c, bytes), ast_alloc(c, bytes), ast_alloc(c, bytes), ast_alloc(c, bytes)};
     /* a token's search costs about n * k compares: ~16k per range */
     ast_parallel_for(tokens, 1 + 16384 / ((int64_t)n * k), top_k_range, &a);
     int64_t cap = m->o.capacity_factor > 0.0f ? capacity_of((double)pairs, m->o.capacity_factor, n) : pairs;
     moe_sort_pairs(c, n, a.expert, a.token, a.weight, pairs, cap, r);
 
-    ast_tensor *column = ast_reshape(c, logits, 2, (int64_t[]){tokens * n, 1});
+    ast_tensor *column = ast_reshape(c, s->logits, 2, (int64_t[]){tokens * n, 1});
     ast_tensor *picked = ast_reshape(c, ast_gather_rows(c, column, a.flat, pairs), 2, (int64_t[]){tokens, k});
     r->weights = ast_reshape(c, ast_softmax(c, picked, -1), 2, (int64_t[]){pairs, 1});
 }
@@ -140,10 +145,10 @@ static int by_score_desc(const void *pa, const void *pb)
 /* Expert choice (arXiv 2202.09368): expert e takes the ceil(tokens*k/n)
  * tokens with the highest router probability (ties: lower token) and
  * weights each by that probability. Tokens nobody picks are "dropped". */
-static void route_expert_choice(const moe *m, ast_ctx *c, ast_tensor *probs, moe_routing *r)
+static void route_expert_choice(const moe *m, ast_ctx *c, const moe_scores *s, moe_routing *r)
 {
     int n = m->o.num_experts;
-    int64_t tokens = probs->shape[0];
+    int64_t tokens = s->probs->shape[0];
     int64_t cap = capacity_of((double)tokens * m->o.top_k, 1.0, n);
     if (cap > tokens) cap = tokens;
     int64_t pairs = cap * n;
@@ -153,7 +158,7 @@ static void route_expert_choice(const moe *m, ast_ctx *c, ast_tensor *probs, moe
     scored *order = ast_alloc(c, (size_t)tokens * sizeof *order);
     unsigned char *picked = ast_alloc(c, (size_t)tokens);
     for (int e = 0; e < n; e++) {
-        for (int64_t t = 0; t < tokens; t++) order[t] = (scored){probs->data[t * n + e], (int32_t)t};
+        for (int64_t t = 0; t < tokens; t++) order[t] = (scored){s->probs_h[t * n + e], (int32_t)t};
         qsort(order, (size_t)tokens, sizeof *order, by_score_desc);
         for (int64_t q = 0; q < cap; q++) {
             int64_t i = e * cap + q, t = order[q].token;
@@ -166,15 +171,15 @@ static void route_expert_choice(const moe *m, ast_ctx *c, ast_tensor *probs, moe
     moe_sort_pairs(c, n, expert, token, weight, pairs, pairs, r);
     r->dropped = 0;
     for (int64_t t = 0; t < tokens; t++) r->dropped += !picked[t];
-    r->weights = ast_reshape(c, probs, 2, (int64_t[]){tokens * n, 1});
+    r->weights = ast_reshape(c, s->probs, 2, (int64_t[]){tokens * n, 1});
 }
 
-void moe_route(const moe *m, ast_ctx *c, ast_tensor *logits, ast_tensor *probs, moe_routing *r)
+void moe_route(const moe *m, ast_ctx *c, const moe_scores *s, moe_routing *r)
 {
     if (m->o.router == MOE_ROUTER_EXPERT_CHOICE)
-        route_expert_choice(m, c, probs, r);
+        route_expert_choice(m, c, s, r);
     else
-        route_top_k(m, c, logits, r);
+        route_top_k(m, c, s, r);
 }
 
 static int argmax(const float *v, int n)
@@ -189,13 +194,15 @@ static int argmax(const float *v, int n)
  * router probability and f_e the fraction of tokens whose argmax is e (a
  * constant: only P carries the gradient). w is the option unless the run
  * schedules it. */
-ast_tensor *moe_balance_loss(const moe *m, ast_ctx *c, ast_tensor *logits, ast_tensor *probs)
+ast_tensor *moe_balance_loss(const moe *m, ast_ctx *c, const moe_scores *s)
 {
     int n = m->o.num_experts;
-    int64_t tokens = logits->shape[0];
+    int64_t tokens = s->logits->shape[0];
+    float *count = ast_alloc(c, (size_t)n * sizeof *count);
+    for (int64_t t = 0; t < tokens; t++) count[argmax(s->logits_h + t * n, n)] += 1.0f;
     ast_tensor *argmax_count = ast_zeros(c, 1, (int64_t[]){n});
-    for (int64_t t = 0; t < tokens; t++) argmax_count->data[argmax(logits->data + t * n, n)] += 1.0f;
-    ast_tensor *prob_sum = ast_sum_axis(c, probs, 0);
+    ast_tensor_write(c, argmax_count, 0, n, count);
+    ast_tensor *prob_sum = ast_sum_axis(c, s->probs, 0);
     ast_tensor *dot = ast_sum(c, ast_mul(c, prob_sum, argmax_count));
     float weight = ast_ctx_scheduled(c, "moe.load_balance_weight", m->o.lb_weight);
     return ast_affine(c, dot, weight * (float)n / ((float)tokens * (float)tokens), 0.0f);
@@ -203,7 +210,7 @@ ast_tensor *moe_balance_loss(const moe *m, ast_ctx *c, ast_tensor *logits, ast_t
 
 /* DeepSeek-V3's aux-loss-free balancing: nudge each expert's selection bias
  * by +-rate toward the mean load (sign of mean - load), outside autograd,
- * in place in its host buffer. */
+ * in place in its buffer (host memory on every backend). */
 void moe_update_bias(moe *m, const moe_routing *r, int64_t tokens)
 {
     float mean = (float)tokens * (float)m->o.top_k / (float)m->o.num_experts, *bias = m->sel_bias->data;

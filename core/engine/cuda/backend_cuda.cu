@@ -66,8 +66,9 @@ extern "C" cublasHandle_t ast_cuda_blas(void)
     if (!h) {
         AST_CUBLAS_CHECK(cublasCreate(&h));
         AST_CUBLAS_CHECK(cublasSetStream(h, AST_CUDA_STREAM));
-        /* float32 as the CPU backend computes it: no TF32 tensor cores. */
-        AST_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH));
+        /* float32 as the CPU backend computes it: the default math mode
+         * uses no TF32 tensor cores (as PyTorch's default allow_tf32=False). */
+        AST_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
     }
     return h;
 }

@@ -24,8 +24,8 @@ __attribute__((noreturn))
 #endif
 void ast_cuda_fail(const char *call, const char *why, const char *file, int line);
 
-/* The cuBLAS handle of this process, on AST_CUDA_STREAM, pure float32 math
- * (no TF32) unless ast_cuda_set_tf32 allowed it. */
+/* The cuBLAS handle of this process, on AST_CUDA_STREAM, with float32 math
+ * (no TF32 tensor cores; bf16 GEMMs ask for them per call). */
 cublasHandle_t ast_cuda_blas(void);
 
 /* The CUDA kernels of ops.def: ast_cuda_<name>, one per op (ops_*.cu). */

@@ -214,10 +214,12 @@ static void binary_node_backward(ast_ctx *c, const ast_node *n)
     const binary_plan *p = n->saved;
     ast_tensor *a = n->in[0], *b = n->in[1], *y = n->out;
     run base = {.a = a->data, .b = b->data, .y = y->data, .gy = y->grad};
-    /* a broadcast operand's gradient sums many outputs: it must start at 0 */
-    base.ga = a->size < y->size ? ast_grad(c, a) : ast_grad_fresh(c, a, &base.assign_a);
-    base.gb = b->size < y->size ? ast_grad(c, b) : ast_grad_fresh(c, b, &base.assign_b);
-    int broadcast = (base.ga && a->size < y->size) || (base.gb && b->size < y->size);
+    /* A broadcast operand's gradient sums many outputs, so it must start at
+     * 0; so must an operand's bigger than an empty output, which the walk
+     * never reaches. Only an operand of the output's size is written whole. */
+    base.ga = a->size != y->size ? ast_grad(c, a) : ast_grad_fresh(c, a, &base.assign_a);
+    base.gb = b->size != y->size ? ast_grad(c, b) : ast_grad_fresh(c, b, &base.assign_b);
+    int broadcast = (base.ga && a->size != y->size) || (base.gb && b->size != y->size);
     walk(p, &base, p->op->backward, y->size, !broadcast);
 }
 

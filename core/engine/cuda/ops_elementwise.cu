@@ -1,0 +1,622 @@
+/* The elementwise ops on the GPU, with ops/ops_elementwise.c's semantics:
+ * broadcasting add/sub/mul/div, the unary activations (affine, relu, gelu,
+ * sigmoid, softplus, dropout, silu, exp) and the key mask's attention bias.
+ *
+ * Products and sums that the CPU rounds one by one use __fmul_rn/__fadd_rn,
+ * which nvcc never fuses into an FMA: those ops (and the backward of every
+ * operand as big as the output) give the CPU's bits. The transcendental
+ * ones differ from the CPU's fastmath by a few ulp (CUDA's expf, erff,
+ * log1pf). A broadcast operand's gradient sums in a fixed tree and then
+ * fixed chunks in order (no atomics), so it repeats bit for bit. */
+#include <math.h>
+
+#include "engine/cuda/cuda_internal.h"
+
+/* ---- launching ------------------------------------------------------------ */
+
+/* y[i] = f(i) for i < n. */
+template <class F> __global__ void map_kernel(F f, float *y, int64_t n)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = f(i);
+}
+
+template <class F> static void map_launch(F f, float *y, int64_t n)
+{
+    if (!n) return;
+    map_kernel<<<ast_cuda_blocks(n), AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(f, y, n);
+    AST_CUDA_LAUNCHED();
+}
+
+/* gx[i] = f(i) when the gradient is fresh, else gx[i] += f(i). */
+template <class F> __global__ void grad_kernel(F f, float *gx, int64_t n, int assign)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        float g = f(i);
+        gx[i] = assign ? g : __fadd_rn(gx[i], g);
+    }
+}
+
+/* The backward of a one-input op whose input has the output's size. */
+template <class F> static void grad_launch(ast_ctx *c, const ast_node *n, F f)
+{
+    int fresh;
+    float *gx = ast_grad_fresh(c, n->in[0], &fresh);
+    int64_t size = n->out->size;
+    if (!gx || !size) return;
+    grad_kernel<<<ast_cuda_blocks(size), AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(f, gx, size, fresh);
+    AST_CUDA_LAUNCHED();
+}
+
+/* A fresh gradient that no element of the output reaches (an empty output)
+ * is zero, not left as it came from the arena. */
+static void zero_if_fresh(float *g, int fresh, int64_t size)
+{
+    if (g && fresh && size) AST_CUDA_CHECK(cudaMemsetAsync(g, 0, (size_t)size * sizeof(float), AST_CUDA_STREAM));
+}
+
+/* ---- broadcasting binary ops ------------------------------------------------ */
+
+enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV };
+static const char *const BINARY_NAME[] = {"add", "sub", "mul", "div"};
+
+/* The output's dims after merging neighbours that both operands traverse
+ * contiguously (or both repeat), with each operand's stride per dim (0 =
+ * it repeats): equal shapes become one contiguous dim, a trailing vector
+ * [E] over [B,N,E] the two dims [B*N, E]. Kept for the backward. */
+typedef struct bcast_plan {
+    int op, nd;
+    int64_t dim[AST_MAX_DIMS], sa[AST_MAX_DIMS], sb[AST_MAX_DIMS];
+} bcast_plan;
+
+static void append_dim(bcast_plan *p, int64_t dim, int64_t sa, int64_t sb)
+{
+    int last = p->nd - 1;
+    if (p->nd > 0 && p->sa[last] == sa * dim && p->sb[last] == sb * dim) {
+        p->dim[last] *= dim;
+        p->sa[last] = sa;
+        p->sb[last] = sb;
+        return;
+    }
+    p->dim[p->nd] = dim;
+    p->sa[p->nd] = sa;
+    p->sb[p->nd] = sb;
+    p->nd++;
+}
+
+/* Row-major strides of t's shape right-aligned to AST_MAX_DIMS dims (shape
+ * padded with leading 1s), 0 along its size-1 dims. */
+static void padded_strides(const ast_tensor *t, int64_t *shape, int64_t *stride)
+{
+    int pad = AST_MAX_DIMS - t->ndim;
+    int64_t s = 1;
+    for (int i = AST_MAX_DIMS - 1; i >= 0; i--) {
+        shape[i] = i < pad ? 1 : t->shape[i - pad];
+        stride[i] = shape[i] == 1 ? 0 : s;
+        s *= shape[i];
+    }
+}
+
+/* Fills out[AST_MAX_DIMS] with the padded broadcast shape. */
+static bcast_plan *plan_binary(ast_ctx *c, int op, const ast_tensor *a, const ast_tensor *b, int64_t *out)
+{
+    char s1[64], s2[64];
+    int64_t as[AST_MAX_DIMS], bs[AST_MAX_DIMS], sa[AST_MAX_DIMS], sb[AST_MAX_DIMS];
+    padded_strides(a, as, sa);
+    padded_strides(b, bs, sb);
+    for (int i = 0; i < AST_MAX_DIMS; i++) {
+        AST_ASSERT(as[i] == bs[i] || as[i] == 1 || bs[i] == 1, "%s: shapes %s and %s do not broadcast",
+                   BINARY_NAME[op], ast_shape_str(a, s1, sizeof s1), ast_shape_str(b, s2, sizeof s2));
+        out[i] = as[i] == 1 ? bs[i] : as[i];
+    }
+    bcast_plan *p = (bcast_plan *)ast_alloc(c, sizeof *p);
+    p->op = op;
+    for (int i = 0; i < AST_MAX_DIMS; i++)
+        if (out[i] != 1) append_dim(p, out[i], sa[i], sb[i]);
+    if (p->nd == 0) append_dim(p, 1, 0, 0);
+    return p;
+}
+
+/* The operands' offsets of output element o. Unrolled, so every index
+ * into the plan is a constant and the plan stays in kernel parameters. */
+__device__ static inline void operand_offsets(const bcast_plan &p, int64_t o, int64_t &oa, int64_t &ob)
+{
+    oa = 0, ob = 0;
+#pragma unroll
+    for (int d = AST_MAX_DIMS - 1; d > 0; d--) {
+        if (d >= p.nd) continue;
+        int64_t i = o % p.dim[d];
+        o /= p.dim[d];
+        oa += i * p.sa[d], ob += i * p.sb[d];
+    }
+    oa += o * p.sa[0], ob += o * p.sb[0];
+}
+
+/* The op is a kernel argument: the switch on it is the same for every thread. */
+__device__ static inline float apply_op(int op, float a, float b)
+{
+    switch (op) {
+    case OP_ADD: return __fadd_rn(a, b);
+    case OP_SUB: return __fsub_rn(a, b);
+    case OP_MUL: return __fmul_rn(a, b);
+    default: return __fdiv_rn(a, b);
+    }
+}
+
+__global__ void binary_kernel(bcast_plan p, const float *a, const float *b, float *y, int64_t n)
+{
+    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < n; o += (int64_t)gridDim.x * blockDim.x) {
+        int64_t oa, ob;
+        operand_offsets(p, o, oa, ob);
+        y[o] = apply_op(p.op, a[oa], b[ob]);
+    }
+}
+
+/* What the backward reads: the operands, the output and its gradient. */
+typedef struct binary_args {
+    int op;
+    const float *a, *b, *y, *gy;
+} binary_args;
+
+/* d out[o] / d a (which 0) or b (which 1), times gy[o]; each term loads
+ * only what it needs. d(a/b)/db = -a/b^2 = -y/b. */
+__device__ static inline float grad_term(const binary_args &g, int which, int64_t o, int64_t oa, int64_t ob)
+{
+    float gy = g.gy[o];
+    switch (g.op) {
+    case OP_ADD: return gy;
+    case OP_SUB: return which ? -gy : gy;
+    case OP_MUL: return __fmul_rn(gy, which ? g.a[oa] : g.b[ob]);
+    default: return which ? __fdiv_rn(__fmul_rn(-gy, g.y[o]), g.b[ob]) : __fdiv_rn(gy, g.b[ob]);
+    }
+}
+
+/* The gradients of operands as big as the output (NULL: not asked for or
+ * broadcast), one thread per output element. add(x, x) passes one buffer
+ * as both: the same thread writes a's term, then adds b's, in order. */
+__global__ void binary_grad_kernel(bcast_plan p, binary_args g, float *ga, float *gb, int assign_a, int assign_b,
+                                   int64_t n)
+{
+    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < n; o += (int64_t)gridDim.x * blockDim.x) {
+        int64_t oa, ob;
+        operand_offsets(p, o, oa, ob);
+        if (ga) {
+            float t = grad_term(g, 0, o, oa, ob);
+            ga[o] = assign_a ? t : __fadd_rn(ga[o], t);
+        }
+        if (gb) {
+            float t = grad_term(g, 1, o, oa, ob);
+            gb[o] = assign_b ? t : __fadd_rn(gb[o], t);
+        }
+    }
+}
+
+/* ---- a broadcast operand's gradient: a deterministic two-pass sum ------------- */
+
+/* One merged dim: its size and the step it makes in y, a and b. */
+typedef struct dim_steps {
+    int64_t n, y, a, b;
+} dim_steps;
+
+/* The output's dims split into those the operand keeps (its element j, in
+ * its own row-major order, is the kept coordinates) and those it repeats
+ * along (r), which its gradient sums over. */
+typedef struct reduce_geom {
+    binary_args g;
+    int which, nk, nr;
+    dim_steps kept[AST_MAX_DIMS], rep[AST_MAX_DIMS];
+    int64_t kept_n, rep_n;
+} reduce_geom;
+
+static reduce_geom plan_reduce(const bcast_plan *p, const binary_args *g, int which)
+{
+    reduce_geom r = {};
+    r.g = *g, r.which = which, r.kept_n = 1, r.rep_n = 1;
+    int64_t ystride = 1;
+    for (int d = p->nd - 1; d >= 0; d--) {
+        dim_steps s = {p->dim[d], ystride, p->sa[d], p->sb[d]};
+        ystride *= p->dim[d];
+        if (which ? s.b : s.a)
+            r.kept[r.nk++] = s, r.kept_n *= s.n;
+        else
+            r.rep[r.nr++] = s, r.rep_n *= s.n;
+    }
+    return r; /* kept[] and rep[] hold the innermost dim first */
+}
+
+/* Adds the y, a and b offsets of index i over dims d[0..n) (innermost first). */
+__device__ static inline void add_offsets(const dim_steps *d, int n, int64_t i, int64_t &oy, int64_t &oa, int64_t &ob)
+{
+    for (int k = 0; k < n; k++) {
+        int64_t at = k + 1 < n ? i % d[k].n : i;
+        i /= d[k].n;
+        oy += at * d[k].y, oa += at * d[k].a, ob += at * d[k].b;
+    }
+}
+
+/* Pass 1: block (x, chunk) sums the terms of kept elements [x*jt, x*jt+jt)
+ * over repeats [chunk*chunk_len, +chunk_len): thread t takes element t % jt
+ * and every rt-th repeat from t / jt, in order; then a fixed tree over the
+ * rt threads of each element. dst[chunk * kept_n + j] gets the sum (=, or +=
+ * when !assign). */
+__global__ void reduce_partial_kernel(reduce_geom r, int jt, int64_t chunk_len, float *dst, int assign)
+{
+    __shared__ float part[AST_CUDA_THREADS];
+    int rt = blockDim.x / jt, jl = threadIdx.x % jt, rl = threadIdx.x / jt;
+    int64_t j = blockIdx.x * (int64_t)jt + jl, from = blockIdx.y * chunk_len;
+    int64_t to = from + chunk_len < r.rep_n ? from + chunk_len : r.rep_n;
+    float s = 0.0f;
+    if (j < r.kept_n) {
+        int64_t jy = 0, ja = 0, jb = 0;
+        add_offsets(r.kept, r.nk, j, jy, ja, jb);
+        for (int64_t k = from + rl; k < to; k += rt) {
+            int64_t oy = jy, oa = ja, ob = jb;
+            add_offsets(r.rep, r.nr, k, oy, oa, ob);
+            s = __fadd_rn(s, grad_term(r.g, r.which, oy, oa, ob));
+        }
+    }
+    part[threadIdx.x] = s;
+    __syncthreads();
+    for (int w = rt / 2; w > 0; w /= 2) {
+        if (rl < w) part[threadIdx.x] += part[threadIdx.x + w * jt];
+        __syncthreads();
+    }
+    if (rl == 0 && j < r.kept_n) {
+        float *d = dst + blockIdx.y * r.kept_n + j;
+        *d = assign ? part[jl] : __fadd_rn(*d, part[jl]);
+    }
+}
+
+/* Pass 2: each element's chunk sums added in chunk order. */
+__global__ void reduce_final_kernel(const float *part, int64_t chunks, int64_t n, float *g, int assign)
+{
+    for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < n; j += (int64_t)gridDim.x * blockDim.x) {
+        float s = part[j];
+        for (int64_t k = 1; k < chunks; k++) s = __fadd_rn(s, part[k * n + j]);
+        g[j] = assign ? s : __fadd_rn(g[j], s);
+    }
+}
+
+static int pow2_at_least(int64_t n, int cap)
+{
+    int p = 1;
+    while (p < cap && p < n) p *= 2;
+    return p;
+}
+
+/* The layout depends on the sizes only (not on the GPU), so a result has
+ * the same bits wherever it runs. Threads run along whichever of kept and
+ * repeated is innermost in y, so their reads coalesce; the repeats are cut
+ * into chunks (each thread summing >= 8 terms) until ~1024 blocks run. */
+static void reduce_into(ast_ctx *c, const bcast_plan *p, const binary_args *g, int which, float *grad, int fresh)
+{
+    reduce_geom r = plan_reduce(p, g, which);
+    int kept_inner = r.nk > 0 && r.kept[0].y == 1;
+    int jt = kept_inner ? pow2_at_least(r.kept[0].n, 32) : AST_CUDA_THREADS / pow2_at_least(r.rep[0].n, AST_CUDA_THREADS);
+    jt = jt < pow2_at_least(r.kept_n, AST_CUDA_THREADS) ? jt : pow2_at_least(r.kept_n, AST_CUDA_THREADS);
+    int rt = AST_CUDA_THREADS / jt;
+    int64_t blocks = (r.kept_n + jt - 1) / jt, per_block = (int64_t)rt * 8;
+    int64_t chunks = (r.rep_n + per_block - 1) / per_block, wanted = (1024 + blocks - 1) / blocks;
+    chunks = chunks < wanted ? chunks : wanted;
+    chunks = chunks < 1 ? 1 : chunks > 65535 ? 65535 : chunks;
+    int64_t chunk_len = (r.rep_n + chunks - 1) / chunks;
+    chunks = (r.rep_n + chunk_len - 1) / chunk_len;
+    float *dst = chunks == 1 ? grad : (float *)ast_data_alloc_uninit(c, (size_t)(chunks * r.kept_n) * sizeof(float));
+    dim3 grid((unsigned)blocks, (unsigned)chunks);
+    reduce_partial_kernel<<<grid, AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(r, jt, chunk_len, dst, chunks == 1 ? fresh : 1);
+    AST_CUDA_LAUNCHED();
+    if (chunks == 1) return;
+    reduce_final_kernel<<<ast_cuda_blocks(r.kept_n), AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(dst, chunks, r.kept_n,
+                                                                                            grad, fresh);
+    AST_CUDA_LAUNCHED();
+}
+
+/* An operand as big as the output gets its gradient elementwise (both in
+ * one launch); a broadcast one by reduce_into. */
+static void binary_backward(ast_ctx *c, const ast_node *n)
+{
+    const bcast_plan *p = (const bcast_plan *)n->saved;
+    ast_tensor *a = n->in[0], *b = n->in[1], *y = n->out;
+    binary_args g = {p->op, a->data, b->data, y->data, y->grad};
+    int fa, fb;
+    float *ga = ast_grad_fresh(c, a, &fa), *gb = ast_grad_fresh(c, b, &fb);
+    if (!y->size) {
+        zero_if_fresh(ga, fa, a->size);
+        zero_if_fresh(gb, fb, b->size);
+        return;
+    }
+    int full_a = a->size == y->size, full_b = b->size == y->size;
+    if ((ga && full_a) || (gb && full_b)) {
+        binary_grad_kernel<<<ast_cuda_blocks(y->size), AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(
+            *p, g, full_a ? ga : NULL, full_b ? gb : NULL, fa, fb, y->size);
+        AST_CUDA_LAUNCHED();
+    }
+    if (ga && !full_a) reduce_into(c, p, &g, 0, ga, fa);
+    if (gb && !full_b) reduce_into(c, p, &g, 1, gb, fb);
+}
+
+static ast_tensor *binary(ast_ctx *c, int op, ast_tensor *a, ast_tensor *b)
+{
+    int64_t out[AST_MAX_DIMS];
+    bcast_plan *p = plan_binary(c, op, a, b, out);
+    int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
+    ast_tensor *y = ast_empty(c, nd, out + AST_MAX_DIMS - nd);
+    if (y->size) {
+        binary_kernel<<<ast_cuda_blocks(y->size), AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(*p, a->data, b->data,
+                                                                                         y->data, y->size);
+        AST_CUDA_LAUNCHED();
+    }
+    ast_node node = {};
+    node.op = BINARY_NAME[op], node.backward = binary_backward, node.out = y, node.in[0] = a, node.in[1] = b;
+    node.n_in = 2, node.saved = p;
+    ast_record(c, &node);
+    return y;
+}
+
+extern "C" ast_tensor *ast_cuda_add(ast_ctx *c, ast_tensor *a, ast_tensor *b) { return binary(c, OP_ADD, a, b); }
+extern "C" ast_tensor *ast_cuda_sub(ast_ctx *c, ast_tensor *a, ast_tensor *b) { return binary(c, OP_SUB, a, b); }
+extern "C" ast_tensor *ast_cuda_mul(ast_ctx *c, ast_tensor *a, ast_tensor *b) { return binary(c, OP_MUL, a, b); }
+extern "C" ast_tensor *ast_cuda_div(ast_ctx *c, ast_tensor *a, ast_tensor *b) { return binary(c, OP_DIV, a, b); }
+
+/* ---- unary ops: a functor per forward and backward ------------------------------ */
+
+/* The CPU's exp range (alphast/fastmath.h): +inf above 88.72283, 0 below
+ * -87.33654 where expf would be subnormal; CUDA's expf (2 ulp) between. */
+__device__ static inline float ranged_expf(float x)
+{
+    float y = x > 88.72283f ? INFINITY : expf(x);
+    return x < -87.33654f ? 0.0f : y;
+}
+
+/* exp of a non-positive argument only, so neither tail overflows. */
+__device__ static inline float stable_sigmoid(float x)
+{
+    float e = ranged_expf(-fabsf(x));
+    return __fdiv_rn(x >= 0.0f ? 1.0f : e, 1.0f + e);
+}
+
+static ast_tensor *same_shape(ast_ctx *c, const ast_tensor *x) { return ast_empty(c, x->ndim, x->shape); }
+
+static void record_unary(ast_ctx *c, const char *op, ast_backward_fn backward, ast_tensor *x, ast_tensor *y,
+                         void *saved, float farg)
+{
+    ast_node node = {};
+    node.op = op, node.backward = backward, node.out = y, node.in[0] = x, node.n_in = 1, node.saved = saved;
+    node.farg[0] = farg;
+    ast_record(c, &node);
+}
+
+/* gy * k: the backward of affine (k = scale) and key_mask_bias (k = masked_logit). */
+struct scaled_grad {
+    const float *gy;
+    float k;
+    __device__ float operator()(int64_t i) const { return __fmul_rn(gy[i], k); }
+};
+
+static void scaled_backward(ast_ctx *c, const ast_node *n) { grad_launch(c, n, scaled_grad{n->out->grad, n->farg[0]}); }
+
+/* x * scale + shift, rounded twice as the CPU does (no FMA). */
+struct affine_fwd {
+    const float *x;
+    float scale, shift;
+    __device__ float operator()(int64_t i) const { return __fadd_rn(__fmul_rn(x[i], scale), shift); }
+};
+
+extern "C" ast_tensor *ast_cuda_affine(ast_ctx *c, ast_tensor *x, float scale, float shift)
+{
+    ast_tensor *y = same_shape(c, x);
+    map_launch(affine_fwd{x->data, scale, shift}, y->data, x->size);
+    record_unary(c, "affine", scaled_backward, x, y, NULL, scale);
+    return y;
+}
+
+/* NaN passes through, as in torch; the gradient at 0 is 0. */
+struct relu_fwd {
+    const float *x;
+    __device__ float operator()(int64_t i) const { return x[i] <= 0.0f ? 0.0f : x[i]; }
+};
+struct relu_grad {
+    const float *x, *gy;
+    __device__ float operator()(int64_t i) const { return x[i] > 0.0f ? gy[i] : 0.0f; }
+};
+
+static void relu_backward(ast_ctx *c, const ast_node *n) { grad_launch(c, n, relu_grad{n->in[0]->data, n->out->grad}); }
+
+extern "C" ast_tensor *ast_cuda_relu(ast_ctx *c, ast_tensor *x)
+{
+    ast_tensor *y = same_shape(c, x);
+    map_launch(relu_fwd{x->data}, y->data, x->size);
+    record_unary(c, "relu", relu_backward, x, y, NULL, 0.0f);
+    return y;
+}
+
+/* gelu(x) = x Phi(x), gelu'(x) = Phi(x) + x phi(x). The forward saves Phi
+ * (device memory) when a backward will run, which then needs one exp. */
+struct gelu_fwd {
+    const float *x;
+    float *cdf;
+    __device__ float operator()(int64_t i) const
+    {
+        float phi = 0.5f * (1.0f + erff(x[i] * 0.70710678118654752f));
+        if (cdf) cdf[i] = phi;
+        return x[i] * phi;
+    }
+};
+struct gelu_grad {
+    const float *x, *gy, *cdf;
+    __device__ float operator()(int64_t i) const
+    {
+        return gy[i] * (cdf[i] + x[i] * 0.3989422804014327f * ranged_expf(-0.5f * x[i] * x[i]));
+    }
+};
+
+static void gelu_backward(ast_ctx *c, const ast_node *n)
+{
+    grad_launch(c, n, gelu_grad{n->in[0]->data, n->out->grad, (const float *)n->saved});
+}
+
+extern "C" ast_tensor *ast_cuda_gelu(ast_ctx *c, ast_tensor *x)
+{
+    ast_tensor *y = same_shape(c, x);
+    float *cdf = ast_needs_grad(c, &x, 1) ? (float *)ast_data_alloc_uninit(c, (size_t)x->size * sizeof *cdf) : NULL;
+    map_launch(gelu_fwd{x->data, cdf}, y->data, x->size);
+    record_unary(c, "gelu", gelu_backward, x, y, cdf, 0.0f);
+    return y;
+}
+
+struct sigmoid_fwd {
+    const float *x;
+    __device__ float operator()(int64_t i) const { return stable_sigmoid(x[i]); }
+};
+/* From the output: y (1 - y). */
+struct sigmoid_grad {
+    const float *y, *gy;
+    __device__ float operator()(int64_t i) const { return __fmul_rn(__fmul_rn(gy[i], y[i]), 1.0f - y[i]); }
+};
+
+static void sigmoid_backward(ast_ctx *c, const ast_node *n)
+{
+    grad_launch(c, n, sigmoid_grad{n->out->data, n->out->grad});
+}
+
+extern "C" ast_tensor *ast_cuda_sigmoid(ast_ctx *c, ast_tensor *x)
+{
+    ast_tensor *y = same_shape(c, x);
+    map_launch(sigmoid_fwd{x->data}, y->data, x->size);
+    record_unary(c, "sigmoid", sigmoid_backward, x, y, NULL, 0.0f);
+    return y;
+}
+
+/* torch's defaults (beta 1, threshold 20): identity above the threshold. */
+#define SOFTPLUS_THRESHOLD 20.0f
+
+struct softplus_fwd {
+    const float *x;
+    __device__ float operator()(int64_t i) const
+    {
+        return x[i] > SOFTPLUS_THRESHOLD ? x[i] : log1pf(ranged_expf(x[i]));
+    }
+};
+struct softplus_grad {
+    const float *x, *gy;
+    __device__ float operator()(int64_t i) const
+    {
+        return x[i] > SOFTPLUS_THRESHOLD ? gy[i] : __fmul_rn(gy[i], stable_sigmoid(x[i]));
+    }
+};
+
+static void softplus_backward(ast_ctx *c, const ast_node *n)
+{
+    grad_launch(c, n, softplus_grad{n->in[0]->data, n->out->grad});
+}
+
+extern "C" ast_tensor *ast_cuda_softplus(ast_ctx *c, ast_tensor *x)
+{
+    ast_tensor *y = same_shape(c, x);
+    map_launch(softplus_fwd{x->data}, y->data, x->size);
+    record_unary(c, "softplus", softplus_backward, x, y, NULL, 0.0f);
+    return y;
+}
+
+/* The CPU's mask (ops_elementwise.c's dropout_keeps): element i is kept
+ * when the top 24 bits of ast_mix64(key + i * golden) reach drop_below, so
+ * one key gives the same mask on the CPU and on any GPU. The backward hashes
+ * again rather than keeping the mask. */
+struct dropout_map {
+    const float *x; /* forward: the input; backward: the output's gradient */
+    uint64_t key;
+    uint32_t drop_below;
+    float scale;
+    __device__ float operator()(int64_t i) const
+    {
+        uint64_t z = ast_mix64(key + (uint64_t)i * 0x9e3779b97f4a7c15ull);
+        return (uint32_t)(z >> 40) >= drop_below ? __fmul_rn(x[i], scale) : 0.0f;
+    }
+};
+
+/* iarg: the mask's key (its bits), drop_below; farg[0]: the scale. */
+static void dropout_backward(ast_ctx *c, const ast_node *n)
+{
+    grad_launch(c, n, dropout_map{n->out->grad, (uint64_t)n->iarg[0], (uint32_t)n->iarg[1], n->farg[0]});
+}
+
+/* x itself when it is the identity (eval draws nothing from the RNG); else
+ * one draw of the step's RNG keys the mask, as on the CPU. */
+extern "C" ast_tensor *ast_cuda_dropout(ast_ctx *c, ast_tensor *x, float p)
+{
+    AST_ASSERT(p >= 0.0f && p <= 1.0f, "dropout probability %g is outside [0, 1]", (double)p);
+    if (!ast_training(c) || p == 0.0f) return x;
+    dropout_map m = {x->data, ast_rng_next(ast_ctx_rng(c)), (uint32_t)ceil((double)p * 16777216.0),
+                     p < 1.0f ? 1.0f / (1.0f - p) : 0.0f};
+    ast_tensor *y = same_shape(c, x);
+    map_launch(m, y->data, x->size);
+    ast_node node = {};
+    node.op = "dropout", node.backward = dropout_backward, node.out = y, node.in[0] = x, node.n_in = 1;
+    node.iarg[0] = (int64_t)m.key, node.iarg[1] = m.drop_below, node.farg[0] = m.scale;
+    ast_record(c, &node);
+    return y;
+}
+
+/* x * sigmoid(x) with the sigmoid op's own function and one rounded
+ * product: the bits of mul(x, sigmoid(x)) on this backend. */
+struct silu_fwd {
+    const float *x;
+    __device__ float operator()(int64_t i) const { return __fmul_rn(x[i], stable_sigmoid(x[i])); }
+};
+
+/* silu'(x) = s (1 + x t), s = sigmoid(x), t = sigmoid(-x), both from
+ * e = exp(-|x|): t is not the cancelling 1 - s, and nothing overflows. */
+struct silu_grad {
+    const float *x, *gy;
+    __device__ float operator()(int64_t i) const
+    {
+        float v = x[i], e = ranged_expf(-fabsf(v)), inv = 1.0f / (1.0f + e);
+        float s = (v >= 0.0f ? 1.0f : e) * inv, t = (v >= 0.0f ? e : 1.0f) * inv;
+        return gy[i] * s * (1.0f + v * t);
+    }
+};
+
+static void silu_backward(ast_ctx *c, const ast_node *n) { grad_launch(c, n, silu_grad{n->in[0]->data, n->out->grad}); }
+
+extern "C" ast_tensor *ast_cuda_silu(ast_ctx *c, ast_tensor *x)
+{
+    ast_tensor *y = same_shape(c, x);
+    map_launch(silu_fwd{x->data}, y->data, x->size);
+    record_unary(c, "silu", silu_backward, x, y, NULL, 0.0f);
+    return y;
+}
+
+struct exp_fwd {
+    const float *x;
+    __device__ float operator()(int64_t i) const { return ranged_expf(x[i]); }
+};
+
+/* d e^x / dx = e^x: the output itself. */
+struct exp_grad {
+    const float *y, *gy;
+    __device__ float operator()(int64_t i) const { return __fmul_rn(gy[i], y[i]); }
+};
+
+static void exp_backward(ast_ctx *c, const ast_node *n) { grad_launch(c, n, exp_grad{n->out->data, n->out->grad}); }
+
+extern "C" ast_tensor *ast_cuda_exp(ast_ctx *c, ast_tensor *x)
+{
+    ast_tensor *y = same_shape(c, x);
+    map_launch(exp_fwd{x->data}, y->data, x->size);
+    record_unary(c, "exp", exp_backward, x, y, NULL, 0.0f);
+    return y;
+}
+
+/* mask [B, N] -> [B, 1, 1, N] = m * L - L, rounded as affine(reshape(mask),
+ * L, -L) rounds it (adding -L is subtracting L): 1 -> +0, 0 -> -L. */
+extern "C" ast_tensor *ast_cuda_key_mask_bias(ast_ctx *c, ast_tensor *mask, float masked_logit)
+{
+    char s[64];
+    AST_ASSERT(mask->ndim == 2, "key_mask_bias: mask %s is not [B, N]", ast_shape_str(mask, s, sizeof s));
+    AST_ASSERT(isfinite(masked_logit), "key_mask_bias: masked_logit %g is not finite", (double)masked_logit);
+    const int64_t shape[4] = {mask->shape[0], 1, 1, mask->shape[1]};
+    ast_tensor *y = ast_empty(c, 4, shape);
+    map_launch(affine_fwd{mask->data, masked_logit, -masked_logit}, y->data, mask->size);
+    record_unary(c, "key_mask_bias", scaled_backward, mask, y, NULL, masked_logit);
+    return y;
+}

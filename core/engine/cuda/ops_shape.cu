@@ -1,0 +1,393 @@
+/* The shape ops on the GPU, with ops/ops_shape.c's semantics: zeros,
+ * reshape (a view of the same device data), the permutations (permute,
+ * split_heads, merge_heads: one strided copy kernel), concat and slice on
+ * the last axis. Each backward writes a fresh gradient (=) or adds into one
+ * already written (+=), in one launch per input; nothing synchronises. */
+#include <string.h>
+
+#include "engine/cuda/cuda_internal.h"
+
+extern "C" ast_tensor *ast_cuda_zeros(ast_ctx *c, int ndim, const int64_t *shape)
+{
+    ast_tensor *t = ast_empty(c, ndim, shape);
+    if (t->size) AST_CUDA_CHECK(cudaMemsetAsync(t->data, 0, (size_t)t->size * sizeof(float), AST_CUDA_STREAM));
+    return t;
+}
+
+/* ---- reshape ------------------------------------------------------------- */
+
+/* The gradient has the input's element order: copied when fresh, else
+ * added by the backend's accumulate service. */
+static void reshape_backward(ast_ctx *c, const ast_node *n)
+{
+    int fresh;
+    float *gx = ast_grad_fresh(c, n->in[0], &fresh);
+    int64_t size = n->out->size;
+    if (!gx || !size) return;
+    if (fresh) {
+        AST_CUDA_CHECK(cudaMemcpyAsync(gx, n->out->grad, (size_t)size * sizeof(float), cudaMemcpyDeviceToDevice,
+                                       AST_CUDA_STREAM));
+        return;
+    }
+    const ast_backend *b = ast_ctx_backend(c);
+    b->accumulate(b, gx, n->out->grad, size);
+}
+
+/* The output shares x->data (no copy) and says it lives where x does; it
+ * gets its own grad buffer because the tape accumulates per tensor. */
+extern "C" ast_tensor *ast_cuda_reshape(ast_ctx *c, ast_tensor *x, int ndim, const int64_t *shape)
+{
+    char s1[64];
+    AST_ASSERT(ndim >= 1 && ndim <= AST_MAX_DIMS, "reshape to %d dims (1..%d allowed)", ndim, AST_MAX_DIMS);
+    AST_ASSERT(ast_shape_size(ndim, shape) == x->size, "reshape: %s has %lld elements, target has %lld",
+               ast_shape_str(x, s1, sizeof s1), (long long)x->size, (long long)ast_shape_size(ndim, shape));
+    ast_tensor *y = (ast_tensor *)ast_alloc(c, sizeof *y);
+    y->ndim = ndim;
+    memcpy(y->shape, shape, (size_t)ndim * sizeof *shape);
+    y->size = x->size;
+    y->data = x->data;
+    y->memory = x->memory;
+    y->device = x->device;
+    ast_node node = {};
+    node.op = "reshape", node.backward = reshape_backward, node.out = y, node.in[0] = x, node.n_in = 1;
+    ast_record(c, &node);
+    return y;
+}
+
+/* ---- permutations ---------------------------------------------------------- */
+
+/* A permuted copy, padded to 4 dims: output element (i0,i1,i2,i3) in
+ * row-major order reads the source at sum_k i_k * stride[k]. Passed to the
+ * kernels by value and kept (host memory) for the backward. */
+typedef struct perm_plan {
+    int64_t dim[AST_MAX_DIMS];
+    int64_t stride[AST_MAX_DIMS];
+} perm_plan;
+
+/* view: the source's shape as the permutation sees it (ndim dims). */
+static perm_plan *plan_permute(ast_ctx *c, int ndim, const int64_t *view, const int *perm)
+{
+    int pad = AST_MAX_DIMS - ndim;
+    int64_t src_stride[AST_MAX_DIMS], s = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        src_stride[i] = s;
+        s *= view[i];
+    }
+    perm_plan *p = (perm_plan *)ast_alloc(c, sizeof *p);
+    for (int i = 0; i < pad; i++) p->dim[i] = 1;
+    for (int i = 0; i < ndim; i++) {
+        p->dim[pad + i] = view[perm[i]];
+        p->stride[pad + i] = src_stride[perm[i]];
+    }
+    return p;
+}
+
+/* Forward copies src into dst (dst[o] = src[at(o)]); backward writes the
+ * other way (src[at(o)] = or += dst[o]): a permutation reaches every
+ * element once, so no two threads write one element. Writes of the
+ * forward and reads of the backward follow o, coalesced. */
+enum { PERM_FORWARD, PERM_BACKWARD_ADD, PERM_BACKWARD_ASSIGN };
+
+__device__ static inline int64_t perm_source(const perm_plan &p, int64_t o)
+{
+    int64_t i3 = o % p.dim[3], r = o / p.dim[3];
+    int64_t i2 = r % p.dim[2];
+    r /= p.dim[2];
+    int64_t i1 = r % p.dim[1], i0 = r / p.dim[1];
+    return i0 * p.stride[0] + i1 * p.stride[1] + i2 * p.stride[2] + i3 * p.stride[3];
+}
+
+__global__ void permute_kernel(perm_plan p, float *src, float *dst, int64_t n, int mode)
+{
+    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < n; o += (int64_t)gridDim.x * blockDim.x) {
+        int64_t s = perm_source(p, o);
+        if (mode == PERM_FORWARD)
+            dst[o] = src[s];
+        else if (mode == PERM_BACKWARD_ASSIGN)
+            src[s] = dst[o];
+        else
+            src[s] += dst[o];
+    }
+}
+
+/* A permutation that moves the source's innermost axis away from the
+ * output's (a transpose) would read or write with a stride along o. Such a
+ * copy goes through a 32 x 32 tile in shared memory instead: the source
+ * side runs along output dim k (the source's contiguous axis), the output
+ * side along dim 3, both coalesced. One block per tile of (dim 3, dim k);
+ * blockIdx.y walks the other two dims. */
+#define TILE 32
+#define TILE_ROWS 8
+
+/* The tiled copy's geometry, worked out on the host (indexing the plan's
+ * arrays by a run-time dim in the kernel would put them on its stack):
+ * the sizes of dims 3 and k, the source's stride along 3 (along k it is 1),
+ * the output's along k (along 3 it is 1), and the other two dims u, v as
+ * slabs w = iu * dim_v + iv with their strides in source and output. */
+typedef struct tile_plan {
+    int64_t dim3, dimk, src3, outk, dim_v, slabs;
+    int64_t src_u, src_v, out_u, out_v;
+} tile_plan;
+
+__global__ void permute_tiled_kernel(tile_plan t, float *src, float *dst, int mode)
+{
+    __shared__ float tile[TILE][TILE + 1]; /* [i3][ik]; +1: no bank conflicts along i3 */
+    int64_t tiles3 = (t.dim3 + TILE - 1) / TILE, i3_0 = blockIdx.x % tiles3 * TILE, ik_0 = blockIdx.x / tiles3 * TILE;
+    int tx = threadIdx.x;
+    for (int64_t w = blockIdx.y; w < t.slabs; w += gridDim.y) {
+        int64_t iu = w / t.dim_v, iv = w % t.dim_v;
+        float *s = src + iu * t.src_u + iv * t.src_v, *d = dst + iu * t.out_u + iv * t.out_v;
+        if (mode == PERM_FORWARD) { /* source side in (tx along k), output side out (tx along 3) */
+            for (int r = threadIdx.y; r < TILE; r += TILE_ROWS)
+                if (i3_0 + r < t.dim3 && ik_0 + tx < t.dimk) tile[r][tx] = s[(ik_0 + tx) + (i3_0 + r) * t.src3];
+            __syncthreads();
+            for (int r = threadIdx.y; r < TILE; r += TILE_ROWS)
+                if (i3_0 + tx < t.dim3 && ik_0 + r < t.dimk) d[(ik_0 + r) * t.outk + i3_0 + tx] = tile[tx][r];
+        } else { /* the gradient flows back: output side in, source side out */
+            for (int r = threadIdx.y; r < TILE; r += TILE_ROWS)
+                if (i3_0 + tx < t.dim3 && ik_0 + r < t.dimk) tile[tx][r] = d[(ik_0 + r) * t.outk + i3_0 + tx];
+            __syncthreads();
+            for (int r = threadIdx.y; r < TILE; r += TILE_ROWS)
+                if (i3_0 + r < t.dim3 && ik_0 + tx < t.dimk) {
+                    float *g = &s[(ik_0 + tx) + (i3_0 + r) * t.src3];
+                    *g = mode == PERM_BACKWARD_ASSIGN ? tile[r][tx] : *g + tile[r][tx];
+                }
+        }
+        __syncthreads(); /* the tile is read in full before the next slab overwrites it */
+    }
+}
+
+/* The output dim k (0..2) that the source's contiguous axis went to when
+ * the permutation moves it off the innermost position; -1 when it stays
+ * there (split_heads, merge_heads: the element kernel reads runs of dh)
+ * or the dims involved are 1. */
+static int transposed_axis(const perm_plan *p)
+{
+    if (p->dim[3] == 1 || p->stride[3] == 1) return -1;
+    for (int k = 0; k < 3; k++)
+        if (p->stride[k] == 1 && p->dim[k] > 1) return k;
+    return -1;
+}
+
+static tile_plan plan_tiles(const perm_plan *p, int k)
+{
+    const int64_t *d = p->dim;
+    int64_t out_stride[3] = {d[1] * d[2] * d[3], d[2] * d[3], d[3]};
+    int u = k == 0 ? 1 : 0, v = k == 2 ? 1 : 2; /* the dims other than k and 3 */
+    tile_plan t = {d[3], d[k], p->stride[3], out_stride[k], d[v], d[u] * d[v],
+                   p->stride[u], p->stride[v], out_stride[u], out_stride[v]};
+    return t;
+}
+
+static void permute_launch(const perm_plan *p, float *src, float *dst, int64_t n, int mode)
+{
+    if (!n) return;
+    int k = transposed_axis(p);
+    if (k < 0) {
+        permute_kernel<<<ast_cuda_blocks(n), AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(*p, src, dst, n, mode);
+    } else {
+        tile_plan t = plan_tiles(p, k);
+        int64_t tiles = (t.dim3 + TILE - 1) / TILE * ((t.dimk + TILE - 1) / TILE);
+        dim3 grid((unsigned)tiles, (unsigned)(t.slabs < 65535 ? t.slabs : 65535)), block(TILE, TILE_ROWS);
+        permute_tiled_kernel<<<grid, block, 0, AST_CUDA_STREAM>>>(t, src, dst, mode);
+    }
+    AST_CUDA_LAUNCHED();
+}
+
+static void permute_backward(ast_ctx *c, const ast_node *n)
+{
+    int fresh;
+    float *gx = ast_grad_fresh(c, n->in[0], &fresh);
+    if (gx)
+        permute_launch((const perm_plan *)n->saved, gx, n->out->grad, n->out->size,
+                       fresh ? PERM_BACKWARD_ASSIGN : PERM_BACKWARD_ADD);
+}
+
+static ast_tensor *permuted_copy(ast_ctx *c, const char *op, ast_tensor *x, int view_ndim, const int64_t *view,
+                                 const int *perm, int out_ndim, const int64_t *out_shape)
+{
+    perm_plan *p = plan_permute(c, view_ndim, view, perm);
+    ast_tensor *y = ast_empty(c, out_ndim, out_shape);
+    permute_launch(p, x->data, y->data, y->size, PERM_FORWARD);
+    ast_node node = {};
+    node.op = op, node.backward = permute_backward, node.out = y, node.in[0] = x, node.n_in = 1, node.saved = p;
+    ast_record(c, &node);
+    return y;
+}
+
+extern "C" ast_tensor *ast_cuda_permute(ast_ctx *c, ast_tensor *x, const int *perm)
+{
+    int64_t shape[AST_MAX_DIMS];
+    int seen[AST_MAX_DIMS] = {0};
+    for (int i = 0; i < x->ndim; i++) {
+        AST_ASSERT(perm[i] >= 0 && perm[i] < x->ndim && !seen[perm[i]], "permute: perm is not a permutation of 0..%d",
+                   x->ndim - 1);
+        seen[perm[i]] = 1;
+        shape[i] = x->shape[perm[i]];
+    }
+    return permuted_copy(c, "permute", x, x->ndim, x->shape, perm, x->ndim, shape);
+}
+
+static const int SWAP_HEADS_AND_TOKENS[4] = {0, 2, 1, 3};
+
+/* x [B,N,H*dh] seen as [B,N,H,dh], then tokens and heads swapped. */
+extern "C" ast_tensor *ast_cuda_split_heads(ast_ctx *c, ast_tensor *x, int heads)
+{
+    char s1[64];
+    AST_ASSERT(x->ndim == 3 && heads > 0 && x->shape[2] % heads == 0, "split_heads: %s into %d heads",
+               ast_shape_str(x, s1, sizeof s1), heads);
+    int64_t b = x->shape[0], n = x->shape[1], dh = x->shape[2] / heads;
+    const int64_t view[4] = {b, n, heads, dh}, out[4] = {b, heads, n, dh};
+    return permuted_copy(c, "split_heads", x, 4, view, SWAP_HEADS_AND_TOKENS, 4, out);
+}
+
+/* x [B,H,N,dh] to [B,N,H,dh], stored as [B,N,H*dh] (head-major features). */
+extern "C" ast_tensor *ast_cuda_merge_heads(ast_ctx *c, ast_tensor *x)
+{
+    char s1[64];
+    AST_ASSERT(x->ndim == 4, "merge_heads: %s is not [B,H,N,dh]", ast_shape_str(x, s1, sizeof s1));
+    const int64_t *s = x->shape;
+    const int64_t out[3] = {s[0], s[2], s[1] * s[3]};
+    return permuted_copy(c, "merge_heads", x, 4, s, SWAP_HEADS_AND_TOKENS, 3, out);
+}
+
+/* ---- concat and slice on the last axis --------------------------------------- */
+
+/* dst[r, col] = src[r, col] (assign) or += it, for rows x cols elements of
+ * two row-major matrices with leading dimensions dst_ld and src_ld. */
+__global__ void copy_cols_kernel(float *dst, int64_t dst_ld, const float *src, int64_t src_ld, int64_t rows,
+                                 int64_t cols, int assign)
+{
+    int64_t n = rows * cols;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = i / cols, col = i % cols;
+        float v = src[r * src_ld + col];
+        float *d = dst + r * dst_ld + col;
+        *d = assign ? v : *d + v;
+    }
+}
+
+static void copy_cols(float *dst, int64_t dst_ld, const float *src, int64_t src_ld, int64_t rows, int64_t cols,
+                      int assign)
+{
+    int64_t n = rows * cols;
+    if (!n) return;
+    copy_cols_kernel<<<ast_cuda_blocks(n), AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(dst, dst_ld, src, src_ld, rows,
+                                                                                  cols, assign);
+    AST_CUDA_LAUNCHED();
+}
+
+/* Each input's gradient is its columns of the output's, one launch per
+ * input in order: an input listed twice is assigned, then added to. */
+static void concat_backward(ast_ctx *c, const ast_node *n)
+{
+    int64_t rows = ast_rows(n->out), width = ast_cols(n->out), off = 0;
+    for (int k = 0; k < n->n_in; k++) {
+        int64_t cols = ast_cols(n->in[k]);
+        int fresh;
+        float *g = ast_grad_fresh(c, n->in[k], &fresh);
+        if (g) copy_cols(g, cols, n->out->grad + off, width, rows, cols, fresh);
+        off += cols;
+    }
+}
+
+/* The inputs of one concat, passed to its kernel by value. */
+typedef struct concat_parts {
+    const float *src[AST_NODE_MAX_IN];
+    int64_t cols[AST_NODE_MAX_IN];
+} concat_parts;
+
+/* One launch for all inputs: each output element finds its input by
+ * walking the (at most AST_NODE_MAX_IN) column counts; once col falls
+ * inside an input it stops moving. Unrolled, so the parts stay in kernel
+ * parameters rather than being copied to the stack for a run-time index. */
+__global__ void concat_kernel(concat_parts p, float *y, int64_t rows, int64_t width)
+{
+    int64_t n = rows * width;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = i / width, col = i % width, cols = p.cols[0];
+        const float *src = p.src[0];
+#pragma unroll
+        for (int k = 1; k < AST_NODE_MAX_IN; k++)
+            if (col >= cols) col -= cols, cols = p.cols[k], src = p.src[k];
+        y[i] = src[r * cols + col];
+    }
+}
+
+extern "C" ast_tensor *ast_cuda_concat(ast_ctx *c, ast_tensor *const *xs, int n)
+{
+    char s1[64], s2[64];
+    AST_ASSERT(n >= 1 && n <= AST_NODE_MAX_IN, "concat of %d tensors (1..%d allowed)", n, AST_NODE_MAX_IN);
+    int64_t shape[AST_MAX_DIMS], width = 0;
+    int nd = xs[0]->ndim;
+    concat_parts parts = {};
+    ast_node node = {};
+    for (int k = 0; k < n; k++) {
+        int same = xs[k]->ndim == nd;
+        for (int i = 0; same && i < nd - 1; i++) same = xs[k]->shape[i] == xs[0]->shape[i];
+        AST_ASSERT(same, "concat: %s and %s differ before the last axis", ast_shape_str(xs[0], s1, sizeof s1),
+                   ast_shape_str(xs[k], s2, sizeof s2));
+        parts.src[k] = xs[k]->data;
+        parts.cols[k] = ast_cols(xs[k]);
+        width += parts.cols[k];
+        node.in[k] = xs[k];
+    }
+    memcpy(shape, xs[0]->shape, (size_t)nd * sizeof *shape);
+    shape[nd - 1] = width;
+    ast_tensor *y = ast_empty(c, nd, shape);
+    int64_t rows = ast_rows(y);
+    if (y->size) {
+        concat_kernel<<<ast_cuda_blocks(y->size), AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(parts, y->data, rows, width);
+        AST_CUDA_LAUNCHED();
+    }
+    node.op = "concat", node.backward = concat_backward, node.out = y, node.n_in = n;
+    ast_record(c, &node);
+    return y;
+}
+
+/* A fresh gradient of the sliced input is written whole: the window's
+ * columns from gy, zeros elsewhere (no memset first). */
+__global__ void slice_grad_kernel(float *gx, int64_t width, const float *gy, int64_t start, int64_t len, int64_t rows)
+{
+    int64_t n = rows * width;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = i / width, col = i % width - start;
+        gx[i] = col >= 0 && col < len ? gy[r * len + col] : 0.0f;
+    }
+}
+
+/* iarg[0]: start. An accumulated gradient is added to in the window only. */
+static void slice_backward(ast_ctx *c, const ast_node *n)
+{
+    int fresh;
+    float *gx = ast_grad_fresh(c, n->in[0], &fresh);
+    int64_t rows = ast_rows(n->in[0]), len = ast_cols(n->out), width = ast_cols(n->in[0]), start = n->iarg[0];
+    if (!gx) return;
+    if (!fresh) {
+        copy_cols(gx + start, width, n->out->grad, len, rows, len, 0);
+        return;
+    }
+    int64_t size = rows * width;
+    if (!size) return;
+    slice_grad_kernel<<<ast_cuda_blocks(size), AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(gx, width, n->out->grad, start,
+                                                                                       len, rows);
+    AST_CUDA_LAUNCHED();
+}
+
+extern "C" ast_tensor *ast_cuda_slice(ast_ctx *c, ast_tensor *x, int64_t start, int64_t len)
+{
+    char s1[64];
+    int64_t width = ast_cols(x);
+    AST_ASSERT(start >= 0 && len >= 0 && start + len <= width, "slice: columns [%lld, %lld) of %s",
+               (long long)start, (long long)(start + len), ast_shape_str(x, s1, sizeof s1));
+    int64_t shape[AST_MAX_DIMS];
+    memcpy(shape, x->shape, (size_t)x->ndim * sizeof *shape);
+    shape[x->ndim - 1] = len;
+    ast_tensor *y = ast_empty(c, x->ndim, shape);
+    copy_cols(y->data, len, x->data + start, width, ast_rows(x), len, 1);
+    ast_node node = {};
+    node.op = "slice", node.backward = slice_backward, node.out = y, node.in[0] = x, node.n_in = 1;
+    node.iarg[0] = start;
+    ast_record(c, &node);
+    return y;
+}

@@ -1,0 +1,316 @@
+/* The model on the CUDA backend against the CPU backend: training steps
+ * (forward, diffusion loss, backward, clipping, AdamW) of the four ablation
+ * configs from the same seed and batch, two CUDA runs bit for bit, the
+ * gated attention plugin's CUDA kernel against its CPU kernel (the
+ * descriptor's kernels table) at N = 7 ... 1000 with padding and dropout,
+ * and the MoE FFN's forward and backward. Skipped, saying why, without
+ * CUDA in the build or without a GPU (cf_gpu). */
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn_gated_kernel.h"
+#include "cuda_fixture.h"
+#include "model/loss.h"
+#include "model_fixture.h"
+#include "plugin/loader.h"
+#include "train/optim.h"
+
+enum { B = 2, N = 37, G = 24, PAD = 5, STEPS = 4 };
+#define SEED 11
+#define LR 1e-3f
+
+static const ast_adamw_config adamw_cfg = {
+    .lr = LR, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 1e-5f, .amsgrad = 1};
+
+static const char *const configs[] = {"baseline", "gated", "moe", "gated_moe"};
+
+/* The ablation configs (docs/model.md §10.1) at a small size: BASE_CONFIG
+ * with G genes and the plugins of each. */
+static void ablation_config(ast_model_config *cfg, int which, const char *device)
+{
+    ast_model_config_base(cfg, G);
+    if (which == 1 || which == 3) mf_gated(cfg, "headwise");
+    if (which >= 2) mf_moe(cfg, "4", "2", "split");
+    cfg->device = device;
+}
+
+/* One batch, host memory: noised inputs, clean targets, a padded set. */
+typedef struct batch {
+    float z_expr[B * N * G], z_pos[B * N * 3], t[B], expr[B * N * G], pos[B * N * 3], mask[B * N];
+} batch;
+
+static void batch_init(batch *b)
+{
+    cf_normal(1, b->z_expr, B * N * G, 1.0f);
+    cf_normal(2, b->z_pos, B * N * 3, 1.0f);
+    cf_normal(3, b->expr, B * N * G, 1.0f);
+    cf_normal(4, b->pos, B * N * 3, 10.0f);
+    b->t[0] = 0.125f, b->t[1] = 0.75f;
+    for (int i = 0; i < B * N; i++) b->mask[i] = i / N == B - 1 && i % N >= N - PAD ? 0.0f : 1.0f;
+}
+
+/* What a run leaves: each step's loss, the first step's gradients and the
+ * parameters after the last step, flattened in registration order. */
+typedef struct run {
+    float loss[STEPS];
+    float *grad0, *params0, *params;
+    int64_t n;
+} run;
+
+static float *read_params(ast_ctx *c, ast_params *p, int grads)
+{
+    float *all = ast_xmalloc((size_t)ast_params_numel(p) * sizeof *all);
+    int64_t at = 0;
+    for (int i = 0; i < ast_params_count(p); i++) {
+        ast_tensor *t = ast_params_at(p, i);
+        float *v = grads ? cf_read_grad(c, t) : cf_read(c, t);
+        memcpy(all + at, v, (size_t)t->size * sizeof *v);
+        free(v);
+        at += t->size;
+    }
+    return all;
+}
+
+static void train_step(ast_model *m, ast_ctx *c, ast_adamw *opt, const batch *b, run *r, int step)
+{
+    ast_params *p = ast_model_params(m);
+    ast_params_zero_grad(p);
+    ast_ctx_reset(c);
+    ast_ctx_set_training(c, 1);
+    ast_tensor *x = ast_tensor_from(c, 3, (int64_t[]){B, N, G}, b->z_expr);
+    ast_tensor *pos = ast_tensor_from(c, 3, (int64_t[]){B, N, 3}, b->z_pos);
+    ast_tensor *t = ast_tensor_from(c, 2, (int64_t[]){B, 1}, b->t);
+    ast_tensor *mask = ast_tensor_from(c, 2, (int64_t[]){B, N}, b->mask);
+    ast_model_out out = ast_model_forward(m, c, x, t, pos, mask, NULL, NULL);
+    ast_loss_config lc;
+    ast_loss_config_default(&lc);
+    ast_loss_parts lp = ast_diffusion_loss(c, &lc, &out, ast_tensor_from(c, 3, (int64_t[]){B, N, G}, b->expr),
+                                           ast_tensor_from(c, 3, (int64_t[]){B, N, 3}, b->pos), mask);
+    ast_backward(c, lp.total);
+    ast_tensor_read(c, lp.total, 0, 1, &r->loss[step]);
+    if (step == 0) r->grad0 = read_params(c, p, 1);
+    ast_clip_grad_norm(p, 1.0);
+    ast_adamw_step(opt, LR);
+}
+
+static run train(int which, const ast_backend *b)
+{
+    ast_model_config cfg;
+    ablation_config(&cfg, which, b->name);
+    ast_model *m = mf_model(&cfg, SEED);
+    ast_params *p = ast_model_params(m);
+    if (ast_params_backend(p) != b) ast_params_to_backend(p, b); /* where the model does not move them itself */
+    ast_ctx *c = ast_ctx_new_on(b, SEED);
+    ast_adamw *opt = ast_adamw_new(p, &adamw_cfg);
+    batch *data = ast_xmalloc(sizeof *data);
+    batch_init(data);
+    run r = {.n = ast_params_numel(p), .params0 = read_params(c, p, 0)};
+    for (int s = 0; s < STEPS; s++) train_step(m, c, opt, data, &r, s);
+    r.params = read_params(c, p, 0);
+    free(data);
+    ast_adamw_free(opt);
+    ast_ctx_free(c);
+    ast_model_free(m);
+    return r;
+}
+
+static void run_free(run *r) { free(r->grad0), free(r->params0), free(r->params); }
+
+/* sqrt(sum (a - b)^2 / sum b^2) over n; 0 when both are all zero. */
+static double norm_err(const float *a, const float *b, int64_t n)
+{
+    double num = 0.0, den = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        den += (double)b[i] * b[i];
+    }
+    return den > 0 ? sqrt(num / den) : (num > 0 ? INFINITY : 0.0);
+}
+
+/* Tolerances against the CPU (float32 rounding of other summation orders,
+ * cf_sum_tol's ~1e-6 per op, through a 2-layer network's ~50 ops forward
+ * and backward, softmax and normalisations included):
+ * - the loss of the first step: 1e-4 relative;
+ * - the first step's gradient of each parameter, normwise: 1e-3 (a
+ *   gradient sums over the batch's 74 cells and the chain of layers);
+ * - later losses: 1e-3. AdamW moves an element by ~lr whatever its
+ *   gradient's size, so an element whose gradient is within rounding of 0
+ *   may move the other way on the GPU (2 lr per step);
+ * - the parameters' change over the STEPS steps, normwise: 2e-2, for the
+ *   same reason (such elements are rare: ~1e-5 of them, sqrt(4 x 1e-5)
+ *   of the change each). */
+#define LOSS0_TOL 1e-4
+#define GRAD_TOL 1e-3
+#define LOSS_TOL 1e-3
+#define UPDATE_TOL 2e-2
+
+static void compare_runs(const char *name, const run *gpu, const run *cpu, const ast_model_config *cfg)
+{
+    double e0 = fabs((double)gpu->loss[0] - cpu->loss[0]) / fabs((double)cpu->loss[0]);
+    cr_assert(e0 <= LOSS0_TOL, "%s: first loss %.9g on CUDA, %.9g on the CPU (%.3g)", name, gpu->loss[0],
+              cpu->loss[0], e0);
+    for (int s = 1; s < STEPS; s++) {
+        double e = fabs((double)gpu->loss[s] - cpu->loss[s]) / fabs((double)cpu->loss[s]);
+        cr_assert(e <= LOSS_TOL, "%s: loss of step %d %.9g on CUDA, %.9g on the CPU (%.3g)", name, s, gpu->loss[s],
+                  cpu->loss[s], e);
+    }
+    /* gradients per parameter: names from a CPU model of the same config */
+    ast_model *m = mf_model(cfg, SEED);
+    ast_params *p = ast_model_params(m);
+    double worst = 0.0;
+    int64_t at = 0;
+    for (int i = 0; i < ast_params_count(p); i++) {
+        ast_tensor *t = ast_params_at(p, i);
+        double e = norm_err(gpu->grad0 + at, cpu->grad0 + at, t->size);
+        cr_assert(e <= GRAD_TOL, "%s: gradient of %s off by %.3g normwise", name, t->name, e);
+        worst = fmax(worst, e);
+        at += t->size;
+    }
+    ast_model_free(m);
+    float *dg = ast_xmalloc((size_t)gpu->n * sizeof *dg), *dc = ast_xmalloc((size_t)cpu->n * sizeof *dc);
+    for (int64_t i = 0; i < cpu->n; i++) dg[i] = gpu->params[i] - gpu->params0[i], dc[i] = cpu->params[i] - cpu->params0[i];
+    double eu = norm_err(dg, dc, cpu->n);
+    cr_assert(eu <= UPDATE_TOL, "%s: parameter change over %d steps off by %.3g normwise", name, STEPS, eu);
+    cr_log_info("%s: CUDA vs CPU: first loss %.2g, worst gradient %.2g, update %.2g (relative)", name, e0, worst, eu);
+    free(dg), free(dc);
+}
+
+static void check_config(int which)
+{
+    const ast_backend *gpu = cf_gpu();
+    ast_model_config cfg;
+    ablation_config(&cfg, which, "cpu");
+    run cpu = train(which, ast_backend_cpu()), a = train(which, gpu), b = train(which, gpu);
+    cr_assert_eq(a.n, cpu.n);
+    compare_runs(configs[which], &a, &cpu, &cfg);
+    cr_assert_arr_eq(a.loss, b.loss, sizeof a.loss, "%s: two CUDA runs, different losses", configs[which]);
+    cr_assert_arr_eq(a.params, b.params, (size_t)a.n * sizeof(float), "%s: two CUDA runs, different parameters",
+                     configs[which]);
+    run_free(&cpu), run_free(&a), run_free(&b);
+}
+
+Test(cuda_model, baseline_trains_as_on_the_cpu) { check_config(0); }
+Test(cuda_model, gated_trains_as_on_the_cpu) { check_config(1); }
+Test(cuda_model, moe_trains_as_on_the_cpu) { check_config(2); }
+Test(cuda_model, gated_moe_trains_as_on_the_cpu) { check_config(3); }
+
+/* ---- plugins: instances on a backend ------------------------------------ */
+
+static const ast_plugin *load(ast_plugin_kind kind, const char *name)
+{
+    ast_error e = {""};
+    cr_assert(ast_plugins_init(&e), "%s", e.msg);
+    const ast_plugin *p = ast_plugin_load(kind, name, &e);
+    cr_assert_not_null(p, "%s", e.msg);
+    return p;
+}
+
+/* The gated attention's fused core for the context's backend, from the
+ * plugin's kernels table as its create() finds it. */
+typedef struct core_arg {
+    attn_core_cfg cfg;
+    int masked;
+} core_arg;
+
+static ast_tensor *run_core(ast_ctx *c, ast_tensor *const *in, const void *arg)
+{
+    const core_arg *a = arg;
+    const ast_plugin_desc *d = ast_plugin_desc_of(load(AST_KIND_ATTENTION, "gated"));
+    const char *backend = ast_ctx_backend(c)->name;
+    attn_core_fn fn = (attn_core_fn)ast_kernel_find(d->kernels, d->n_kernels, "gated_attention", backend);
+    cr_assert_not_null(fn, "attn_gated has no %s kernel of gated_attention", backend);
+    return fn(c, in[0], in[1], in[2], a->masked ? in[3] : NULL, &a->cfg);
+}
+
+#define QKV(n, dh) CF_IN(1, FILL_NORMAL, 2, 3, n, dh)
+#define KEYS(n) CF_IN(0, FILL_MASK, 2, n)
+
+/* Tiled online softmax on both, in other tile orders and rescalings: a
+ * row sums its N keys (cf_sum_tol(N)), in the forward and in the backward's
+ * dV = P^T dO and dK = dS^T Q. Dropout: the same hash of (seed, b, h, i,
+ * j) drops the same cells on both. */
+Test(cuda_model, gated_attention_kernel_is_the_cpus)
+{
+    const ast_backend *gpu = cf_gpu();
+    const core_arg plain = {{ATTN_KERNEL_TILED, 64, 0.0f}, 0}, padded = {{ATTN_KERNEL_TILED, 64, 0.0f}, 1};
+    const core_arg dropped = {{ATTN_KERNEL_TILED, 64, 0.2f}, 1};
+    const cf_case cases[] = {
+        {"attention N=7", run_core, &plain, 3, {QKV(7, 16), QKV(7, 16), QKV(7, 16)}, cf_sum_tol(7)},
+        {"attention N=64 padded", run_core, &padded, 4, {QKV(64, 32), QKV(64, 32), QKV(64, 32), KEYS(64)},
+         cf_sum_tol(64)},
+        {"attention N=300 padded, dropout", run_core, &dropped, 4, {QKV(300, 32), QKV(300, 32), QKV(300, 32), KEYS(300)},
+         cf_sum_tol(300)},
+        {"attention N=1000 padded, dropout", run_core, &dropped, 4,
+         {QKV(1000, 32), QKV(1000, 32), QKV(1000, 32), KEYS(1000)}, cf_sum_tol(1000)},
+        {"attention N=1000", run_core, &plain, 3, {QKV(1000, 16), QKV(1000, 16), QKV(1000, 16)}, cf_sum_tol(1000)},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) cf_check_case(gpu, &cases[i]);
+}
+
+/* ---- the MoE FFN on each backend ----------------------------------------- */
+
+static const ast_layer_dims moe_dims = {.d_model = 32, .heads = 4, .d_ff = 64, .d_time = 8, .num_layers = 1,
+                                        .dropout = 0.1f, .ln_eps = 1e-6f};
+
+typedef struct moe_out {
+    float *y, *gx, *gparams;
+    int64_t ny, nx, np;
+} moe_out;
+
+/* One forward (training: router noise and dropout) and backward of the
+ * MoE FFN, created for backend b with its parameters moved there. */
+static moe_out moe_on(const ast_backend *b, const float *x, const float *time, const float *dy)
+{
+    const ast_plugin *pl = load(AST_KIND_FFN, "moe");
+    ast_error e = {""};
+    cr_assert_eq(ast_plugin_check_backend(pl, b->name, &e), 0, "%s", e.msg);
+    const ast_optsrc opts[] = {{"num_experts", "4", "test"}, {"top_k", "2", "test"}, {"expert_hidden", "split", "test"}};
+    ast_optval vals[AST_MAX_PLUGIN_OPTS];
+    cr_assert(ast_plugin_options(pl, opts, 3, vals, &e), "%s", e.msg);
+    const ast_plugin_desc *d = ast_plugin_desc_of(pl);
+    ast_params *p = ast_params_new(SEED);
+    char err[256] = "";
+    void *self = d->create(&(ast_create_args){ast_host_table(), ast_scope_new(p, "ffn"), &moe_dims, vals, b->name},
+                           err, sizeof err);
+    cr_assert_not_null(self, "moe on %s: %s", b->name, err);
+    ast_params_to_backend(p, b);
+    ast_ctx *c = ast_ctx_new_on(b, SEED);
+    ast_ctx_set_training(c, 1);
+    ast_tensor *xt = ast_tensor_from(c, 3, (int64_t[]){B, N, moe_dims.d_model}, x);
+    xt->flags |= AST_REQUIRES_GRAD;
+    ast_tensor *tt = ast_tensor_from(c, 2, (int64_t[]){B, moe_dims.d_time}, time);
+    ast_tensor *y = d->forward(self, c, xt, &(ast_fwd_args){.time = tt});
+    ast_backward_seed(c, y, dy);
+    moe_out o = {.y = cf_read(c, y), .gx = cf_read_grad(c, xt), .ny = y->size, .nx = xt->size};
+    o.gparams = read_params(c, p, 1);
+    o.np = ast_params_numel(p);
+    ast_ctx_free(c);
+    if (d->destroy) d->destroy(self);
+    ast_params_free(p);
+    return o;
+}
+
+/* Router logits sum E = 32 products; each expert's GEMMs 32 or 16 (split
+ * width); the weight gradients sum the expert's tokens (at most 74): the
+ * tolerance counts 74. Routing decisions are the same unless two logits
+ * tie within rounding (~1e-6), which random data does not give. */
+Test(cuda_model, moe_ffn_forward_backward_is_the_cpus)
+{
+    const ast_backend *gpu = cf_gpu();
+    int64_t nx = (int64_t)B * N * moe_dims.d_model;
+    float *x = ast_xmalloc((size_t)nx * sizeof *x), *dy = ast_xmalloc((size_t)nx * sizeof *dy), time[B * 8];
+    cf_normal(21, x, nx, 1.0f);
+    cf_normal(22, dy, nx, 1.0f);
+    cf_normal(23, time, B * moe_dims.d_time, 1.0f);
+    moe_out cpu = moe_on(ast_backend_cpu(), x, time, dy), cuda = moe_on(gpu, x, time, dy), again = moe_on(gpu, x, time, dy);
+    cf_assert_close("moe output", cuda.y, cpu.y, cpu.ny, cf_sum_tol(74));
+    cf_assert_close("moe input gradient", cuda.gx, cpu.gx, cpu.nx, cf_sum_tol(74));
+    cf_assert_close("moe parameter gradients", cuda.gparams, cpu.gparams, cpu.np, cf_sum_tol(74));
+    cf_assert_close("moe, second CUDA run", again.gparams, cuda.gparams, cpu.np, 0.0);
+    moe_out *all[] = {&cpu, &cuda, &again};
+    for (int i = 0; i < 3; i++) free(all[i]->y), free(all[i]->gx), free(all[i]->gparams);
+    free(x), free(dy);
+}
