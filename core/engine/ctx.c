@@ -141,6 +141,13 @@ float *ast_grad(ast_ctx *c, ast_tensor *t)
     return t->grad;
 }
 
+/* A device runs its kernels asynchronously: with the profile on, the host
+ * waits for them at every mark, so each op is charged its own device time. */
+static void profile_sync(ast_ctx *c)
+{
+    if (c->profile && c->arena.backend->memory != AST_MEM_HOST) c->arena.backend->synchronize(c->arena.backend);
+}
+
 void ast_record(ast_ctx *c, const ast_node *n)
 {
     if (!ast_needs_grad(c, n->in, n->n_in)) return;
@@ -152,6 +159,7 @@ void ast_record(ast_ctx *c, const ast_node *n)
     }
     c->tape[c->tape_n++] = *n;
     n->out->flags |= AST_REQUIRES_GRAD;
+    profile_sync(c);
     if (c->profile) ast_profile_forward(c->profile, n->op, c->arena.requested);
 }
 
@@ -212,6 +220,7 @@ void ast_backward_seed(ast_ctx *c, ast_tensor *out, const float *dout)
     for (size_t i = c->tape_n; i-- > 0;) {
         const ast_node *n = &c->tape[i];
         if (!n->out->grad) continue;
+        profile_sync(c);
         double t0 = c->profile ? ast_profile_now() : 0.0;
         size_t asked = c->arena.requested;
         ast_crash_scope saved;
@@ -219,6 +228,7 @@ void ast_backward_seed(ast_ctx *c, ast_tensor *out, const float *dout)
         n->backward(c, n);
         ast_crash_leave(&saved);
         if (c->frees_grad[i]) release_output_grad(c, n);
+        profile_sync(c);
         if (c->profile) ast_profile_backward(c->profile, n->op, ast_profile_now() - t0, c->arena.requested - asked);
     }
     if (c->profile) ast_profile_mark(c->profile, c->arena.requested);

@@ -104,11 +104,27 @@ static void open_error(const ast_plugin *p, const char *stem, ast_error *e)
     ast_error_set(e, "cannot load %s plugin '%s' from %s: %s", kind, p->name, stem, why ? why : "unknown error");
 }
 
+/* Plugins stay loaded until the process ends (libltdl's resident advice:
+ * lt_dlclose leaves them). A plugin with CUDA kernels registers them with
+ * the CUDA runtime as it loads, and the runtime cannot launch them after
+ * the plugin is unloaded and loaded again in the same process ("device
+ * kernel image is invalid"), as a test that builds one model after another
+ * does. */
+static lt_dlhandle open_resident(const char *stem)
+{
+    lt_dladvise advise;
+    lt_dlhandle h = NULL;
+    if (lt_dladvise_init(&advise)) return NULL;
+    if (!lt_dladvise_ext(&advise) && !lt_dladvise_resident(&advise)) h = lt_dlopenadvise(stem, advise);
+    lt_dladvise_destroy(&advise);
+    return h;
+}
+
 int ast_plugin_open(ast_plugin *p, const char *stem, ast_error *e)
 {
     char why[768];
     const char *kind = ast_kind_name(p->kind);
-    if (!(p->handle = lt_dlopenext(stem))) {
+    if (!(p->handle = open_resident(stem))) {
         open_error(p, stem, e);
         return 0;
     }
