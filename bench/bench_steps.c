@@ -29,11 +29,27 @@ static float *random_buf(ast_rng *r, int64_t n, float scale, int log_expression)
     return v;
 }
 
-/* Noised inputs and clean targets, as compare_configs.py's DemoDataset draws them. */
+/* Noised inputs and clean targets, as compare_configs.py's DemoDataset draws
+ * them: host arrays, and the same as tensors on the backend the steps run
+ * on, made once in a context of their own that is never reset. The timed
+ * steps read those, as the PyTorch twin's read tensors it moved to the
+ * device before timing: both leave the batch's upload out. */
 typedef struct model_inputs {
     int64_t sx[3], sp[3], st[2];
     float *z_expr, *z_pos, *t, *expr, *pos;
+    ast_ctx *kept;
+    ast_tensor *x_dev, *p_dev, *t_dev, *expr_dev, *pos_dev;
 } model_inputs;
+
+static void inputs_place(model_inputs *in, const ast_backend *b)
+{
+    in->kept = ast_ctx_new_on(b, 0);
+    in->x_dev = ast_tensor_from(in->kept, 3, in->sx, in->z_expr);
+    in->p_dev = ast_tensor_from(in->kept, 3, in->sp, in->z_pos);
+    in->t_dev = ast_tensor_from(in->kept, 2, in->st, in->t);
+    in->expr_dev = ast_tensor_from(in->kept, 3, in->sx, in->expr);
+    in->pos_dev = ast_tensor_from(in->kept, 3, in->sp, in->pos);
+}
 
 static void inputs_init(model_inputs *in, const bench_model_case *mc, uint64_t seed)
 {
@@ -49,16 +65,18 @@ static void inputs_init(model_inputs *in, const bench_model_case *mc, uint64_t s
     for (int64_t b = 0; b < B; b++) in->t[b] = (1.0f + (float)(ast_rng_next(&r) % 1000)) / 1000.0f;
 }
 
-static void inputs_free(model_inputs *in) { free(in->z_expr), free(in->z_pos), free(in->expr), free(in->pos), free(in->t); }
+static void inputs_free(model_inputs *in)
+{
+    free(in->z_expr), free(in->z_pos), free(in->expr), free(in->pos), free(in->t);
+    ast_ctx_free(in->kept);
+}
 
 static ast_model_out model_pass(ast_model *m, ast_ctx *c, const model_inputs *in, int train)
 {
     ast_ctx_reset(c);
     ast_ctx_set_training(c, train);
     ast_ctx_set_grad(c, train);
-    ast_tensor *x = ast_tensor_from(c, 3, in->sx, in->z_expr), *p = ast_tensor_from(c, 3, in->sp, in->z_pos);
-    ast_tensor *t = ast_tensor_from(c, 2, in->st, in->t);
-    return ast_model_forward(m, c, x, t, p, NULL, NULL, NULL);
+    return ast_model_forward(m, c, in->x_dev, in->t_dev, in->p_dev, NULL, NULL, NULL);
 }
 
 static void model_train_step(ast_model *m, ast_ctx *c, ast_adamw *opt, const model_inputs *in)
@@ -68,8 +86,7 @@ static void model_train_step(ast_model *m, ast_ctx *c, ast_adamw *opt, const mod
     ast_model_out out = model_pass(m, c, in, 1);
     ast_loss_config lc;
     ast_loss_config_default(&lc);
-    ast_loss_parts lp = ast_diffusion_loss(c, &lc, &out, ast_tensor_from(c, 3, in->sx, in->expr),
-                                           ast_tensor_from(c, 3, in->sp, in->pos), NULL);
+    ast_loss_parts lp = ast_diffusion_loss(c, &lc, &out, in->expr_dev, in->pos_dev, NULL);
     ast_backward(c, lp.total);
     ast_clip_grad_norm(p, BENCH_CLIP);
     ast_adamw_step(opt, BENCH_LR);
@@ -173,6 +190,7 @@ void bench_model_child(const void *arg, bench_timing *out)
     ast_ctx_set_precision(s.c, job->run.precision);
     s.opt = ast_adamw_new(ast_model_params(s.m), &adamw_cfg);
     inputs_init(&s.in, mc, job->run.seed + 1);
+    inputs_place(&s.in, ast_model_backend(s.m));
     step_times st;
     out->steps = time_steps(model_step_fn, &s, job->run.warmup, job->run.steps, 0, &st);
     put_times(out, &st);

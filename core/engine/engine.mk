@@ -8,7 +8,7 @@ libalphast_engine_la_SOURCES += \
 	core/engine/sink.c core/engine/sink.h core/engine/gemm.c core/engine/gemm_internal.h core/engine/gemm_bf16.c \
 	core/engine/backend.h core/engine/backend.c core/engine/backend_cpu.c core/engine/backend_cpu_services.c \
 	core/engine/blas_coretype.h core/engine/blas_coretype.c \
-	core/engine/ops/ops_axis.h core/engine/ops/ops_shape.c core/engine/ops/ops_elementwise.c \
+	core/engine/ops/ops_axis.h core/engine/ops/ops_plan.h core/engine/ops/ops_shape.c core/engine/ops/ops_elementwise.c \
 	core/engine/ops/ops_linalg.c core/engine/ops/ops_norm.c core/engine/ops/ops_reduce.c \
 	core/engine/ops/ops_routing.c core/engine/ops/ops_grouped.c core/engine/ops/ops_loss.c core/engine/ops/dispatch.c
 libalphast_engine_la_CFLAGS = $(AM_CFLAGS) $(BLAS_CFLAGS)
@@ -82,7 +82,8 @@ CUDA_ENGINE_OBJECTS = $(CUDA_ENGINE_SOURCES:.cu=.lo)
 CUDA_OBJECTS += $(CUDA_ENGINE_OBJECTS)
 libalphast_engine_la_LIBADD += $(CUDA_ENGINE_OBJECTS) $(CUDA_LIBS)
 EXTRA_libalphast_engine_la_DEPENDENCIES = $(CUDA_ENGINE_OBJECTS)
-$(CUDA_ENGINE_OBJECTS): core/engine/cuda/cuda_internal.h core/engine/backend.h core/engine/engine.h include/alphast/ops.def
+$(CUDA_ENGINE_OBJECTS): core/engine/cuda/cuda_internal.h core/engine/backend.h core/engine/engine.h include/alphast/ops.def \
+	core/engine/ops/ops_plan.h
 core/engine/cuda/ops_norm.lo core/engine/cuda/ops_reduce.lo core/engine/cuda/ops_loss.lo: core/engine/cuda/row_reduce.cuh
 core/engine/cuda/ops_linalg.lo core/engine/cuda/ops_grouped.lo: core/engine/cuda/cuda_gemm.h
 core/engine/cuda/ops_norm.lo core/engine/cuda/ops_reduce.lo: core/engine/ops/ops_axis.h

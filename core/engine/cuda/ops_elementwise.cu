@@ -11,6 +11,7 @@
 #include <math.h>
 
 #include "engine/cuda/cuda_internal.h"
+#include "engine/ops/ops_plan.h"
 
 /* ---- launching ------------------------------------------------------------ */
 
@@ -60,60 +61,18 @@ static void zero_if_fresh(float *g, int fresh, int64_t size)
 enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV };
 static const char *const BINARY_NAME[] = {"add", "sub", "mul", "div"};
 
-/* The output's dims after merging neighbours that both operands traverse
- * contiguously (or both repeat), with each operand's stride per dim (0 =
- * it repeats): equal shapes become one contiguous dim, a trailing vector
- * [E] over [B,N,E] the two dims [B*N, E]. Kept for the backward. */
+/* The op and its merged dims (ops_plan.h), kept for the backward. */
 typedef struct bcast_plan {
-    int op, nd;
-    int64_t dim[AST_MAX_DIMS], sa[AST_MAX_DIMS], sb[AST_MAX_DIMS];
+    int op;
+    ast_bcast_dims dims;
 } bcast_plan;
-
-static void append_dim(bcast_plan *p, int64_t dim, int64_t sa, int64_t sb)
-{
-    int last = p->nd - 1;
-    if (p->nd > 0 && p->sa[last] == sa * dim && p->sb[last] == sb * dim) {
-        p->dim[last] *= dim;
-        p->sa[last] = sa;
-        p->sb[last] = sb;
-        return;
-    }
-    p->dim[p->nd] = dim;
-    p->sa[p->nd] = sa;
-    p->sb[p->nd] = sb;
-    p->nd++;
-}
-
-/* Row-major strides of t's shape right-aligned to AST_MAX_DIMS dims (shape
- * padded with leading 1s), 0 along its size-1 dims. */
-static void padded_strides(const ast_tensor *t, int64_t *shape, int64_t *stride)
-{
-    int pad = AST_MAX_DIMS - t->ndim;
-    int64_t s = 1;
-    for (int i = AST_MAX_DIMS - 1; i >= 0; i--) {
-        shape[i] = i < pad ? 1 : t->shape[i - pad];
-        stride[i] = shape[i] == 1 ? 0 : s;
-        s *= shape[i];
-    }
-}
 
 /* Fills out[AST_MAX_DIMS] with the padded broadcast shape. */
 static bcast_plan *plan_binary(ast_ctx *c, int op, const ast_tensor *a, const ast_tensor *b, int64_t *out)
 {
-    char s1[64], s2[64];
-    int64_t as[AST_MAX_DIMS], bs[AST_MAX_DIMS], sa[AST_MAX_DIMS], sb[AST_MAX_DIMS];
-    padded_strides(a, as, sa);
-    padded_strides(b, bs, sb);
-    for (int i = 0; i < AST_MAX_DIMS; i++) {
-        AST_ASSERT(as[i] == bs[i] || as[i] == 1 || bs[i] == 1, "%s: shapes %s and %s do not broadcast",
-                   BINARY_NAME[op], ast_shape_str(a, s1, sizeof s1), ast_shape_str(b, s2, sizeof s2));
-        out[i] = as[i] == 1 ? bs[i] : as[i];
-    }
     bcast_plan *p = (bcast_plan *)ast_alloc(c, sizeof *p);
     p->op = op;
-    for (int i = 0; i < AST_MAX_DIMS; i++)
-        if (out[i] != 1) append_dim(p, out[i], sa[i], sb[i]);
-    if (p->nd == 0) append_dim(p, 1, 0, 0);
+    ast_plan_broadcast(BINARY_NAME[op], a, b, out, &p->dims);
     return p;
 }
 
@@ -124,12 +83,12 @@ __device__ static inline void operand_offsets(const bcast_plan &p, int64_t o, in
     oa = 0, ob = 0;
 #pragma unroll
     for (int d = AST_MAX_DIMS - 1; d > 0; d--) {
-        if (d >= p.nd) continue;
-        int64_t i = o % p.dim[d];
-        o /= p.dim[d];
-        oa += i * p.sa[d], ob += i * p.sb[d];
+        if (d >= p.dims.nd) continue;
+        int64_t i = o % p.dims.dim[d];
+        o /= p.dims.dim[d];
+        oa += i * p.dims.sa[d], ob += i * p.dims.sb[d];
     }
-    oa += o * p.sa[0], ob += o * p.sb[0];
+    oa += o * p.dims.sa[0], ob += o * p.dims.sb[0];
 }
 
 /* The op is a kernel argument: the switch on it is the same for every thread. */
@@ -213,9 +172,9 @@ static reduce_geom plan_reduce(const bcast_plan *p, const binary_args *g, int wh
     reduce_geom r = {};
     r.g = *g, r.which = which, r.kept_n = 1, r.rep_n = 1;
     int64_t ystride = 1;
-    for (int d = p->nd - 1; d >= 0; d--) {
-        dim_steps s = {p->dim[d], ystride, p->sa[d], p->sb[d]};
-        ystride *= p->dim[d];
+    for (int d = p->dims.nd - 1; d >= 0; d--) {
+        dim_steps s = {p->dims.dim[d], ystride, p->dims.sa[d], p->dims.sb[d]};
+        ystride *= p->dims.dim[d];
         if (which ? s.b : s.a)
             r.kept[r.nk++] = s, r.kept_n *= s.n;
         else

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "engine/cuda/cuda_internal.h"
+#include "engine/ops/ops_plan.h"
 
 extern "C" ast_tensor *ast_cuda_zeros(ast_ctx *c, int ndim, const int64_t *shape)
 {
@@ -37,10 +38,7 @@ static void reshape_backward(ast_ctx *c, const ast_node *n)
  * gets its own grad buffer because the tape accumulates per tensor. */
 extern "C" ast_tensor *ast_cuda_reshape(ast_ctx *c, ast_tensor *x, int ndim, const int64_t *shape)
 {
-    char s1[64];
-    AST_ASSERT(ndim >= 1 && ndim <= AST_MAX_DIMS, "reshape to %d dims (1..%d allowed)", ndim, AST_MAX_DIMS);
-    AST_ASSERT(ast_shape_size(ndim, shape) == x->size, "reshape: %s has %lld elements, target has %lld",
-               ast_shape_str(x, s1, sizeof s1), (long long)x->size, (long long)ast_shape_size(ndim, shape));
+    ast_check_reshape(x, ndim, shape);
     ast_tensor *y = (ast_tensor *)ast_alloc(c, sizeof *y);
     y->ndim = ndim;
     memcpy(y->shape, shape, (size_t)ndim * sizeof *shape);
@@ -56,39 +54,15 @@ extern "C" ast_tensor *ast_cuda_reshape(ast_ctx *c, ast_tensor *x, int ndim, con
 
 /* ---- permutations ---------------------------------------------------------- */
 
-/* A permuted copy, padded to 4 dims: output element (i0,i1,i2,i3) in
- * row-major order reads the source at sum_k i_k * stride[k]. Passed to the
- * kernels by value and kept (host memory) for the backward. */
-typedef struct perm_plan {
-    int64_t dim[AST_MAX_DIMS];
-    int64_t stride[AST_MAX_DIMS];
-} perm_plan;
-
-/* view: the source's shape as the permutation sees it (ndim dims). */
-static perm_plan *plan_permute(ast_ctx *c, int ndim, const int64_t *view, const int *perm)
-{
-    int pad = AST_MAX_DIMS - ndim;
-    int64_t src_stride[AST_MAX_DIMS], s = 1;
-    for (int i = ndim - 1; i >= 0; i--) {
-        src_stride[i] = s;
-        s *= view[i];
-    }
-    perm_plan *p = (perm_plan *)ast_alloc(c, sizeof *p);
-    for (int i = 0; i < pad; i++) p->dim[i] = 1;
-    for (int i = 0; i < ndim; i++) {
-        p->dim[pad + i] = view[perm[i]];
-        p->stride[pad + i] = src_stride[perm[i]];
-    }
-    return p;
-}
-
+/* The plan (ast_perm_plan, ops_plan.h) is passed to the kernels by value
+ * and kept (host memory) for the backward. */
 /* Forward copies src into dst (dst[o] = src[at(o)]); backward writes the
  * other way (src[at(o)] = or += dst[o]): a permutation reaches every
  * element once, so no two threads write one element. Writes of the
  * forward and reads of the backward follow o, coalesced. */
 enum { PERM_FORWARD, PERM_BACKWARD_ADD, PERM_BACKWARD_ASSIGN };
 
-__device__ static inline int64_t perm_source(const perm_plan &p, int64_t o)
+__device__ static inline int64_t perm_source(const ast_perm_plan &p, int64_t o)
 {
     int64_t i3 = o % p.dim[3], r = o / p.dim[3];
     int64_t i2 = r % p.dim[2];
@@ -97,7 +71,7 @@ __device__ static inline int64_t perm_source(const perm_plan &p, int64_t o)
     return i0 * p.stride[0] + i1 * p.stride[1] + i2 * p.stride[2] + i3 * p.stride[3];
 }
 
-__global__ void permute_kernel(perm_plan p, float *src, float *dst, int64_t n, int mode)
+__global__ void permute_kernel(ast_perm_plan p, float *src, float *dst, int64_t n, int mode)
 {
     for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < n; o += (int64_t)gridDim.x * blockDim.x) {
         int64_t s = perm_source(p, o);
@@ -161,7 +135,7 @@ __global__ void permute_tiled_kernel(tile_plan t, float *src, float *dst, int mo
  * the permutation moves it off the innermost position; -1 when it stays
  * there (split_heads, merge_heads: the element kernel reads runs of dh)
  * or the dims involved are 1. */
-static int transposed_axis(const perm_plan *p)
+static int transposed_axis(const ast_perm_plan *p)
 {
     if (p->dim[3] == 1 || p->stride[3] == 1) return -1;
     for (int k = 0; k < 3; k++)
@@ -169,7 +143,7 @@ static int transposed_axis(const perm_plan *p)
     return -1;
 }
 
-static tile_plan plan_tiles(const perm_plan *p, int k)
+static tile_plan plan_tiles(const ast_perm_plan *p, int k)
 {
     const int64_t *d = p->dim;
     int64_t out_stride[3] = {d[1] * d[2] * d[3], d[2] * d[3], d[3]};
@@ -179,7 +153,7 @@ static tile_plan plan_tiles(const perm_plan *p, int k)
     return t;
 }
 
-static void permute_launch(const perm_plan *p, float *src, float *dst, int64_t n, int mode)
+static void permute_launch(const ast_perm_plan *p, float *src, float *dst, int64_t n, int mode)
 {
     if (!n) return;
     int k = transposed_axis(p);
@@ -199,14 +173,14 @@ static void permute_backward(ast_ctx *c, const ast_node *n)
     int fresh;
     float *gx = ast_grad_fresh(c, n->in[0], &fresh);
     if (gx)
-        permute_launch((const perm_plan *)n->saved, gx, n->out->grad, n->out->size,
+        permute_launch((const ast_perm_plan *)n->saved, gx, n->out->grad, n->out->size,
                        fresh ? PERM_BACKWARD_ASSIGN : PERM_BACKWARD_ADD);
 }
 
 static ast_tensor *permuted_copy(ast_ctx *c, const char *op, ast_tensor *x, int view_ndim, const int64_t *view,
                                  const int *perm, int out_ndim, const int64_t *out_shape)
 {
-    perm_plan *p = plan_permute(c, view_ndim, view, perm);
+    ast_perm_plan *p = ast_plan_permute(c, view_ndim, view, perm);
     ast_tensor *y = ast_empty(c, out_ndim, out_shape);
     permute_launch(p, x->data, y->data, y->size, PERM_FORWARD);
     ast_node node = {};
@@ -218,13 +192,7 @@ static ast_tensor *permuted_copy(ast_ctx *c, const char *op, ast_tensor *x, int 
 extern "C" ast_tensor *ast_cuda_permute(ast_ctx *c, ast_tensor *x, const int *perm)
 {
     int64_t shape[AST_MAX_DIMS];
-    int seen[AST_MAX_DIMS] = {0};
-    for (int i = 0; i < x->ndim; i++) {
-        AST_ASSERT(perm[i] >= 0 && perm[i] < x->ndim && !seen[perm[i]], "permute: perm is not a permutation of 0..%d",
-                   x->ndim - 1);
-        seen[perm[i]] = 1;
-        shape[i] = x->shape[perm[i]];
-    }
+    ast_permuted_shape(x, perm, shape);
     return permuted_copy(c, "permute", x, x->ndim, x->shape, perm, x->ndim, shape);
 }
 
@@ -316,25 +284,15 @@ __global__ void concat_kernel(concat_parts p, float *y, int64_t rows, int64_t wi
 
 extern "C" ast_tensor *ast_cuda_concat(ast_ctx *c, ast_tensor *const *xs, int n)
 {
-    char s1[64], s2[64];
-    AST_ASSERT(n >= 1 && n <= AST_NODE_MAX_IN, "concat of %d tensors (1..%d allowed)", n, AST_NODE_MAX_IN);
-    int64_t shape[AST_MAX_DIMS], width = 0;
-    int nd = xs[0]->ndim;
+    int64_t shape[AST_MAX_DIMS], width = ast_concat_shape(xs, n, shape);
     concat_parts parts = {};
     ast_node node = {};
     for (int k = 0; k < n; k++) {
-        int same = xs[k]->ndim == nd;
-        for (int i = 0; same && i < nd - 1; i++) same = xs[k]->shape[i] == xs[0]->shape[i];
-        AST_ASSERT(same, "concat: %s and %s differ before the last axis", ast_shape_str(xs[0], s1, sizeof s1),
-                   ast_shape_str(xs[k], s2, sizeof s2));
         parts.src[k] = xs[k]->data;
         parts.cols[k] = ast_cols(xs[k]);
-        width += parts.cols[k];
         node.in[k] = xs[k];
     }
-    memcpy(shape, xs[0]->shape, (size_t)nd * sizeof *shape);
-    shape[nd - 1] = width;
-    ast_tensor *y = ast_empty(c, nd, shape);
+    ast_tensor *y = ast_empty(c, xs[0]->ndim, shape);
     int64_t rows = ast_rows(y);
     if (y->size) {
         concat_kernel<<<ast_cuda_blocks(y->size), AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(parts, y->data, rows, width);

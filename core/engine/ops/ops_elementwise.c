@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "engine/engine.h"
+#include "engine/ops/ops_plan.h"
 #include "alphast/fastmath.h"
 
 /* ---- broadcasting binary ops ------------------------------------------ */
@@ -25,68 +26,21 @@ typedef struct binary_op {
     run_fn forward, backward;
 } binary_op;
 
-/* The output's dims after merging neighbours that both operands traverse
- * contiguously (or both repeat), with each operand's stride per dim. Equal
- * shapes collapse to one contiguous run and a trailing vector such as [E]
- * over [B,N,E] to contiguous runs of E: the fast paths every layer hits. */
+/* The op and its merged dims (ops_plan.h): equal shapes collapse to one
+ * contiguous run and a trailing vector such as [E] over [B,N,E] to
+ * contiguous runs of E, the fast paths every layer hits. */
 typedef struct binary_plan {
     const binary_op *op;
-    int nd;
-    int64_t dim[AST_MAX_DIMS], sa[AST_MAX_DIMS], sb[AST_MAX_DIMS];
+    ast_bcast_dims dims;
 } binary_plan;
-
-/* Shape right-aligned to AST_MAX_DIMS dims, padded with leading 1s. */
-static void padded_shape(const ast_tensor *t, int64_t *shape)
-{
-    int pad = AST_MAX_DIMS - t->ndim;
-    for (int i = 0; i < AST_MAX_DIMS; i++) shape[i] = i < pad ? 1 : t->shape[i - pad];
-}
-
-/* Row-major strides of a padded shape, 0 along its size-1 dims. */
-static void broadcast_strides(const int64_t *shape, int64_t *stride)
-{
-    int64_t s = 1;
-    for (int i = AST_MAX_DIMS - 1; i >= 0; i--) {
-        stride[i] = shape[i] == 1 ? 0 : s;
-        s *= shape[i];
-    }
-}
-
-static void append_dim(binary_plan *p, int64_t dim, int64_t sa, int64_t sb)
-{
-    int last = p->nd - 1;
-    if (p->nd > 0 && p->sa[last] == sa * dim && p->sb[last] == sb * dim) {
-        p->dim[last] *= dim;
-        p->sa[last] = sa;
-        p->sb[last] = sb;
-        return;
-    }
-    p->dim[p->nd] = dim;
-    p->sa[p->nd] = sa;
-    p->sb[p->nd] = sb;
-    p->nd++;
-}
 
 /* Fills out[AST_MAX_DIMS] with the padded broadcast shape. */
 static binary_plan *plan_binary(ast_ctx *c, const binary_op *op, const ast_tensor *a, const ast_tensor *b,
                                 int64_t *out)
 {
-    char s1[64], s2[64];
-    int64_t as[AST_MAX_DIMS], bs[AST_MAX_DIMS], sa[AST_MAX_DIMS], sb[AST_MAX_DIMS];
-    padded_shape(a, as);
-    padded_shape(b, bs);
-    for (int i = 0; i < AST_MAX_DIMS; i++) {
-        AST_ASSERT(as[i] == bs[i] || as[i] == 1 || bs[i] == 1, "%s: shapes %s and %s do not broadcast", op->name,
-                   ast_shape_str(a, s1, sizeof s1), ast_shape_str(b, s2, sizeof s2));
-        out[i] = as[i] == 1 ? bs[i] : as[i];
-    }
-    broadcast_strides(as, sa);
-    broadcast_strides(bs, sb);
     binary_plan *p = ast_alloc(c, sizeof *p);
     p->op = op;
-    for (int i = 0; i < AST_MAX_DIMS; i++)
-        if (out[i] != 1) append_dim(p, out[i], sa[i], sb[i]);
-    if (p->nd == 0) append_dim(p, 1, 0, 0);
+    ast_plan_broadcast(op->name, a, b, out, &p->dims);
     return p;
 }
 
@@ -94,19 +48,19 @@ static binary_plan *plan_binary(ast_ctx *c, const binary_op *op, const ast_tenso
  * elements [lo, hi), base pointers offset to each part. */
 static void walk_span(const binary_plan *p, const run *base, run_fn kernel, int64_t lo, int64_t hi)
 {
-    int last = p->nd - 1;
-    int64_t len = p->dim[last];
+    int last = p->dims.nd - 1;
+    int64_t len = p->dims.dim[last];
     for (int64_t k = lo / len; k * len < hi; k++) {
         int64_t oa = 0, ob = 0, rest = k, oy = k * len;
         for (int d = last - 1; d >= 0; d--) {
-            int64_t i = rest % p->dim[d];
-            rest /= p->dim[d];
-            oa += i * p->sa[d];
-            ob += i * p->sb[d];
+            int64_t i = rest % p->dims.dim[d];
+            rest /= p->dims.dim[d];
+            oa += i * p->dims.sa[d];
+            ob += i * p->dims.sb[d];
         }
         int64_t from = lo > oy ? lo - oy : 0, to = hi < oy + len ? hi - oy : len;
-        oa += from * p->sa[last], ob += from * p->sb[last], oy += from;
-        run r = {.n = to - from, .sa = p->sa[last], .sb = p->sb[last], .a = base->a + oa, .b = base->b + ob,
+        oa += from * p->dims.sa[last], ob += from * p->dims.sb[last], oy += from;
+        run r = {.n = to - from, .sa = p->dims.sa[last], .sb = p->dims.sb[last], .a = base->a + oa, .b = base->b + ob,
                  .gy = base->gy ? base->gy + oy : NULL, .y = base->y + oy,
                  .ga = base->ga ? base->ga + oa : NULL, .gb = base->gb ? base->gb + ob : NULL,
                  .assign_a = base->assign_a, .assign_b = base->assign_b};

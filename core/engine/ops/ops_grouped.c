@@ -11,16 +11,15 @@
 #include <string.h>
 
 #include "engine/engine.h"
+#include "engine/ops/ops_plan.h"
 
 /* Multiply-adds below which a second part costs more than it saves: the
  * grain of ast_sgemm (gemm.c), measured at the demo size. */
 #define GROUPED_GRAIN_MACS ((int64_t)1 << 19)
 
 typedef struct grouped_saved {
-    int64_t *offsets;    /* [n + 1]: group g owns rows [offsets[g], offsets[g + 1]) */
-    ast_tensor **w, **b; /* [n] each; b NULL: no bias */
-    int n;
-    int parts;           /* the forward's split, reused by the backward */
+    ast_groups g;
+    int parts; /* the forward's split, reused by the backward */
 } grouped_saved;
 
 typedef struct grouped_args {
@@ -36,10 +35,10 @@ typedef struct grouped_args {
  * never hold one), or n when r is past the last row. */
 static int group_of(const grouped_saved *s, int64_t r)
 {
-    int lo = 0, hi = s->n;
+    int lo = 0, hi = s->g.n;
     while (lo < hi) {
         int mid = lo + (hi - lo) / 2;
-        if (s->offsets[mid + 1] > r) hi = mid;
+        if (s->g.offsets[mid + 1] > r) hi = mid;
         else lo = mid + 1;
     }
     return lo;
@@ -62,10 +61,10 @@ static void forward_parts(void *arg, int64_t lo, int64_t hi)
         int64_t r, end;
         part_rows(a, p, &r, &end);
         for (int g = group_of(s, r); r < end; g++) {
-            int64_t stop = s->offsets[g + 1] < end ? s->offsets[g + 1] : end;
+            int64_t stop = s->g.offsets[g + 1] < end ? s->g.offsets[g + 1] : end;
             if (stop > r)
-                ast_sgemm_bias(0, 1, (int)(stop - r), out, in, 1.0f, a->x + r * in, in, s->w[g]->data, in, 0.0f,
-                               a->y + r * out, out, s->b ? s->b[g]->data : NULL);
+                ast_sgemm_bias(0, 1, (int)(stop - r), out, in, 1.0f, a->x + r * in, in, s->g.w[g]->data, in, 0.0f,
+                               a->y + r * out, out, s->g.b ? s->g.b[g]->data : NULL);
             r = stop;
         }
     }
@@ -79,9 +78,9 @@ static void input_grad_part(const grouped_args *a, int64_t p)
     int64_t r, end;
     part_rows(a, p, &r, &end);
     for (int g = group_of(s, r); r < end; g++) {
-        int64_t stop = s->offsets[g + 1] < end ? s->offsets[g + 1] : end;
+        int64_t stop = s->g.offsets[g + 1] < end ? s->g.offsets[g + 1] : end;
         if (stop > r)
-            ast_sgemm(0, 0, (int)(stop - r), in, out, 1.0f, a->dy + r * out, out, s->w[g]->data, in, a->dx_beta,
+            ast_sgemm(0, 0, (int)(stop - r), in, out, 1.0f, a->dy + r * out, out, s->g.w[g]->data, in, a->dx_beta,
                       a->dx + r * in, in);
         r = stop;
     }
@@ -94,7 +93,7 @@ static int64_t ceil_div(int64_t v, int64_t d) { return v <= 0 ? 0 : (v + d - 1) 
 static void weight_grad_rows(const grouped_args *a, int g, int64_t o0, int64_t o1)
 {
     const grouped_saved *s = a->s;
-    int64_t first = s->offsets[g], count = s->offsets[g + 1] - first, in = a->in, out = a->out;
+    int64_t first = s->g.offsets[g], count = s->g.offsets[g + 1] - first, in = a->in, out = a->out;
     const float *dy = a->dy + first * out;
     float *gw = a->gw ? a->gw[g] : NULL, *gb = a->gb ? a->gb[g] : NULL;
     if (gw)
@@ -113,8 +112,8 @@ static void weight_grad_part(const grouped_args *a, int64_t p)
     const grouped_saved *s = a->s;
     if (!a->out) return; /* no output rows: nothing to own */
     int64_t line = a->rows * a->out, lo = line * p / s->parts, hi = line * (p + 1) / s->parts;
-    for (int g = group_of(s, lo / a->out); g < s->n && s->offsets[g] * a->out < hi; g++) {
-        int64_t base = s->offsets[g] * a->out, count = s->offsets[g + 1] - s->offsets[g];
+    for (int g = group_of(s, lo / a->out); g < s->g.n && s->g.offsets[g] * a->out < hi; g++) {
+        int64_t base = s->g.offsets[g] * a->out, count = s->g.offsets[g + 1] - s->g.offsets[g];
         if (!count) continue;
         int64_t o0 = ceil_div(lo - base, count), o1 = ceil_div(hi - base, count);
         if (o1 > a->out) o1 = a->out;
@@ -151,62 +150,17 @@ static void grouped_backward(ast_ctx *c, const ast_node *n)
     int fresh;
     float *dx = ast_grad_fresh(c, x, &fresh);
     grouped_args a = {.s = s, .rows = ast_rows(x), .in = ast_cols(x), .out = ast_cols(n->out), .x = x->data,
-                      .dy = n->out->grad, .dx = dx, .dx_beta = fresh ? 0.0f : 1.0f, .gw = grads_of(c, s->w, s->n),
-                      .gb = grads_of(c, s->b, s->n)};
+                      .dy = n->out->grad, .dx = dx, .dx_beta = fresh ? 0.0f : 1.0f, .gw = grads_of(c, s->g.w, s->g.n),
+                      .gb = grads_of(c, s->g.b, s->g.n)};
     ast_parallel_for(s->parts, 1, backward_parts, &a);
-}
-
-static void check_groups(const ast_tensor *x, const int64_t *offsets, int n, ast_tensor *const *w,
-                         ast_tensor *const *b)
-{
-    char s1[64], s2[64];
-    int64_t rows = ast_rows(x), in = ast_cols(x);
-    AST_ASSERT(n >= 1 && w, "grouped_linear: %d groups (at least 1, each with a weight)", n);
-    for (int g = 0; g < n; g++) AST_ASSERT(w[g], "grouped_linear: group %d has no weight", g);
-    AST_ASSERT(offsets[0] == 0 && offsets[n] == rows, "grouped_linear: offsets run from %lld to %lld for %lld rows",
-               (long long)offsets[0], (long long)offsets[n], (long long)rows);
-    AST_ASSERT(rows < (1ll << 31), "grouped_linear: %lld rows (at most 2^31 - 1)", (long long)rows);
-    for (int g = 0; g < n; g++) {
-        AST_ASSERT(offsets[g] <= offsets[g + 1], "grouped_linear: offsets[%d] = %lld > offsets[%d] = %lld", g,
-                   (long long)offsets[g], g + 1, (long long)offsets[g + 1]);
-        AST_ASSERT(w[g]->ndim == 2 && w[g]->shape[1] == in && w[g]->shape[0] == w[0]->shape[0],
-                   "grouped_linear: x %s does not fit weight %d %s (every weight must be [%lld, %lld])",
-                   ast_shape_str(x, s1, sizeof s1), g, ast_shape_str(w[g], s2, sizeof s2),
-                   (long long)w[0]->shape[0], (long long)in);
-        AST_ASSERT(!b || (b[g] && b[g]->ndim == 1 && b[g]->shape[0] == w[0]->shape[0]),
-                   "grouped_linear: bias %d %s for %lld outputs", g,
-                   b[g] ? ast_shape_str(b[g], s1, sizeof s1) : "NULL", (long long)w[0]->shape[0]);
-    }
-}
-
-/* The first of n tensors that needs a gradient, else the first: the node
- * holds x and one weight and one bias in in[] (ast_record looks there to
- * decide whether to record), all of them in `saved`. */
-static ast_tensor *representative(ast_tensor *const *t, int n)
-{
-    if (!t) return NULL;
-    for (int i = 0; i < n; i++)
-        if (t[i]->flags & AST_REQUIRES_GRAD) return t[i];
-    return t[0];
-}
-
-/* The arrays outlive the call in the arena, so the caller's may not. */
-static grouped_saved *save_groups(ast_ctx *c, const int64_t *offsets, int n, ast_tensor *const *w,
-                                  ast_tensor *const *b)
-{
-    grouped_saved *s = ast_alloc(c, sizeof *s);
-    s->n = n;
-    s->offsets = memcpy(ast_alloc(c, (size_t)(n + 1) * sizeof *offsets), offsets, (size_t)(n + 1) * sizeof *offsets);
-    s->w = memcpy(ast_alloc(c, (size_t)n * sizeof *w), w, (size_t)n * sizeof *w);
-    s->b = b ? memcpy(ast_alloc(c, (size_t)n * sizeof *b), b, (size_t)n * sizeof *b) : NULL;
-    return s;
 }
 
 ast_tensor *ast_cpu_grouped_linear(ast_ctx *c, ast_tensor *x, const int64_t *offsets, int n, ast_tensor *const *w,
                                    ast_tensor *const *b)
 {
-    check_groups(x, offsets, n, w, b);
-    grouped_saved *s = save_groups(c, offsets, n, w, b);
+    ast_check_groups(x, offsets, n, w, b);
+    grouped_saved *s = ast_alloc(c, sizeof *s);
+    ast_save_groups(c, &s->g, offsets, n, w, b);
     int64_t rows = ast_rows(x), in = ast_cols(x), out = w[0]->shape[0];
     int64_t parts = rows * in * out / GROUPED_GRAIN_MACS, threads = ast_parallel_threads();
     s->parts = (int)(parts < 1 ? 1 : parts > threads ? threads : parts);
@@ -217,6 +171,6 @@ ast_tensor *ast_cpu_grouped_linear(ast_ctx *c, ast_tensor *x, const int64_t *off
     grouped_args a = {.s = s, .rows = rows, .in = in, .out = out, .x = x->data, .y = y->data};
     ast_parallel_for(s->parts, 1, forward_parts, &a);
     ast_record(c, &(ast_node){.op = "grouped_linear", .backward = grouped_backward, .out = y,
-                              .in = {x, representative(w, n), representative(b, n)}, .n_in = 3, .saved = s});
+                              .in = {x, ast_groups_representative(w, n), ast_groups_representative(b, n)}, .n_in = 3, .saved = s});
     return y;
 }

@@ -4,6 +4,7 @@
  * and backward. Each backward adds into the input grads. */
 
 #include "engine/engine.h"
+#include "engine/ops/ops_plan.h"
 
 /* The bias gradient of a linear, on the thread pool: dy summed down the
  * rows, split by column so each column sums in row order on one thread.
@@ -36,15 +37,8 @@ static void linear_backward(ast_ctx *c, const ast_node *n)
 
 ast_tensor *ast_cpu_linear(ast_ctx *c, ast_tensor *x, ast_tensor *w, ast_tensor *b)
 {
-    char s1[64], s2[64];
-    int64_t in = ast_cols(x), out = w->shape[0];
-    AST_ASSERT(w->ndim == 2 && w->shape[1] == in, "linear: x %s does not fit weight %s",
-               ast_shape_str(x, s1, sizeof s1), ast_shape_str(w, s2, sizeof s2));
-    AST_ASSERT(!b || (b->ndim == 1 && b->shape[0] == out), "linear: bias %s for %lld outputs",
-               ast_shape_str(b, s1, sizeof s1), (long long)out);
-    int64_t shape[AST_MAX_DIMS];
-    for (int i = 0; i < x->ndim; i++) shape[i] = x->shape[i];
-    shape[x->ndim - 1] = out;
+    int64_t in = ast_cols(x), out = w->shape[0], shape[AST_MAX_DIMS];
+    ast_plan_linear(x, w, b, shape);
     ast_tensor *y = ast_empty(c, x->ndim, shape);
     int rows = (int)ast_rows(x);
     ast_gemm(ast_ctx_precision(c), 0, 1, rows, (int)out, (int)in, x->data, (int)in, w->data, (int)in, 0.0f, y->data,
@@ -53,13 +47,8 @@ ast_tensor *ast_cpu_linear(ast_ctx *c, ast_tensor *x, ast_tensor *w, ast_tensor 
     return y;
 }
 
-/* Shared by matmul and bmm: C = op(A) op(B) per batch, op = optional transpose. */
-typedef struct mm_shape {
-    int64_t batch, m, n, k;
-    int ta, tb;
-} mm_shape;
 
-static void mm_forward(ast_precision p, const mm_shape *s, const float *a, const float *b, float *cmat)
+static void mm_forward(ast_precision p, const ast_mm_shape *s, const float *a, const float *b, float *cmat)
 {
     int lda = s->ta ? (int)s->m : (int)s->k, ldb = s->tb ? (int)s->k : (int)s->n;
     for (int64_t i = 0; i < s->batch; i++)
@@ -70,7 +59,7 @@ static void mm_forward(ast_precision p, const mm_shape *s, const float *a, const
 /* dA = dC op(B)^T (laid out as A is), dB = op(A)^T dC (laid out as B is). */
 static void mm_backward(ast_ctx *c, const ast_node *n)
 {
-    const mm_shape *s = n->saved;
+    const ast_mm_shape *s = n->saved;
     ast_tensor *a = n->in[0], *b = n->in[1];
     int fresh_a, fresh_b;
     float *ga = ast_grad_fresh(c, a, &fresh_a), *gb = ast_grad_fresh(c, b, &fresh_b), *gc = n->out->grad;
@@ -98,30 +87,9 @@ static void mm_backward(ast_ctx *c, const ast_node *n)
 
 ast_tensor *ast_cpu_bmm(ast_ctx *c, ast_tensor *a, ast_tensor *b, int trans_a, int trans_b)
 {
-    char s1[64], s2[64];
-    AST_ASSERT(a->ndim >= 2 && a->ndim == b->ndim, "bmm: a %s and b %s need the same rank >= 2",
-               ast_shape_str(a, s1, sizeof s1), ast_shape_str(b, s2, sizeof s2));
-    int d = a->ndim;
-    mm_shape *s = ast_alloc(c, sizeof *s);
-    s->ta = trans_a != 0;
-    s->tb = trans_b != 0;
-    s->m = a->shape[d - 2 + s->ta];
-    s->k = a->shape[d - 1 - s->ta];
-    s->n = b->shape[d - 1 - s->tb];
-    int64_t kb = b->shape[d - 2 + s->tb];
-    s->batch = 1;
-    for (int i = 0; i < d - 2; i++) {
-        AST_ASSERT(a->shape[i] == b->shape[i], "bmm: batch dims of %s and %s differ",
-                   ast_shape_str(a, s1, sizeof s1), ast_shape_str(b, s2, sizeof s2));
-        s->batch *= a->shape[i];
-    }
-    AST_ASSERT(kb == s->k, "bmm: inner dims of %s and %s differ", ast_shape_str(a, s1, sizeof s1),
-               ast_shape_str(b, s2, sizeof s2));
     int64_t shape[AST_MAX_DIMS];
-    for (int i = 0; i < d - 2; i++) shape[i] = a->shape[i];
-    shape[d - 2] = s->m;
-    shape[d - 1] = s->n;
-    ast_tensor *y = ast_empty(c, d, shape);
+    ast_mm_shape *s = ast_plan_bmm(c, a, b, trans_a, trans_b, shape);
+    ast_tensor *y = ast_empty(c, a->ndim, shape);
     mm_forward(ast_ctx_precision(c), s, a->data, b->data, y->data);
     ast_record(c, &(ast_node){.op = "bmm", .backward = mm_backward, .out = y, .in = {a, b}, .n_in = 2, .saved = s});
     return y;

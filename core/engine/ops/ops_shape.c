@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "engine/engine.h"
+#include "engine/ops/ops_plan.h"
 
 static void add_into(float *g, const float *d, int64_t n)
 {
@@ -36,10 +37,7 @@ static void reshape_backward(ast_ctx *c, const ast_node *n)
  * grad buffer because the tape accumulates per tensor. */
 ast_tensor *ast_cpu_reshape(ast_ctx *c, ast_tensor *x, int ndim, const int64_t *shape)
 {
-    char s1[64];
-    AST_ASSERT(ndim >= 1 && ndim <= AST_MAX_DIMS, "reshape to %d dims (1..%d allowed)", ndim, AST_MAX_DIMS);
-    AST_ASSERT(ast_shape_size(ndim, shape) == x->size, "reshape: %s has %lld elements, target has %lld",
-               ast_shape_str(x, s1, sizeof s1), (long long)x->size, (long long)ast_shape_size(ndim, shape));
+    ast_check_reshape(x, ndim, shape);
     ast_tensor *y = ast_alloc(c, sizeof *y);
     y->ndim = ndim;
     memcpy(y->shape, shape, (size_t)ndim * sizeof *shape);
@@ -49,37 +47,12 @@ ast_tensor *ast_cpu_reshape(ast_ctx *c, ast_tensor *x, int ndim, const int64_t *
     return y;
 }
 
-/* A permuted copy, padded to 4 dims: output element (i0,i1,i2,i3) in
- * row-major order reads the source at sum_k i_k * stride[k]. */
-typedef struct perm_plan {
-    int64_t dim[AST_MAX_DIMS];
-    int64_t stride[AST_MAX_DIMS];
-} perm_plan;
-
-/* view: the source's shape as the permutation sees it (ndim dims). */
-static perm_plan *plan_permute(ast_ctx *c, int ndim, const int64_t *view, const int *perm)
-{
-    int pad = AST_MAX_DIMS - ndim;
-    int64_t src_stride[AST_MAX_DIMS], s = 1;
-    for (int i = ndim - 1; i >= 0; i--) {
-        src_stride[i] = s;
-        s *= view[i];
-    }
-    perm_plan *p = ast_alloc(c, sizeof *p);
-    for (int i = 0; i < pad; i++) p->dim[i] = 1;
-    for (int i = 0; i < ndim; i++) {
-        p->dim[pad + i] = view[perm[i]];
-        p->stride[pad + i] = src_stride[perm[i]];
-    }
-    return p;
-}
-
 /* Forward copies src into dst (dst[o] = src[at(o)]); backward adds the
  * other way (src[at(o)] += dst[o]), or copies when src is a fresh gradient
  * (a permutation reaches every element once). */
 enum { PERM_FORWARD, PERM_BACKWARD_ADD, PERM_BACKWARD_ASSIGN };
 
-static void permute_walk(const perm_plan *p, float *src, float *dst, int mode)
+static void permute_walk(const ast_perm_plan *p, float *src, float *dst, int mode)
 {
     const int64_t *d = p->dim, *s = p->stride;
     int64_t o = 0;
@@ -106,7 +79,7 @@ static void permute_backward(ast_ctx *c, const ast_node *n)
 static ast_tensor *permuted_copy(ast_ctx *c, const char *op, ast_tensor *x, int view_ndim, const int64_t *view,
                                  const int *perm, int out_ndim, const int64_t *out_shape)
 {
-    perm_plan *p = plan_permute(c, view_ndim, view, perm);
+    ast_perm_plan *p = ast_plan_permute(c, view_ndim, view, perm);
     ast_tensor *y = ast_empty(c, out_ndim, out_shape);
     permute_walk(p, x->data, y->data, PERM_FORWARD);
     ast_record(c, &(ast_node){.op = op, .backward = permute_backward, .out = y, .in = {x}, .n_in = 1, .saved = p});
@@ -116,13 +89,7 @@ static ast_tensor *permuted_copy(ast_ctx *c, const char *op, ast_tensor *x, int 
 ast_tensor *ast_cpu_permute(ast_ctx *c, ast_tensor *x, const int *perm)
 {
     int64_t shape[AST_MAX_DIMS];
-    int seen[AST_MAX_DIMS] = {0};
-    for (int i = 0; i < x->ndim; i++) {
-        AST_ASSERT(perm[i] >= 0 && perm[i] < x->ndim && !seen[perm[i]], "permute: perm is not a permutation of 0..%d",
-                   x->ndim - 1);
-        seen[perm[i]] = 1;
-        shape[i] = x->shape[perm[i]];
-    }
+    ast_permuted_shape(x, perm, shape);
     return permuted_copy(c, "permute", x, x->ndim, x->shape, perm, x->ndim, shape);
 }
 
@@ -161,20 +128,8 @@ static void concat_backward(ast_ctx *c, const ast_node *n)
 
 ast_tensor *ast_cpu_concat(ast_ctx *c, ast_tensor *const *xs, int n)
 {
-    char s1[64], s2[64];
-    AST_ASSERT(n >= 1 && n <= AST_NODE_MAX_IN, "concat of %d tensors (1..%d allowed)", n, AST_NODE_MAX_IN);
-    int64_t shape[AST_MAX_DIMS], width = 0;
-    int nd = xs[0]->ndim;
-    for (int k = 0; k < n; k++) {
-        int same = xs[k]->ndim == nd;
-        for (int i = 0; same && i < nd - 1; i++) same = xs[k]->shape[i] == xs[0]->shape[i];
-        AST_ASSERT(same, "concat: %s and %s differ before the last axis", ast_shape_str(xs[0], s1, sizeof s1),
-                   ast_shape_str(xs[k], s2, sizeof s2));
-        width += ast_cols(xs[k]);
-    }
-    memcpy(shape, xs[0]->shape, (size_t)nd * sizeof *shape);
-    shape[nd - 1] = width;
-    ast_tensor *y = ast_empty(c, nd, shape);
+    int64_t shape[AST_MAX_DIMS], width = ast_concat_shape(xs, n, shape);
+    ast_tensor *y = ast_empty(c, xs[0]->ndim, shape);
     ast_node node = {.op = "concat", .backward = concat_backward, .out = y, .n_in = n};
     int64_t rows = ast_rows(y), off = 0;
     for (int k = 0; k < n; k++) {
