@@ -329,20 +329,18 @@ static void add_run(lua_State *L, int runs, int c, int ovr, int schedule, int by
     ast_error e = {""};
     ast_cfg *cfg = sweep_resolve(L, file, ovr, &e);
     char *yaml = cfg && ast_cfg_check_supported(cfg, &e) == 0 ? ast_cfg_dump_string(cfg, &e) : NULL;
-    int64_t seed = yaml ? ast_cfg_int(cfg, "seed.value") : 0;
-    const char *device = yaml ? ast_cfg_str(cfg, "device") : NULL;
-    char *device_copy = ast_xstrdup(device ? device : "cpu"); /* the local executor places runs on GPUs by it */
-    ast_cfg_free(cfg);
     if (!yaml) {
-        free(device_copy);
+        ast_cfg_free(cfg);
         luaL_error(L, "sweep: configs.%s: %s", name, e.msg);
     }
+    int64_t seed = ast_cfg_int(cfg, "seed.value");
+    const char *device = ast_cfg_str(cfg, "device");
     lua_createtable(L, 0, 9);
     lua_pushstring(L, yaml);
     lua_setfield(L, -2, "yaml");
-    lua_pushstring(L, device_copy);
+    lua_pushstring(L, device ? device : "cpu"); /* the local executor places runs on GPUs by it */
     lua_setfield(L, -2, "device");
-    free(device_copy);
+    ast_cfg_free(cfg);
     uint64_t hash = ast_fnv1a(AST_FNV_OFFSET, yaml, strlen(yaml));
     free(yaml);
     if (!lua_isnil(L, schedule)) hash = sweep_hash_schedule(L, schedule, hash);
