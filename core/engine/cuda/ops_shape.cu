@@ -334,13 +334,8 @@ static void slice_backward(ast_ctx *c, const ast_node *n)
 
 extern "C" ast_tensor *ast_cuda_slice(ast_ctx *c, ast_tensor *x, int64_t start, int64_t len)
 {
-    char s1[64];
-    int64_t width = ast_cols(x);
-    AST_ASSERT(start >= 0 && len >= 0 && start + len <= width, "slice: columns [%lld, %lld) of %s",
-               (long long)start, (long long)(start + len), ast_shape_str(x, s1, sizeof s1));
-    int64_t shape[AST_MAX_DIMS];
-    memcpy(shape, x->shape, (size_t)x->ndim * sizeof *shape);
-    shape[x->ndim - 1] = len;
+    int64_t width = ast_cols(x), shape[AST_MAX_DIMS];
+    ast_slice_shape(x, start, len, shape);
     ast_tensor *y = ast_empty(c, x->ndim, shape);
     copy_cols(y->data, len, x->data + start, width, ast_rows(x), len, 1);
     ast_node node = {};

@@ -130,6 +130,17 @@ static inline int64_t ast_concat_shape(ast_tensor *const *xs, int n, int64_t *sh
     return width;
 }
 
+/* Checks that columns [start, start + len) lie within x's last axis; fills
+ * shape with the slice's. */
+static inline void ast_slice_shape(const ast_tensor *x, int64_t start, int64_t len, int64_t *shape)
+{
+    char s1[64];
+    AST_ASSERT(start >= 0 && len >= 0 && start + len <= ast_cols(x), "slice: columns [%lld, %lld) of %s",
+               (long long)start, (long long)(start + len), ast_shape_str(x, s1, sizeof s1));
+    memcpy(shape, x->shape, (size_t)x->ndim * sizeof *shape);
+    shape[x->ndim - 1] = len;
+}
+
 /* ---- broadcasting -------------------------------------------------------- */
 
 /* The output's dims after merging neighbours that both operands traverse
