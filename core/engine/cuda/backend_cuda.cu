@@ -209,7 +209,10 @@ static void upload_jobs(const ast_adamw_job *jobs, int n)
 static void cuda_adamw(const ast_backend *b, const ast_adamw_job *jobs, int n, const ast_adamw_hyper *h)
 {
     if (n <= 0) return;
-    AST_CUDA_CHECK(cudaStreamSynchronize(AST_CUDA_STREAM)); /* the previous step's table may be in use */
+    /* No wait for the previous step: its kernels read the device table before
+     * a new upload on the same stream writes it, a copy from pageable memory
+     * has taken the host table before cudaMemcpyAsync returns, and cudaFree
+     * (a table of another size) waits for the device itself. */
     upload_jobs(jobs, n);
     AST_CUDA_CHECK(cudaMemsetAsync(table.flags, 0, (size_t)n * sizeof *table.flags, AST_CUDA_STREAM));
     dim3 grid(64, (unsigned)n);
