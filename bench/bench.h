@@ -43,6 +43,11 @@ typedef struct bench_timing {
     int threads;            /* OpenBLAS threads in the child */
     double value;           /* a single measured number (the sgemm peak, GFLOP/s) */
     double cells_per_s;     /* sampling: cells generated per second of reverse diffusion */
+    /* On a device: the median host time to queue a step (its launches; a
+     * step is launch-bound when this is near step_median_s), the step
+     * replayed as a captured CUDA graph, or why it could not be captured. */
+    double enqueue_median_s, graph_median_s;
+    char graph_note[200];
 } bench_timing;
 
 /* ---- where time goes ------------------------------------------------ */

@@ -58,6 +58,9 @@ static void add_timing(cJSON *o, const bench_timing *t, double sgemm)
     /* the memory a step needs on its device: PyTorch's max_memory_allocated counterpart */
     cJSON_AddNumberToObject(o, "device_mb", (double)(t->arena_peak + t->state_bytes) / (1024.0 * 1024.0));
     if (t->cells_per_s > 0) cJSON_AddNumberToObject(o, "cells_per_s", t->cells_per_s);
+    if (t->enqueue_median_s > 0) cJSON_AddNumberToObject(o, "enqueue_median_s", t->enqueue_median_s);
+    if (t->graph_median_s > 0) cJSON_AddNumberToObject(o, "graph_median_s", t->graph_median_s);
+    if (t->graph_note[0]) cJSON_AddStringToObject(o, "graph_not_captured", t->graph_note);
     cJSON_AddNumberToObject(o, "threads", t->threads);
 }
 

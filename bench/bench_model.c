@@ -93,6 +93,12 @@ static void model_row(const bench_model_case *mc, const bench_timing *t, double 
            1e3 * t->step_median_s, 1e3 * t->step_cpu_s, 1e3 * t->eval_median_s, t->flops_step * 1e-9, gflops(t),
            100.0 * gflops(t) / peak, t->peak_rss_kb / 1024.0, t->arena_peak / (1024.0 * 1024.0),
            t->state_bytes / (1024.0 * 1024.0));
+    if (t->graph_median_s > 0)
+        printf("%-20s graph: replayed %.2f ms (%.2fx the step); queueing the step's launches took the host %.2f ms\n", "",
+               1e3 * t->graph_median_s, t->step_median_s / t->graph_median_s, 1e3 * t->enqueue_median_s);
+    else if (t->graph_note[0])
+        printf("%-20s graph: not captured: %s; queueing took the host %.2f ms\n", "", t->graph_note,
+               1e3 * t->enqueue_median_s);
 }
 
 /* The four configs at `size`; sets > 0 replaces the case's B (and names it). */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "engine/backend.h"
+#include "engine/graph.h"
 #include "eval/sample.h"
 #include "model/diffusion.h"
 #include "model/loss.h"
@@ -79,17 +80,17 @@ static ast_model_out model_pass(ast_model *m, ast_ctx *c, const model_inputs *in
     return ast_model_forward(m, c, in->x_dev, in->t_dev, in->p_dev, NULL, NULL, NULL);
 }
 
-static void model_train_step(ast_model *m, ast_ctx *c, ast_adamw *opt, const model_inputs *in)
+/* The step after AdamW's constants are staged: forward, loss, backward,
+ * clipping and AdamW queued (as the trainer's, train_graph.c). */
+static void model_queue_step(ast_model *m, ast_ctx *c, ast_adamw *opt, const model_inputs *in)
 {
-    ast_params *p = ast_model_params(m);
-    ast_params_zero_grad(p);
+    ast_params_zero_grad(ast_model_params(m));
     ast_model_out out = model_pass(m, c, in, 1);
     ast_loss_config lc;
     ast_loss_config_default(&lc);
     ast_loss_parts lp = ast_diffusion_loss(c, &lc, &out, in->expr_dev, in->pos_dev, NULL);
     ast_backward(c, lp.total);
-    ast_clip_grad_norm(p, BENCH_CLIP);
-    ast_adamw_step(opt, BENCH_LR);
+    ast_adamw_queue(opt, BENCH_CLIP, lp.total->data);
 }
 
 /* Median wall (and CPU) seconds and the minimum wall seconds of `steps`
@@ -130,6 +131,9 @@ typedef struct model_state {
     ast_ctx *c;
     ast_adamw *opt;
     model_inputs in;
+    double *enqueue; /* host seconds to queue each step so far */
+    int n_steps;
+    ast_graph *graph;
 } model_state;
 
 /* A device runs the step's kernels asynchronously: a timed step ends when
@@ -143,8 +147,38 @@ static void finish(ast_ctx *c)
 static void model_step_fn(void *ud)
 {
     model_state *s = ud;
-    model_train_step(s->m, s->c, s->opt, &s->in);
+    double t0 = bench_now();
+    ast_adamw_stage(s->opt, BENCH_LR);
+    model_queue_step(s->m, s->c, s->opt, &s->in);
+    s->enqueue[s->n_steps++] = bench_now() - t0;
     finish(s->c);
+}
+
+static void model_graph_fn(void *ud)
+{
+    model_state *s = ud;
+    ast_adamw_stage(s->opt, BENCH_LR);
+    ast_graph_replay(s->graph);
+    finish(s->c);
+}
+
+/* The step captured once, then timed replayed; or why it cannot be. */
+static void time_graph(model_state *s, const bench_run_opts *run, bench_timing *out)
+{
+    char why[sizeof out->graph_note] = "";
+    ast_adamw_stage(s->opt, BENCH_LR); /* before the capture: it waits for the last update */
+    if (ast_graph_begin(s->c, why, sizeof why) == 0) {
+        model_queue_step(s->m, s->c, s->opt, &s->in);
+        s->graph = ast_graph_end(s->c, why, sizeof why);
+    }
+    if (!s->graph) {
+        snprintf(out->graph_note, sizeof out->graph_note, "%s", why);
+        return;
+    }
+    step_times st;
+    time_steps(model_graph_fn, s, run->warmup, run->steps, 0, &st);
+    out->graph_median_s = st.median;
+    ast_graph_free(s->graph);
 }
 
 static void model_eval_fn(void *ud)
@@ -191,9 +225,15 @@ void bench_model_child(const void *arg, bench_timing *out)
     s.opt = ast_adamw_new(ast_model_params(s.m), &adamw_cfg);
     inputs_init(&s.in, mc, job->run.seed + 1);
     inputs_place(&s.in, ast_model_backend(s.m));
+    s.enqueue = ast_xcalloc((size_t)(job->run.warmup + job->run.steps) + 1, sizeof *s.enqueue);
     step_times st;
     out->steps = time_steps(model_step_fn, &s, job->run.warmup, job->run.steps, 0, &st);
     put_times(out, &st);
+    if (ast_model_backend(s.m)->memory != AST_MEM_HOST) {
+        out->enqueue_median_s = bench_median(s.enqueue + job->run.warmup, out->steps);
+        time_graph(&s, &job->run, out);
+    }
+    free(s.enqueue);
     time_steps(model_eval_fn, &s, job->run.warmup, job->run.steps, 0, &st);
     out->eval_median_s = st.median;
     out->flops_eval = bench_flops_model_forward(mc);

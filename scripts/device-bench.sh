@@ -36,8 +36,9 @@
 #   scripts/device-bench.sh cuda-run OUT_DIR [PARTS...]
 #       there: nvidia-smi -L, then the parts (default: all, in this order;
 #       each fits the device's 600 s per call):
-#         tests  test_cuda_ops and test_cuda_model (Criterion logs)
-#         train  a short `alphast-run train device=cuda` of each config
+#         tests  test_cuda_ops, test_cuda_model, test_cuda_train (Criterion logs)
+#         train  a short `alphast-run train device=cuda` of each config, its
+#                step as a CUDA graph and op by op
 #         bench  bench_model --device cuda beside torch_bench.py --device cuda:
 #                the four configs at B=4 and B=32 (reference size)
 #         cells  the gated model, G=200, one set of 4k ... 128k cells, both
@@ -99,7 +100,7 @@ EOF
 
 # ---- CUDA: a --with-cuda build carried to the GPU machine ------------------
 
-cuda_tests=(tests/test_cuda_ops tests/test_cuda_model)
+cuda_tests=(tests/test_cuda_ops tests/test_cuda_model tests/test_cuda_train)
 
 # plugin_targets: the build's plugin libraries, as make names them.
 plugin_list() { # build-dir
@@ -163,19 +164,31 @@ cuda_tests_part() { # out
   return $rc
 }
 
-# The quickstart's data (configs/visium.yaml), one epoch per config.
+# The quickstart's data (configs/visium.yaml), one epoch per config, its
+# step as a CUDA graph where it can be (training.cuda_graph, the default)
+# and op by op: steps per second of both and whether their losses agree.
 cuda_train_part() { # out
-  local out=$1 c
+  local out=$1 c mode
   local -A overrides=([baseline]="attention=linear ffn=dense" [gated]="attention=gated attention.gate_type=headwise"
     [moe]="ffn=moe ffn.num_experts=4 ffn.top_k=2" [gated_moe]="attention=gated ffn=moe ffn.num_experts=4 ffn.top_k=2")
   for c in baseline gated moe gated_moe; do
-    # shellcheck disable=SC2086 # the overrides are words
-    if (cd "$top" && XDG_CACHE_HOME=$out/cache "$bundle/alphast-run" train --config configs/visium.yaml \
-      --out "$out/train-$c" device=cuda training.epochs=1 ${overrides[$c]} >"$out/train-$c.log" 2>&1); then
-      echo "train $c: ok, $(grep -o '"steps_per_second":[^,}]*' "$out/train-$c/summary.json" 2>/dev/null)"
+    for mode in true false; do
+      local dir=$out/train-$c-graph-$mode
+      # shellcheck disable=SC2086 # the overrides are words
+      if (cd "$top" && XDG_CACHE_HOME=$out/cache "$bundle/alphast-run" train --config configs/visium.yaml \
+        --out "$dir" device=cuda training.epochs=1 training.cuda_graph=$mode ${overrides[$c]} >"$dir.log" 2>&1); then
+        echo "train $c cuda_graph=$mode: ok, $(grep -o '"steps_per_second":[^,}]*' "$dir/summary.json" 2>/dev/null)" \
+          "$(grep -o 'captured as a CUDA graph\|runs op by op[^;]*' "$dir.log" | head -1)"
+      else
+        echo "train $c cuda_graph=$mode: FAILED"
+        tail -3 "$dir.log"
+      fi
+    done
+    if cmp -s <(grep -o '"loss":[^,]*' "$out/train-$c-graph-true/metrics.jsonl") \
+      <(grep -o '"loss":[^,]*' "$out/train-$c-graph-false/metrics.jsonl"); then
+      echo "train $c: the same losses with and without the graph"
     else
-      echo "train $c: FAILED"
-      tail -3 "$out/train-$c.log"
+      echo "train $c: the losses DIFFER with and without the graph"
     fi
   done
 }

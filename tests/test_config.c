@@ -260,7 +260,7 @@ Test(config, unknown_key_suggests_the_closest_sibling)
                "t.yaml:1:1: positionmlp_setting: unknown key; did you mean 'PositionMLP_setting'?");
     load_fails("training:\n  zzz: 1\n",
                "t.yaml:2:3: training.zzz: unknown key; the keys here are: learning_rate, weight_decay, "
-               "batch_size, epochs, precision, gradient_clip_val, accumulate_grad_batches, early_stopping, "
+               "batch_size, epochs, precision, gradient_clip_val, accumulate_grad_batches, cuda_graph, early_stopping, "
                "patience, steps_per_epoch, max_minutes, init_from, amsgrad, val_sets, val_t_points, "
                "optimizer_sharding, scheduler");
 }

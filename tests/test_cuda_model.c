@@ -13,6 +13,7 @@
 
 #include "attn_gated_kernel.h"
 #include "cuda_fixture.h"
+#include "engine/graph.h"
 #include "model/loss.h"
 #include "model_fixture.h"
 #include "plugin/loader.h"
@@ -196,6 +197,101 @@ Test(cuda_model, baseline_trains_as_on_the_cpu) { check_config(0); }
 Test(cuda_model, gated_trains_as_on_the_cpu) { check_config(1); }
 Test(cuda_model, moe_trains_as_on_the_cpu) { check_config(2); }
 Test(cuda_model, gated_moe_trains_as_on_the_cpu) { check_config(3); }
+
+/* ---- the step as a CUDA graph (engine/graph.h) ---------------------------- */
+
+enum { GRAPH_STEPS = 5 };
+
+/* A run of GRAPH_STEPS steps as the trainer's graph path takes them: a new
+ * batch each step in pinned memory, AdamW's constants staged, the step
+ * queued (eager before capture_at, captured at it, replayed after) and its
+ * loss read at the end. capture_at < 0: eager throughout. NULL, with why,
+ * when the step could not be captured. */
+static float *graph_run(int which, int capture_at, float loss[GRAPH_STEPS], int64_t *n_params, char *why, size_t why_n)
+{
+    const ast_backend *gpu = cf_gpu();
+    ast_model_config cfg;
+    ablation_config(&cfg, which, gpu->name);
+    cfg.dropout = 0.2f; /* the replay must draw new masks, as eager steps do */
+    ast_model *m = mf_model(&cfg, SEED);
+    ast_params *p = ast_model_params(m);
+    ast_ctx *c = ast_ctx_new_on(gpu, SEED);
+    ast_adamw *opt = ast_adamw_new(p, &adamw_cfg);
+    batch *data = gpu->host_alloc(gpu, sizeof *data), *clean = ast_xmalloc(sizeof *clean);
+    batch_init(clean);
+    ast_graph *g = NULL;
+    const float *loss_at = NULL;
+    float *params = NULL;
+    for (int s = 0; s < GRAPH_STEPS; s++) {
+        *data = *clean;
+        for (int i = 0; i < B * N * G; i++) data->z_expr[i] += 0.1f * (float)s; /* each step's own inputs */
+        ast_adamw_stage(opt, LR);
+        if (g) ast_graph_replay(g);
+        else {
+            int capturing = s == capture_at && ast_graph_begin(c, why, why_n) == 0;
+            ast_params_zero_grad(p);
+            ast_ctx_reset(c);
+            ast_ctx_set_training(c, 1);
+            ast_tensor *mask = ast_tensor_from(c, 2, (int64_t[]){B, N}, data->mask);
+            ast_model_out out = ast_model_forward(m, c, ast_tensor_from(c, 3, (int64_t[]){B, N, G}, data->z_expr),
+                                                  ast_tensor_from(c, 2, (int64_t[]){B, 1}, data->t),
+                                                  ast_tensor_from(c, 3, (int64_t[]){B, N, 3}, data->z_pos), mask, NULL, NULL);
+            ast_loss_config lc;
+            ast_loss_config_default(&lc);
+            ast_loss_parts lp = ast_diffusion_loss(c, &lc, &out, ast_tensor_from(c, 3, (int64_t[]){B, N, G}, data->expr),
+                                                   ast_tensor_from(c, 3, (int64_t[]){B, N, 3}, data->pos), mask);
+            ast_backward(c, lp.total);
+            ast_adamw_queue(opt, 1.0, lp.total->data);
+            loss_at = lp.total->data;
+            if (capturing) {
+                if (!(g = ast_graph_end(c, why, why_n))) goto out;
+                ast_graph_replay(g);
+            }
+        }
+        gpu->to_host(gpu, &loss[s], loss_at, sizeof loss[s]);
+    }
+    params = read_params(c, p, 0);
+    *n_params = ast_params_numel(p);
+out:
+    ast_graph_free(g);
+    gpu->host_free(gpu, data);
+    free(clean);
+    ast_adamw_free(opt);
+    ast_ctx_free(c);
+    ast_model_free(m);
+    return params;
+}
+
+/* Replays give the eager steps' losses and weights bit for bit: the same
+ * kernels on the same data, new inputs read from pinned memory, new
+ * dropout keys (engine and attention plugin) drawn in the same order. */
+static void check_graph(int which)
+{
+    float eager[GRAPH_STEPS], replayed[GRAPH_STEPS];
+    char why[320] = "";
+    int64_t n = 0;
+    float *a = graph_run(which, -1, eager, &n, why, sizeof why), *b = graph_run(which, 1, replayed, &n, why, sizeof why);
+    cr_assert(b, "%s: not captured: %s", configs[which], why);
+    cr_assert_arr_eq(eager, replayed, sizeof eager, "%s: the replayed steps' losses differ", configs[which]);
+    for (int s = 1; s < GRAPH_STEPS; s++) cr_assert_neq(eager[s], eager[s - 1], "the inputs change step to step");
+    cr_assert_arr_eq(a, b, (size_t)n * sizeof(float), "%s: the weights differ after %d steps", configs[which], GRAPH_STEPS);
+    cr_log_info("%s: %d steps, eager and replayed: losses and weights bit for bit", configs[which], GRAPH_STEPS);
+    free(a), free(b);
+}
+
+Test(cuda_model, baseline_step_replays_as_a_graph) { check_graph(0); }
+Test(cuda_model, gated_step_replays_as_a_graph) { check_graph(1); }
+
+/* MoE routes on the host (it reads the router's logits): the capture says so. */
+Test(cuda_model, moe_step_is_not_captured_and_says_why)
+{
+    float loss[GRAPH_STEPS];
+    char why[320] = "";
+    int64_t n;
+    float *p = graph_run(2, 1, loss, &n, why, sizeof why);
+    cr_assert_null(p);
+    cr_assert(strstr(why, "reads device memory on the host"), "%s", why);
+}
 
 /* ---- plugins: instances on a backend ------------------------------------ */
 

@@ -80,9 +80,10 @@ EXTRA_DIST += tests/test_slurm.sh scripts/slurm-local.sh tests/data/sweeps/slurm
 # The CUDA backend against the CPU backend (issue 15): every op of ops.def,
 # forward and backward, on NaN-filled memory, twice (test_cuda_ops, engine
 # only); training steps of the four configs, the gated attention's and the
-# MoE's kernels (test_cuda_model). Every test is skipped, saying why, in a
+# MoE's kernels (test_cuda_model); the trainer's step as a CUDA graph against
+# op by op (test_cuda_train). Every test is skipped, saying why, in a
 # build without CUDA or on a machine without a GPU.
-check_PROGRAMS += tests/test_cuda_ops tests/test_cuda_model
+check_PROGRAMS += tests/test_cuda_ops tests/test_cuda_model tests/test_cuda_train
 tests_test_cuda_ops_SOURCES = tests/test_cuda_ops.c tests/cuda_fixture.c tests/cuda_fixture.h
 tests_test_cuda_ops_CFLAGS = $(TEST_CC)
 tests_test_cuda_ops_LDADD = $(ENGINE_TEST_LIBS)
@@ -91,3 +92,7 @@ tests_test_cuda_model_SOURCES = tests/test_cuda_model.c tests/cuda_fixture.c tes
 tests_test_cuda_model_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/attention
 tests_test_cuda_model_CFLAGS = $(TEST_CC)
 tests_test_cuda_model_LDADD = $(TEST_LIBS) $(LTDL_LIBS)
+tests_test_cuda_train_SOURCES = tests/test_cuda_train.c tests/cuda_fixture.c tests/cuda_fixture.h \
+	tests/train_fixture.c tests/train_fixture.h
+tests_test_cuda_train_CFLAGS = $(TEST_CC)
+tests_test_cuda_train_LDADD = $(TEST_LIBS)

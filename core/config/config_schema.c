@@ -66,6 +66,7 @@ static const cfg_key schema[] = {
     ENUM("training.precision", "32-true", "32|32-true|16-mixed|bf16-mixed"),
     FLT("training.gradient_clip_val", "1.0", CFG_NONNEG),
     INT("training.accumulate_grad_batches", "1", CFG_POSITIVE),
+    BOOL("training.cuda_graph", "true"),                     /* alphast: on a GPU, capture the step once and replay it (docs/gpu.md) */
     BOOL("training.early_stopping", "false"),
     INT("training.patience", "10", CFG_POSITIVE),
     INT("training.steps_per_epoch", "50", CFG_POSITIVE),     /* alphast: sets are sampled, so epochs are counted in steps */

@@ -90,6 +90,14 @@ void ast_arena_reset(ast_arena *a)
     a->n_spare = 0; /* still poisoned: ast_arena_take unpoisons what it hands out */
 }
 
+void ast_arena_hand_over(ast_arena *a, ast_arena *to)
+{
+    *to = *a;
+    to->spare = NULL, to->n_spare = to->spare_cap = 0;
+    a->top = chunk_new(a->backend, ARENA_MIN_CHUNK, NULL);
+    a->used = a->requested = a->n_spare = 0;
+}
+
 /* Every block starts on a cache line (and a vector's width). */
 static size_t whole_lines(size_t bytes) { return (bytes + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1); }
 

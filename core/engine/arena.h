@@ -35,4 +35,7 @@ void *ast_arena_take(ast_arena *a, size_t bytes);
  * Sanitizer builds poison it, so a read through a stale pointer is caught. */
 void ast_arena_give_back(ast_arena *a, void *p, size_t bytes);
 
+/* Moves a's buffers into *to (a captured graph replays into them) and
+ * starts a again on a fresh chunk; free *to with ast_arena_free. */
+void ast_arena_hand_over(ast_arena *a, ast_arena *to);
 #endif

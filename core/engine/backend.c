@@ -46,3 +46,14 @@ int ast_backend_register(const ast_backend *b)
     add(b);
     return 0;
 }
+
+double ast_backend_sum_squares(const ast_backend *b, float *const *xs, const int64_t *ns, int n, float max_norm)
+{
+    double *d = b->buffer_alloc(b, sizeof *d), sq;
+    AST_ASSERT(d, "out of %s memory", b->name);
+    b->sum_squares(b, xs, ns, n, d);
+    if (max_norm > 0) b->clip(b, xs, ns, n, d, max_norm);
+    b->to_host(b, &sq, d, sizeof sq);
+    b->buffer_free(b, d);
+    return sq;
+}

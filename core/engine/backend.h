@@ -16,6 +16,8 @@
 #ifndef ALPHAST_BACKEND_H
 #define ALPHAST_BACKEND_H
 
+#include <math.h>
+
 #include "engine/engine.h"
 
 #ifdef __cplusplus
@@ -41,6 +43,14 @@ typedef struct ast_adamw_hyper {
     float beta1, beta2, eps, decay, step_size, bc2_sqrt;
 } ast_adamw_hyper;
 
+/* Clipping's factor for a gradient with sum of squares sumsq, as
+ * torch.nn.utils.clip_grad_norm_: max_norm / (norm + 1e-6), applied when
+ * below 1. One definition for every backend's clip (host and device). */
+#if defined(__CUDACC__)
+__host__ __device__
+#endif
+static inline double ast_clip_coef(double sumsq, float max_norm) { return max_norm / (sqrt(sumsq) + 1e-6); }
+
 typedef struct ast_backend ast_backend;
 struct ast_backend {
     const char *name;  /* what `device:` in a config names: "cpu" */
@@ -64,17 +74,44 @@ struct ast_backend {
     void (*zero)(const ast_backend *b, void *dst, size_t bytes);
     /* y[i] += x[i] for i < n. */
     void (*accumulate)(const ast_backend *b, float *y, const float *x, int64_t n);
-    /* The sum of squares of n arrays (xs[i] of ns[i] floats) in float64:
-     * each array in fixed blocks of AST_NORM_BLOCK, the blocks and then the
-     * arrays added in order, so the result has the same bits for any
-     * thread count. Synchronises: the sum comes back to the host. */
-    double (*sum_squares)(const ast_backend *b, float *const *xs, const int64_t *ns, int n);
-    /* xs[i][j] *= s for each of the n arrays. */
-    void (*scale)(const ast_backend *b, float *const *xs, const int64_t *ns, int n, float s);
-    /* One AdamW update of n parameters (ast_adamw_job above). */
-    void (*adamw)(const ast_backend *b, const ast_adamw_job *jobs, int n, const ast_adamw_hyper *h);
+    /* The sum of squares of n arrays (xs[i] of ns[i] floats) in float64,
+     * into *out (backend memory): each array in fixed blocks of
+     * AST_NORM_BLOCK, the blocks and then the arrays added in order, so the
+     * result has the same bits for any thread count. Queued like an op: the
+     * step's scalars stay on the backend until the host reads them. */
+    void (*sum_squares)(const ast_backend *b, float *const *xs, const int64_t *ns, int n, double *out);
+    /* Clipping: xs[i][j] *= max_norm / (sqrt(*sumsq) + 1e-6) when that is
+     * below 1 (torch.nn.utils.clip_grad_norm_); *sumsq in backend memory. */
+    void (*clip)(const ast_backend *b, float *const *xs, const int64_t *ns, int n, const double *sumsq, float max_norm);
+    /* One AdamW update of n parameters (ast_adamw_job above), with the
+     * constants *h in backend memory. Nothing changes when *sumsq (the
+     * gradient's) or *loss is not finite: a bad step is stopped on the
+     * device, before the host has read either. NULL: not checked. */
+    void (*adamw)(const ast_backend *b, const ast_adamw_job *jobs, int n, const ast_adamw_hyper *h,
+                  const double *sumsq, const float *loss);
+
+    /* Pinned host memory: the backend copies from it without staging, and
+     * a captured copy reads it when the graph runs (step inputs). */
+    void *(*host_alloc)(const ast_backend *b, size_t bytes);
+    void (*host_free)(const ast_backend *b, void *p);
+    /* Copies that leave the queue to wait for the host: every to_host, and
+     * every to_backend from memory not from host_alloc, counted per thread
+     * since it began. A step that makes none can be captured (graph.c). */
+    int64_t (*host_traffic)(const ast_backend *b);
+    /* Capture of what this thread queues into a graph, replayed with one
+     * launch (a CUDA graph). capture_begin: 0, or -1 with why (the CPU runs
+     * each op as it is called). capture_end: the graph, or NULL with why
+     * (a copy to or from pageable memory while capturing). */
+    int (*capture_begin)(const ast_backend *b, char *why, size_t n);
+    void *(*capture_end)(const ast_backend *b, char *why, size_t n);
+    void (*graph_launch)(const ast_backend *b, void *graph);
+    void (*graph_free)(const ast_backend *b, void *graph);
 };
 
+
+/* The sum of squares of the n arrays, waited for and returned; with
+ * max_norm > 0 the arrays are then clipped to it (backend's clip). */
+double ast_backend_sum_squares(const ast_backend *b, float *const *xs, const int64_t *ns, int n, float max_norm);
 
 const ast_backend *ast_backend_cpu(void);
 #if AST_HAVE_CUDA
@@ -97,9 +134,10 @@ int ast_backend_register(const ast_backend *b);
 /* The CPU backend's services (backend_cpu_services.c). */
 void ast_cpu_zero(const ast_backend *b, void *dst, size_t bytes);
 void ast_cpu_accumulate(const ast_backend *b, float *y, const float *x, int64_t n);
-double ast_cpu_sum_squares(const ast_backend *b, float *const *xs, const int64_t *ns, int n);
-void ast_cpu_scale(const ast_backend *b, float *const *xs, const int64_t *ns, int n, float s);
-void ast_cpu_adamw(const ast_backend *b, const ast_adamw_job *jobs, int n, const ast_adamw_hyper *h);
+void ast_cpu_sum_squares(const ast_backend *b, float *const *xs, const int64_t *ns, int n, double *out);
+void ast_cpu_clip(const ast_backend *b, float *const *xs, const int64_t *ns, int n, const double *sumsq, float max_norm);
+void ast_cpu_adamw(const ast_backend *b, const ast_adamw_job *jobs, int n, const ast_adamw_hyper *h,
+                   const double *sumsq, const float *loss);
 
 /* Tensor data and gradients come from the context's backend arena (device
  * memory on a device); ast_alloc's memory stays on the host (tensor

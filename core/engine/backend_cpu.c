@@ -1,5 +1,6 @@
 /* The CPU backend: host memory, OpenBLAS GEMMs, the kernels in ops/ and the
  * services in backend_cpu_services.c. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,14 @@ static void cpu_free(const ast_backend *b, void *buffer) { free(buffer); }
 static void cpu_copy(const ast_backend *b, void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
 static void cpu_synchronize(const ast_backend *b) {}
 static int cpu_available(const ast_backend *b, char *why, size_t n) { return 1; }
+/* The CPU reads host memory where it is: nothing waits for a copy. */
+static int64_t cpu_host_traffic(const ast_backend *b) { return 0; }
+
+static int cpu_capture_begin(const ast_backend *b, char *why, size_t n)
+{
+    snprintf(why, n, "the cpu backend runs each op as it is called; there is no queue to capture");
+    return -1;
+}
 
 static const ast_ops cpu_ops = {
     .n_ops = sizeof(ast_ops) / sizeof(void (*)(void)) - 1,
@@ -37,8 +46,12 @@ static const ast_backend cpu = {
     .zero = ast_cpu_zero,
     .accumulate = ast_cpu_accumulate,
     .sum_squares = ast_cpu_sum_squares,
-    .scale = ast_cpu_scale,
+    .clip = ast_cpu_clip,
     .adamw = ast_cpu_adamw,
+    .host_alloc = cpu_alloc,
+    .host_free = cpu_free,
+    .host_traffic = cpu_host_traffic,
+    .capture_begin = cpu_capture_begin, /* always refuses: capture_end and the graph calls stay NULL */
 };
 
 const ast_backend *ast_backend_cpu(void) { return &cpu; }

@@ -69,8 +69,10 @@ static void adamw_range(void *arg, int64_t lo, int64_t hi)
     }
 }
 
-void ast_cpu_adamw(const ast_backend *b, const ast_adamw_job *jobs, int n, const ast_adamw_hyper *h)
+void ast_cpu_adamw(const ast_backend *b, const ast_adamw_job *jobs, int n, const ast_adamw_hyper *h,
+                   const double *sumsq, const float *loss)
 {
+    if ((sumsq && !isfinite(*sumsq)) || (loss && !isfinite(*loss))) return;
     for (int i = 0; i < n; i++)
         if (jobs[i].n && !all_zero(jobs[i].g_whole, jobs[i].whole_n))
             ast_parallel_for(jobs[i].n, AST_PAR_GRAIN, adamw_range, &(adamw_args){&jobs[i], h});
@@ -112,12 +114,12 @@ static double sum_squares_one(const float *g, int64_t n)
     return s;
 }
 
-double ast_cpu_sum_squares(const ast_backend *b, float *const *xs, const int64_t *ns, int n)
+void ast_cpu_sum_squares(const ast_backend *b, float *const *xs, const int64_t *ns, int n, double *out)
 {
     double s = 0.0;
     for (int i = 0; i < n; i++)
         if (xs[i]) s += sum_squares_one(xs[i], ns[i]);
-    return s;
+    *out = s;
 }
 
 typedef struct scale_args {
@@ -131,8 +133,10 @@ static void scale_range(void *arg, int64_t lo, int64_t hi)
     for (int64_t j = lo; j < hi; j++) a->g[j] *= a->coef;
 }
 
-void ast_cpu_scale(const ast_backend *b, float *const *xs, const int64_t *ns, int n, float s)
+void ast_cpu_clip(const ast_backend *b, float *const *xs, const int64_t *ns, int n, const double *sumsq, float max_norm)
 {
+    double coef = ast_clip_coef(*sumsq, max_norm);
+    if (!(coef < 1.0)) return;
     for (int i = 0; i < n; i++)
-        if (xs[i]) ast_parallel_for(ns[i], AST_PAR_GRAIN, scale_range, &(scale_args){xs[i], s});
+        if (xs[i]) ast_parallel_for(ns[i], AST_PAR_GRAIN, scale_range, &(scale_args){xs[i], (float)coef});
 }

@@ -8,6 +8,7 @@
 
 #include "base/crash.h"
 #include "engine/arena.h"
+#include "engine/ctx_internal.h"
 #include "engine/profile.h"
 
 #define MAX_LOSSES 64
@@ -20,6 +21,8 @@ struct ast_ctx {
     size_t tape_n, tape_cap;
     unsigned char *frees_grad; /* [tape_cap]: see frees_grad_pass */
     ast_rng rng;
+    ast_key_table *keys;  /* kernels' keys (ast_ctx_key), made at the first draw */
+    int64_t loose_draws;  /* draws through host->rng_*, which a graph cannot replay */
     int training, grad_enabled;
     ast_precision precision; /* of linear, matmul and bmm (ops_linalg.c) */
     const char *loss_names[MAX_LOSSES];
@@ -55,6 +58,7 @@ void ast_ctx_free(ast_ctx *c)
     free(c->profile);
     ast_arena_free(&c->arena);
     if (c->host.backend) ast_arena_free(&c->host);
+    ast_keys_free(c->keys);
     free(c->tape);
     free(c->frees_grad);
     free(c->stats);
@@ -84,6 +88,30 @@ void ast_ctx_set_precision(ast_ctx *c, ast_precision p)
 }
 ast_precision ast_ctx_precision(const ast_ctx *c) { return c->precision; }
 ast_rng *ast_ctx_rng(ast_ctx *c) { return &c->rng; }
+
+uint64_t ast_ctx_key(ast_ctx *c, const uint64_t **at)
+{
+    if (!c->keys) c->keys = ast_keys_new(c->arena.backend);
+    return ast_keys_draw(c->keys, &c->rng, at);
+}
+
+ast_rng *ast_ctx_rng_loose(ast_ctx *c)
+{
+    c->loose_draws++;
+    return &c->rng;
+}
+
+int64_t ast_ctx_loose_draws(const ast_ctx *c) { return c->loose_draws; }
+int64_t ast_ctx_keys_drawn(const ast_ctx *c) { return c->keys ? c->keys->n : 0; }
+
+ast_key_table *ast_ctx_take_keys(ast_ctx *c)
+{
+    ast_key_table *k = c->keys;
+    c->keys = NULL;
+    return k;
+}
+
+void ast_ctx_take_arena(ast_ctx *c, ast_arena *to) { ast_arena_hand_over(&c->arena, to); }
 const ast_backend *ast_ctx_backend(const ast_ctx *c) { return c->arena.backend; }
 size_t ast_ctx_arena_used(const ast_ctx *c) { return c->arena.used; }
 size_t ast_ctx_arena_peak(const ast_ctx *c) { return c->arena.peak; }
@@ -163,12 +191,6 @@ void ast_record(ast_ctx *c, const ast_node *n)
     if (c->profile) ast_profile_forward(c->profile, n->op, c->arena.requested);
 }
 
-void ast_backward(ast_ctx *c, ast_tensor *loss)
-{
-    AST_ASSERT(loss->size == 1, "backward needs a scalar loss, got %lld elements", (long long)loss->size);
-    const float one = 1.0f;
-    ast_backward_seed(c, loss, &one);
-}
 
 /* A tensor flag of the engine's own (plugin.h's flags use the low bits),
  * set only while frees_grad_pass runs. */
@@ -208,14 +230,9 @@ static void release_output_grad(ast_ctx *c, const ast_node *n)
     y->grad = NULL;
 }
 
-void ast_backward_seed(ast_ctx *c, ast_tensor *out, const float *dout)
+/* The backward pass from out's gradient g, which holds dL/dout. */
+static void backward_from(ast_ctx *c)
 {
-    float *g = ast_grad(c, out);
-    if (!g) return; /* nothing on the tape leads to a parameter */
-    const ast_backend *b = c->arena.backend;
-    float *seed = ast_data_alloc_uninit(c, (size_t)out->size * sizeof(float));
-    b->to_backend(b, seed, dout, (size_t)out->size * sizeof(float));
-    b->accumulate(b, g, seed, out->size);
     frees_grad_pass(c);
     for (size_t i = c->tape_n; i-- > 0;) {
         const ast_node *n = &c->tape[i];
@@ -232,6 +249,29 @@ void ast_backward_seed(ast_ctx *c, ast_tensor *out, const float *dout)
         if (c->profile) ast_profile_backward(c->profile, n->op, ast_profile_now() - t0, c->arena.requested - asked);
     }
     if (c->profile) ast_profile_mark(c->profile, c->arena.requested);
+}
+
+void ast_backward_seed(ast_ctx *c, ast_tensor *out, const float *dout)
+{
+    float *g = ast_grad(c, out);
+    if (!g) return; /* nothing on the tape leads to a parameter */
+    const ast_backend *b = c->arena.backend;
+    float *seed = ast_data_alloc_uninit(c, (size_t)out->size * sizeof(float));
+    b->to_backend(b, seed, dout, (size_t)out->size * sizeof(float));
+    b->accumulate(b, g, seed, out->size);
+    backward_from(c);
+}
+
+/* The seed 1 is made on the backend, not copied from the host, so a step
+ * whose data stays there can be captured (graph.h). */
+void ast_backward(ast_ctx *c, ast_tensor *loss)
+{
+    AST_ASSERT(loss->size == 1, "backward needs a scalar loss, got %lld elements", (long long)loss->size);
+    float *g = ast_grad(c, loss);
+    if (!g) return;
+    ast_tensor *one = ast_affine(c, ast_zeros(c, 1, (int64_t[]){1}), 0.0f, 1.0f);
+    c->arena.backend->accumulate(c->arena.backend, g, one->data, 1);
+    backward_from(c);
 }
 
 void ast_add_loss(ast_ctx *c, const char *name, ast_tensor *scalar)

@@ -48,6 +48,10 @@ ast_precision ast_ctx_precision(const ast_ctx *c);
  * AVX512-BF16 or AMX); else 0 with the reason and the fix in why. */
 int ast_bf16_supported(char *why, size_t n);
 ast_rng *ast_ctx_rng(ast_ctx *c);
+/* A kernel's random key: the next draw of the context's RNG, also put in
+ * backend memory at *at, where the kernel reads it (so a captured step's
+ * replay gets new keys: graph.h). Returns the key for host kernels. */
+uint64_t ast_ctx_key(ast_ctx *c, const uint64_t **at);
 /* Bytes of arena carved now (spans the backward handed back for reuse
  * included) and at most since creation: the memory a step touches. */
 size_t ast_ctx_arena_used(const ast_ctx *c);

@@ -3,7 +3,8 @@
 # builds as its own library, with no libyaml, libhdf5, Lua or cJSON.
 noinst_LTLIBRARIES += libalphast_engine.la
 libalphast_engine_la_SOURCES += \
-	core/engine/engine.h core/engine/arena.h core/engine/arena.c core/engine/ctx.c core/engine/tensor.c core/engine/params.c core/engine/host.c \
+	core/engine/engine.h core/engine/arena.h core/engine/arena.c core/engine/ctx.c core/engine/ctx_internal.h \
+	core/engine/keys.h core/engine/keys.c core/engine/graph.h core/engine/graph.c core/engine/tensor.c core/engine/params.c core/engine/host.c \
 	core/engine/rng.c core/engine/parallel.c core/engine/profile.c core/engine/profile.h \
 	core/engine/sink.c core/engine/sink.h core/engine/gemm.c core/engine/gemm_internal.h core/engine/gemm_bf16.c \
 	core/engine/backend.h core/engine/backend.c core/engine/backend_cpu.c core/engine/backend_cpu_services.c \

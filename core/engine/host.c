@@ -4,11 +4,14 @@
  * tensor data to and from host memory. Fields are
  * appended at the tail only (alphast/abi_layout.h asserts every offset). */
 #include "engine/backend.h"
+#include "engine/ctx_internal.h"
 #include "engine/sink.h"
 
-static uint64_t host_rng_u64(ast_ctx *c) { return ast_rng_next(ast_ctx_rng(c)); }
-static float host_rng_uniform(ast_ctx *c) { return ast_rng_uniform01(ast_ctx_rng(c)); }
-static float host_rng_normal(ast_ctx *c) { return ast_rng_gauss(ast_ctx_rng(c)); }
+/* Draws a plugin uses on the host: counted, as a captured step's replay
+ * cannot make them again (graph.h); a kernel's key comes from rng_key. */
+static uint64_t host_rng_u64(ast_ctx *c) { return ast_rng_next(ast_ctx_rng_loose(c)); }
+static float host_rng_uniform(ast_ctx *c) { return ast_rng_uniform01(ast_ctx_rng_loose(c)); }
+static float host_rng_normal(ast_ctx *c) { return ast_rng_gauss(ast_ctx_rng_loose(c)); }
 
 static const ast_ops ops = {
     .n_ops = sizeof(ast_ops) / sizeof(void (*)(void)) - 1,
@@ -43,6 +46,7 @@ static const ast_host host = {
     .log = ast_log,
     .read = ast_tensor_read,
     .write = ast_tensor_write,
+    .rng_key = ast_ctx_key,
 };
 
 const ast_host *ast_host_table(void) { return &host; }

@@ -210,12 +210,20 @@ void ast_reverse_step(const ast_schedule *s, ast_train_mode mode, ast_rng *rng, 
     set_time(s, B, s_int, z);
 }
 
+ast_tensor *ast_pos_x0_hat_from(ast_ctx *c, ast_pos_param p, const float *a, const float *b, ast_tensor *z_pos,
+                                ast_tensor *out_pos)
+{
+    if (p == AST_POS_X0) return out_pos;
+    int64_t shape[3] = {out_pos->shape[0], 1, 1};
+    return ast_add(c, ast_mul(c, z_pos, ast_tensor_from(c, 3, shape, a)), ast_mul(c, out_pos, ast_tensor_from(c, 3, shape, b)));
+}
+
 ast_tensor *ast_pos_x0_hat(ast_ctx *c, const ast_schedule *s, ast_pos_param p, const int *t_int, ast_tensor *z_pos,
                            ast_tensor *out_pos)
 {
     if (p == AST_POS_X0) return out_pos;
-    int64_t shape[3] = {out_pos->shape[0], 1, 1};
-    float *a = ast_alloc(c, (size_t)shape[0] * sizeof *a), *b = ast_alloc(c, (size_t)shape[0] * sizeof *b);
-    ast_pos_param_coeffs(s, p, (int)shape[0], t_int, a, b); /* on the host, then uploaded */
-    return ast_add(c, ast_mul(c, z_pos, ast_tensor_from(c, 3, shape, a)), ast_mul(c, out_pos, ast_tensor_from(c, 3, shape, b)));
+    int64_t n = out_pos->shape[0];
+    float *a = ast_alloc(c, (size_t)n * sizeof *a), *b = ast_alloc(c, (size_t)n * sizeof *b);
+    ast_pos_param_coeffs(s, p, (int)n, t_int, a, b); /* on the host, then uploaded */
+    return ast_pos_x0_hat_from(c, p, a, b, z_pos, out_pos);
 }

@@ -79,6 +79,11 @@ void ast_pos_param_coeffs(const ast_schedule *s, ast_pos_param p, int B, const i
  * on the tape, so training's loss reaches the network through it. */
 ast_tensor *ast_pos_x0_hat(ast_ctx *c, const ast_schedule *s, ast_pos_param p, const int *t_int, ast_tensor *z_pos,
                            ast_tensor *out_pos);
+/* The same with the coefficients of ast_pos_param_coeffs given (a, b [B]
+ * in host memory): a caller that replays a captured step keeps them in
+ * pinned memory it fills before each replay (the trainer's batch). */
+ast_tensor *ast_pos_x0_hat_from(ast_ctx *c, ast_pos_param p, const float *a, const float *b, ast_tensor *z_pos,
+                                ast_tensor *out_pos);
 
 /* Subtract each set's mean over valid cells from x [B, N, D] and zero the
  * padded rows (remove_mean_with_mask). */

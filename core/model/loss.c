@@ -13,32 +13,27 @@ void ast_loss_config_default(ast_loss_config *lc)
 
 /* w[b,i,j] = m_i m_j / (n_b^2 S) for the S sets with n_b >= 2 valid cells,
  * 0 elsewhere: sum(w * (D^ - D)^2) is then the mean over those sets of each
- * set's mean squared distance error over its valid pairs (0 if S = 0). */
-static ast_tensor *pair_weights(ast_ctx *c, const float *mask, int64_t b_n, int64_t n_n)
+ * set's mean squared distance error over its valid pairs (0 if S = 0).
+ * Built from ops where the mask is (a device keeps it there, so the step
+ * reads nothing back); counts are integers, exact in float32. */
+static ast_tensor *pair_weights(ast_ctx *c, ast_tensor *mask, int64_t b_n, int64_t n_n)
 {
-    int64_t size = b_n * n_n * n_n;
-    float *w = ast_alloc(c, (size_t)size * sizeof *w); /* on the host, then uploaded once */
-    int sets = 0;
-    for (int64_t b = 0; b < b_n; b++) {
-        double nb = 0.0;
-        for (int64_t i = 0; i < n_n; i++) nb += mask ? mask[b * n_n + i] : 1.0f;
-        if (nb < 2.0) continue;
-        sets++;
-        for (int64_t i = 0; i < n_n; i++)
-            for (int64_t j = 0; j < n_n; j++) {
-                float mi = mask ? mask[b * n_n + i] : 1.0f, mj = mask ? mask[b * n_n + j] : 1.0f;
-                w[(b * n_n + i) * n_n + j] = (float)(mi * mj / (nb * nb));
-            }
-    }
-    if (sets > 1)
-        for (int64_t k = 0; k < size; k++) w[k] /= (float)sets;
-    return ast_tensor_from(c, 3, (int64_t[]){b_n, n_n, n_n}, w);
+    ast_tensor *m = mask ? mask : ast_affine(c, ast_zeros(c, 2, (int64_t[]){b_n, n_n}), 0.0f, 1.0f);
+    ast_tensor *nb = ast_sum_axis(c, m, 1); /* [B, 1] */
+    /* 1 for n_b >= 2, else 0: min(relu(n_b - 1), 1) = 1 - relu(1 - relu(n_b - 1)) */
+    ast_tensor *two_or_more = ast_affine(c, ast_relu(c, ast_affine(c, ast_relu(c, ast_affine(c, nb, 1.0f, -1.0f)),
+                                                                      -1.0f, 1.0f)), -1.0f, 1.0f);
+    ast_tensor *safe = model_at_least_one(c, nb);
+    ast_tensor *per_set = ast_div(c, ast_div(c, two_or_more, ast_mul(c, safe, safe)), model_at_least_one(c, ast_sum(c, two_or_more)));
+    ast_tensor *m3 = ast_reshape(c, m, 3, (int64_t[]){b_n, n_n, 1});
+    ast_tensor *pairs = ast_bmm(c, m3, m3, 0, 1); /* m_i m_j: 0 or 1 */
+    return ast_mul(c, pairs, ast_reshape(c, per_set, 3, (int64_t[]){b_n, 1, 1}));
 }
 
 static ast_tensor *distance_matrix_loss(ast_ctx *c, ast_tensor *pred, ast_tensor *target, ast_tensor *mask)
 {
     ast_tensor *diff = ast_sub(c, ast_pdist(c, pred), ast_pdist(c, target));
-    ast_tensor *w = pair_weights(c, mask ? model_host_data(c, mask) : NULL, pred->shape[0], pred->shape[1]);
+    ast_tensor *w = pair_weights(c, mask, pred->shape[0], pred->shape[1]);
     return ast_sum(c, ast_mul(c, ast_mul(c, diff, diff), w));
 }
 

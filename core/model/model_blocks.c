@@ -45,17 +45,17 @@ ast_tensor *model_rescale(ast_ctx *c, ast_tensor *x, ast_tensor *new_len, ast_te
     return ast_div(c, ast_mul(c, x, new_len), ast_affine(c, len, 1.0f, MODEL_PM_EPS));
 }
 
+ast_tensor *model_at_least_one(ast_ctx *c, ast_tensor *x)
+{
+    return ast_affine(c, ast_relu(c, ast_affine(c, x, 1.0f, -1.0f)), 1.0f, 1.0f);
+}
+
+/* Computed where the mask is (a device keeps it there: a step that reads
+ * nothing back can be captured). */
 ast_tensor *model_valid_counts(ast_ctx *c, ast_tensor *mask)
 {
-    int64_t b_n = mask->shape[0], n_n = mask->shape[1];
-    const float *m = model_host_data(c, mask);
-    float *counts = ast_alloc_uninit(c, (size_t)b_n * sizeof *counts);
-    for (int64_t b = 0; b < b_n; b++) {
-        double s = 0.0;
-        for (int64_t n = 0; n < n_n; n++) s += m[b * n_n + n];
-        counts[b] = (float)fmax(1.0, s);
-    }
-    return ast_tensor_from(c, 3, (int64_t[]){b_n, 1, 1}, counts);
+    ast_tensor *counts = model_at_least_one(c, ast_sum_axis(c, mask, 1));
+    return ast_reshape(c, counts, 3, (int64_t[]){mask->shape[0], 1, 1});
 }
 
 const float *model_host_data(ast_ctx *c, const ast_tensor *t)

@@ -91,6 +91,8 @@ ast_tensor *model_mlp2(ast_ctx *c, ast_tensor *x, const model_lin *a, const mode
 ast_tensor *model_apply(ast_ctx *c, ast_tensor *x, const model_lin *l);
 /* x * r' / (r + eps): keep the direction of x, replace its length. */
 ast_tensor *model_rescale(ast_ctx *c, ast_tensor *x, ast_tensor *new_len, ast_tensor *len);
+/* max(1, x) of integer-valued x (counts, exact in float32): relu(x - 1) + 1. */
+ast_tensor *model_at_least_one(ast_ctx *c, ast_tensor *x);
 /* Per-set number of valid cells, max(1, sum_n m) as a [B, 1, 1] constant. */
 ast_tensor *model_valid_counts(ast_ctx *c, ast_tensor *mask);
 void model_tap(const model_run *r, ast_tensor *t, const char *fmt, ...) AST_PRINTF(3, 4);

@@ -21,6 +21,10 @@ ast_adamw *ast_adamw_new_part(ast_params *p, const ast_adamw_config *cfg, int64_
     const ast_backend *b = ast_params_backend(p);
     int n = ast_params_count(p);
     o->cfg = *cfg;
+    o->hyper_host = b->host_alloc(b, sizeof *o->hyper_host);
+    o->hyper = b->memory == AST_MEM_HOST ? o->hyper_host : b->buffer_alloc(b, sizeof *o->hyper);
+    o->sumsq = b->buffer_alloc(b, sizeof *o->sumsq);
+    AST_ASSERT(o->hyper_host && o->hyper && o->sumsq, "out of %s memory for the optimiser's scalars", b->name);
     o->params = p;
     o->first = first, o->count = count;
     o->lo = ast_xcalloc((size_t)n, sizeof *o->lo);
@@ -55,6 +59,9 @@ void ast_adamw_free(ast_adamw *o)
         if (o->v[i]) b->buffer_free(b, o->v[i]);
         if (o->vmax[i]) b->buffer_free(b, o->vmax[i]);
     }
+    if (o->hyper != o->hyper_host) b->buffer_free(b, o->hyper);
+    b->host_free(b, o->hyper_host);
+    b->buffer_free(b, o->sumsq);
     free(o->m);
     free(o->v);
     free(o->vmax);
@@ -63,13 +70,44 @@ void ast_adamw_free(ast_adamw *o)
     free(o);
 }
 
-void ast_adamw_step(ast_adamw *o, float lr)
+void ast_adamw_stage(ast_adamw *o, float lr)
 {
+    const ast_backend *b = ast_params_backend(o->params);
+    if (b->memory != AST_MEM_HOST) b->synchronize(b); /* the last update's copy has read the constants */
     o->step++;
     const ast_adamw_config *c = &o->cfg;
     float bc1 = 1.0f - powf(c->beta1, (float)o->step);
-    ast_adamw_hyper h = {c->beta1, c->beta2, c->eps, 1.0f - lr * c->weight_decay, lr / bc1,
-                         sqrtf(1.0f - powf(c->beta2, (float)o->step))};
+    *o->hyper_host = (ast_adamw_hyper){c->beta1, c->beta2, c->eps, 1.0f - lr * c->weight_decay, lr / bc1,
+                                       sqrtf(1.0f - powf(c->beta2, (float)o->step))};
+}
+
+/* Every parameter's gradient as a list of arrays, for the backend's
+ * sum_squares and clip. */
+typedef struct grad_arrays {
+    float **xs;
+    int64_t *ns;
+    int n;
+} grad_arrays;
+
+static grad_arrays grads_of(const ast_params *p)
+{
+    grad_arrays g = {.n = ast_params_count(p)};
+    g.xs = ast_xcalloc((size_t)g.n + 1, sizeof *g.xs);
+    g.ns = ast_xcalloc((size_t)g.n + 1, sizeof *g.ns);
+    for (int i = 0; i < g.n; i++) {
+        g.xs[i] = ast_params_at(p, i)->grad;
+        g.ns[i] = ast_params_at(p, i)->size;
+    }
+    return g;
+}
+
+static void grads_free(grad_arrays *g) { free(g->xs), free(g->ns); }
+
+/* The constants to the backend, then the update, gated by sumsq and loss. */
+static void queue_adamw(ast_adamw *o, const double *sumsq, const float *loss)
+{
+    const ast_backend *b = ast_params_backend(o->params);
+    if (o->hyper != o->hyper_host) b->to_backend(b, o->hyper, o->hyper_host, sizeof *o->hyper);
     int n = ast_params_count(o->params);
     ast_adamw_job *jobs = ast_xcalloc((size_t)n, sizeof *jobs);
     for (int i = 0; i < n; i++) {
@@ -77,50 +115,48 @@ void ast_adamw_step(ast_adamw *o, float lr)
         jobs[i] = (ast_adamw_job){t->data + o->lo[i], o->m[i], o->v[i], o->vmax[i], t->grad + o->lo[i], o->len[i],
                                   t->grad, t->size};
     }
-    const ast_backend *b = ast_params_backend(o->params);
-    b->adamw(b, jobs, n, &h);
+    b->adamw(b, jobs, n, o->hyper, sumsq, loss);
     free(jobs);
 }
 
-/* Every parameter's gradient as a list of arrays, for the backend's
- * sum_squares and scale. */
-static void grad_list(const ast_params *p, float **xs, int64_t *ns)
+void ast_adamw_step(ast_adamw *o, float lr)
 {
-    for (int i = 0; i < ast_params_count(p); i++) {
-        xs[i] = ast_params_at(p, i)->grad;
-        ns[i] = ast_params_at(p, i)->size;
-    }
+    ast_adamw_stage(o, lr);
+    queue_adamw(o, NULL, NULL);
+}
+
+void ast_adamw_queue(ast_adamw *o, double clip_norm, const float *loss)
+{
+    grad_arrays g = grads_of(o->params);
+    const ast_backend *b = ast_params_backend(o->params);
+    b->sum_squares(b, g.xs, g.ns, g.n, o->sumsq);
+    if (clip_norm > 0) b->clip(b, g.xs, g.ns, g.n, o->sumsq, (float)clip_norm);
+    grads_free(&g);
+    queue_adamw(o, o->sumsq, loss);
+}
+
+double ast_adamw_norm(const ast_adamw *o)
+{
+    const ast_backend *b = ast_params_backend(o->params);
+    double sq;
+    b->to_host(b, &sq, o->sumsq, sizeof sq);
+    return sqrt(sq);
 }
 
 double ast_grad_norm(const ast_params *p)
 {
-    int n = ast_params_count(p);
-    float **xs = ast_xcalloc((size_t)n + 1, sizeof *xs);
-    int64_t *ns = ast_xcalloc((size_t)n + 1, sizeof *ns);
-    grad_list(p, xs, ns);
-    const ast_backend *b = ast_params_backend(p);
-    double sq = b->sum_squares(b, xs, ns, n);
-    free(xs);
-    free(ns);
+    grad_arrays g = grads_of(p);
+    double sq = ast_backend_sum_squares(ast_params_backend(p), g.xs, g.ns, g.n, 0.0f);
+    grads_free(&g);
     return sqrt(sq);
 }
 
 double ast_clip_grad_norm(ast_params *p, double max_norm)
 {
-    double norm = ast_grad_norm(p);
-    /* torch.nn.utils.clip_grad_norm_: scale by max_norm / (norm + 1e-6) when below 1 */
-    double coef = max_norm / (norm + 1e-6);
-    if (coef < 1.0) {
-        int n = ast_params_count(p);
-        float **xs = ast_xcalloc((size_t)n + 1, sizeof *xs);
-        int64_t *ns = ast_xcalloc((size_t)n + 1, sizeof *ns);
-        grad_list(p, xs, ns);
-        const ast_backend *b = ast_params_backend(p);
-        b->scale(b, xs, ns, n, (float)coef);
-        free(xs);
-        free(ns);
-    }
-    return norm;
+    grad_arrays g = grads_of(p);
+    double sq = ast_backend_sum_squares(ast_params_backend(p), g.xs, g.ns, g.n, (float)max_norm);
+    grads_free(&g);
+    return sqrt(sq);
 }
 
 float ast_lr_at(const ast_lr_schedule *s, int64_t step, int epoch)

@@ -23,6 +23,10 @@ typedef struct ast_adamw {
     int64_t first, count;
     int64_t *lo, *len;
     float **m, **v, **vmax; /* per parameter, len[i] each (NULL when 0); vmax only with amsgrad */
+    /* The step's scalars: its constants staged in pinned host memory and
+     * their backend copy, and the gradient's sum of squares (backend). */
+    ast_adamw_hyper *hyper_host, *hyper;
+    double *sumsq;
 } ast_adamw;
 
 ast_adamw *ast_adamw_new(ast_params *p, const ast_adamw_config *cfg);
@@ -36,6 +40,18 @@ void ast_adamw_free(ast_adamw *o);
  * received none this step and is skipped, as PyTorch skips grad=None
  * (e.g. the last layer's unused time branch, docs/model.md §2.3). */
 void ast_adamw_step(ast_adamw *o, float lr);
+
+/* The training step's update in two halves, so a captured step (graph.h)
+ * can replay the second: ast_adamw_stage counts the update and writes its
+ * constants for lr into pinned host memory (after the previous update has
+ * read them); ast_adamw_queue queues, on the backend, the gradient's sum
+ * of squares, clipping to clip_norm (when > 0), the copy of the constants
+ * and AdamW, which leaves everything as it was when the norm or *loss
+ * (backend memory; NULL: not checked) is not finite. */
+void ast_adamw_stage(ast_adamw *o, float lr);
+void ast_adamw_queue(ast_adamw *o, double clip_norm, const float *loss);
+/* The norm the last ast_adamw_queue measured, before clipping (waits for it). */
+double ast_adamw_norm(const ast_adamw *o);
 
 /* L2 norm over all parameter gradients (float64 accumulation). */
 double ast_grad_norm(const ast_params *p);

@@ -25,6 +25,7 @@ void ast_train_config_default(ast_train_config *tc)
     tc->epochs = 10;
     tc->steps_per_epoch = 50;
     tc->accumulate = 1;
+    tc->cuda_graph = 1;
     tc->adamw = (ast_adamw_config){.lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 1e-5f, .amsgrad = 1};
     tc->lr = (ast_lr_schedule){.kind = AST_LR_CONSTANT, .lr = 1e-4f};
     tc->clip_norm = 1.0;
@@ -37,21 +38,38 @@ void ast_train_config_default(ast_train_config *tc)
     ast_masking_config_default(&tc->masking);
 }
 
-int ast_batch_init(ast_batch *b, int B, int N, int G, const char *what, ast_error *e)
+/* Zeroed host memory: pinned by `pin` (a device backend copies the
+ * training batch from it without staging, and a captured step reads it
+ * when replayed), else calloc's. */
+static void *batch_alloc(const ast_backend *pin, size_t n, size_t size)
+{
+    if (!pin) return calloc(n, size);
+    void *p = pin->host_alloc(pin, n * size);
+    return p ? memset(p, 0, n * size) : NULL;
+}
+
+static void batch_release(const ast_backend *pin, void *p)
+{
+    if (!pin) free(p);
+    else if (p) pin->host_free(pin, p);
+}
+
+int ast_batch_init(ast_batch *b, int B, int N, int G, const ast_backend *pin, const char *what, ast_error *e)
 {
     /* In double: B * N * G of hostile sizes overflows size_t. More than the
      * machine's memory is refused before asking (Linux's overcommit would
      * grant it and the kernel kill us later, without a word). */
-    double bytes = ((double)B * N * (2.0 * G + 7.0) + 2.0 * B) * sizeof(float);
+    double bytes = ((double)B * N * (2.0 * G + 7.0) + 4.0 * B) * sizeof(float);
     double ram = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     size_t cells = (size_t)B * N;
-    *b = (ast_batch){.B = B, .N = N, .G = G};
+    *b = (ast_batch){.B = B, .N = N, .G = G, .pinned_by = pin};
     if (bytes < (double)(SIZE_MAX / 4) && (ram <= 0 || bytes <= ram)) {
-        b->expr = calloc(cells * G, sizeof(float)), b->z_expr = calloc(cells * G, sizeof(float));
-        b->pos = calloc(cells * 3, sizeof(float)), b->z_pos = calloc(cells * 3, sizeof(float));
-        b->mask = calloc(cells, sizeof(float)), b->t = calloc((size_t)B, sizeof(float));
-        b->t_int = calloc((size_t)B, sizeof(int));
-        if (b->expr && b->z_expr && b->pos && b->z_pos && b->mask && b->t && b->t_int) return 0;
+        b->expr = batch_alloc(pin, cells * G, sizeof(float)), b->z_expr = batch_alloc(pin, cells * G, sizeof(float));
+        b->pos = batch_alloc(pin, cells * 3, sizeof(float)), b->z_pos = batch_alloc(pin, cells * 3, sizeof(float));
+        b->mask = batch_alloc(pin, cells, sizeof(float)), b->t = batch_alloc(pin, (size_t)B, sizeof(float));
+        b->t_int = batch_alloc(pin, (size_t)B, sizeof(int));
+        b->pos_a = batch_alloc(pin, (size_t)B, sizeof(float)), b->pos_b = batch_alloc(pin, (size_t)B, sizeof(float));
+        if (b->expr && b->z_expr && b->pos && b->z_pos && b->mask && b->t && b->t_int && b->pos_a && b->pos_b) return 0;
     }
     ast_batch_free(b);
     ast_error_set(e, "out of memory: the %s needs %.0f MiB (%d sets x %d cells x %d genes; this machine has %.0f "
@@ -61,8 +79,14 @@ int ast_batch_init(ast_batch *b, int B, int N, int G, const char *what, ast_erro
 
 void ast_batch_free(ast_batch *b)
 {
-    free(b->expr), free(b->z_expr), free(b->pos), free(b->z_pos), free(b->mask), free(b->t), free(b->t_int);
+    void *parts[] = {b->expr, b->z_expr, b->pos, b->z_pos, b->mask, b->t, b->t_int, b->pos_a, b->pos_b};
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) batch_release(b->pinned_by, parts[i]);
     *b = (ast_batch){0};
+}
+
+void ast_batch_coeffs(const ast_trainer *t, ast_batch *b)
+{
+    ast_pos_param_coeffs(&t->sched, t->tc.pos_param, b->B, b->t_int, b->pos_a, b->pos_b);
 }
 
 const char *ast_trainer_file(const ast_trainer *t, const char *name, char *buf, size_t n)
@@ -121,9 +145,10 @@ static int trainer_sets(ast_trainer *t, const ast_split splits[3], ast_error *e)
     float scale = ast_data_position_scale(d, &splits[AST_SPLIT_TRAIN], tc->set_size, tc->seed);
     t->train_sets = (ast_set_sampler){d, &splits[AST_SPLIT_TRAIN], tc->set_size, scale, tc->rotate, tc->expr_dropout};
     t->val_sets = (ast_set_sampler){d, &splits[AST_SPLIT_VAL], tc->set_size, scale, 0, 0.0f};
-    if (ast_batch_init(&t->batch, tc->sets_per_step, tc->set_size, d->n_genes,
+    const ast_backend *b = ast_model_backend(t->model), *pin = b->memory == AST_MEM_HOST ? NULL : b;
+    if (ast_batch_init(&t->batch, tc->sets_per_step, tc->set_size, d->n_genes, pin,
                        "training batch (training.batch_size x data.set_size x genes)", e) < 0 ||
-        ast_batch_init(&t->val_batch, tc->val_sets, tc->set_size, d->n_genes,
+        ast_batch_init(&t->val_batch, tc->val_sets, tc->set_size, d->n_genes, NULL,
                        "validation batch (training.val_sets x data.set_size x genes)", e) < 0)
         return -1;
     /* Fixed validation centres: the same sets every epoch and on resume. */
@@ -197,6 +222,7 @@ void ast_trainer_free(ast_trainer *t)
     ast_schedule_free(&t->sched);
     ast_adamw_free(t->opt);
     ast_masking_free(t->masking);
+    train_graph_free(&t->graph);
     ast_ctx_free(t->ctx);
     ast_batch_free(&t->batch);
     ast_batch_free(&t->val_batch);
@@ -209,6 +235,7 @@ void ast_trainer_free(ast_trainer *t)
 
 int64_t ast_trainer_n_losses(const ast_trainer *t) { return t->n_losses; }
 const double *ast_trainer_losses(const ast_trainer *t) { return t->losses; }
+int ast_trainer_cuda_graph(const ast_trainer *t) { return t->graph.state == TRAIN_GRAPH_ON; }
 
 ast_loss_parts ast_trainer_forward(ast_trainer *t, ast_batch *b)
 {
@@ -219,11 +246,36 @@ ast_loss_parts ast_trainer_forward(ast_trainer *t, ast_batch *b)
     ast_tensor *x_in = x, *p_in = p;
     if (b->masks) ast_masking_inputs(b->masks, c, &x_in, &p_in);
     ast_model_out out = ast_model_forward(t->model, c, x_in, tt, p_in, m, NULL, NULL);
-    out.positions = ast_pos_x0_hat(c, &t->sched, t->tc.pos_param, b->t_int, p_in, out.positions);
+    out.positions = ast_pos_x0_hat_from(c, t->tc.pos_param, b->pos_a, b->pos_b, p_in, out.positions);
     ast_tensor *x0 = ast_tensor_from(c, 3, sx, b->expr), *p0 = ast_tensor_from(c, 3, sp, b->pos);
     ast_loss_parts lp = ast_diffusion_loss(c, &t->tc.loss, &out, x0, p0, m);
     if (b->masks) lp.total = ast_add(c, lp.total, ast_masking_loss(b->masks, c, &out, x0, p0, x, p));
     return lp;
+}
+
+void train_prepare_batch(ast_trainer *t)
+{
+    ast_batch *b = &t->batch;
+    ast_sample_sets(&t->train_sets, &t->data_rng, b->B, b->expr, b->pos, b->mask);
+    for (int i = 0; i < b->B; i++) b->t_int[i] = 1 + (int)(ast_rng_next(&t->data_rng) % (uint64_t)t->tc.diffusion_steps);
+    ast_noised z = {b->z_expr, b->z_pos, b->t, b->t_int};
+    ast_apply_noise(&t->sched, t->tc.mode, &t->data_rng, b->B, b->N, b->G, b->expr, b->pos, b->mask, &z);
+    ast_batch_coeffs(t, b);
+    /* t->step counts optimiser updates and is checkpointed: the progressive schedule survives a resume. */
+    ast_masking_schedule(t->masking, ast_ctx_scheduled(t->ctx, "masking.ratio", NAN));
+    b->masks = ast_masking_draw(t->masking, &t->data_rng, t->step, b->z_expr, b->mask);
+}
+
+ast_tensor *train_queue_micro_step(ast_trainer *t)
+{
+    ast_ctx_reset(t->ctx);
+    ast_ctx_set_training(t->ctx, 1);
+    ast_ctx_set_grad(t->ctx, 1);
+    ast_batch mine = train_ranks_rows(&t->batch, t->ranks.lo, t->ranks.hi);
+    ast_loss_parts lp = ast_trainer_forward(t, &mine);
+    ast_tensor *scaled = ast_affine(t->ctx, lp.total, t->ranks.share / (float)t->tc.accumulate, 0.0f);
+    ast_backward(t->ctx, scaled);
+    return lp.total;
 }
 
 /* One micro-batch: sample, noise, forward, backward (gradients add up).
@@ -234,23 +286,9 @@ ast_loss_parts ast_trainer_forward(ast_trainer *t, ast_batch *b)
  * masking's values come back in the same breath. */
 static double micro_step(ast_trainer *t)
 {
-    ast_batch *b = &t->batch;
-    ast_sample_sets(&t->train_sets, &t->data_rng, b->B, b->expr, b->pos, b->mask);
-    for (int i = 0; i < b->B; i++) b->t_int[i] = 1 + (int)(ast_rng_next(&t->data_rng) % (uint64_t)t->tc.diffusion_steps);
-    ast_noised z = {b->z_expr, b->z_pos, b->t, b->t_int};
-    ast_apply_noise(&t->sched, t->tc.mode, &t->data_rng, b->B, b->N, b->G, b->expr, b->pos, b->mask, &z);
-    /* t->step counts optimiser updates and is checkpointed: the progressive schedule survives a resume. */
-    ast_masking_schedule(t->masking, ast_ctx_scheduled(t->ctx, "masking.ratio", NAN));
-    b->masks = ast_masking_draw(t->masking, &t->data_rng, t->step, b->z_expr, b->mask);
-    ast_ctx_reset(t->ctx);
-    ast_ctx_set_training(t->ctx, 1);
-    ast_ctx_set_grad(t->ctx, 1);
-    ast_batch mine = train_ranks_rows(b, t->ranks.lo, t->ranks.hi);
-    ast_loss_parts lp = ast_trainer_forward(t, &mine);
-    ast_tensor *scaled = ast_affine(t->ctx, lp.total, t->ranks.share / (float)t->tc.accumulate, 0.0f);
-    ast_backward(t->ctx, scaled);
+    train_prepare_batch(t);
     float loss;
-    ast_tensor_read(t->ctx, lp.total, 0, 1, &loss);
+    ast_tensor_read(t->ctx, train_queue_micro_step(t), 0, 1, &loss);
     ast_masking_collect(t->masking);
     return t->ranks.share * loss;
 }
@@ -292,23 +330,35 @@ static void non_finite_error(const ast_trainer *t, double loss, double gnorm, as
                   (long long)t->step + 1, isfinite(loss) ? "gradient" : "loss", loss, gnorm, last);
 }
 
+/* The update of the micro-batches' gradients, eager: the loss is checked
+ * on the host before it, the gradient's norm on the backend (which then
+ * leaves the weights as they were) and read after. */
+static int eager_step(ast_trainer *t, double *loss_out, double *gnorm_out)
+{
+    double loss = 0.0;
+    ast_params_zero_grad(ast_model_params(t->model));
+    train_ranks_step_begin(t);
+    for (int i = 0; i < t->tc.accumulate; i++) loss += micro_step(t) / t->tc.accumulate;
+    *loss_out = loss = train_ranks_reduce(t, loss);
+    train_monitors_observe(t, AST_PHASE_TRAIN_STEP);
+    if (!isfinite(loss)) return -1;
+    ast_adamw_stage(t->opt, t->scheduled.lr);
+    ast_adamw_queue(t->opt, t->tc.clip_norm, NULL);
+    *gnorm_out = ast_adamw_norm(t->opt);
+    return isfinite(*gnorm_out) ? 0 : -1;
+}
+
 /* One optimiser update; -1 with e set if the loss or gradient is not finite. */
 static int train_step(ast_trainer *t, double *loss_out, ast_error *e)
 {
-    ast_params *p = ast_model_params(t->model);
-    double loss = 0.0;
+    double loss = NAN, gnorm = NAN;
     if (schedule_step(t, e) < 0) return -1;
-    ast_params_zero_grad(p);
-    train_ranks_step_begin(t);
-    for (int i = 0; i < t->tc.accumulate; i++) loss += micro_step(t) / t->tc.accumulate;
-    loss = train_ranks_reduce(t, loss);
-    train_monitors_observe(t, AST_PHASE_TRAIN_STEP);
-    double gnorm = t->tc.clip_norm > 0 ? ast_clip_grad_norm(p, t->tc.clip_norm) : ast_grad_norm(p);
-    if (!isfinite(loss) || !isfinite(gnorm)) {
+    int ok = train_graph_step(t, &loss, &gnorm);
+    if (ok == TRAIN_GRAPH_NOT_USED) ok = eager_step(t, &loss, &gnorm);
+    if (ok < 0) {
         non_finite_error(t, loss, gnorm, e);
         return -1;
     }
-    ast_adamw_step(t->opt, t->scheduled.lr);
     train_ranks_step_end(t);
     t->step++;
     log_step(t, loss, gnorm);
@@ -372,10 +422,11 @@ static void write_summary(ast_trainer *t, const ast_train_result *r)
             "  \"last_val_loss\": %.9g,\n  \"last_train_loss\": %.9g,\n  \"seconds\": %.3f,\n"
             "  \"steps_per_second\": %.4f,\n  \"invocations\": %d,\n  \"stop_reason\": \"%s\",\n"
             "  \"parameters\": %lld,\n  \"active_parameters\": %lld,\n  \"peak_arena_bytes\": %zu,\n"
-            "  \"position_scale\": %.9g\n}\n",
+            "  \"position_scale\": %.9g,\n  \"cuda_graph\": %s\n}\n",
             (long long)r->steps, r->epochs, r->best_val, r->best_epoch, r->last_val, r->last_train, r->seconds,
             r->steps_per_second, t->invocations, r->stop_reason, (long long)ast_model_param_count(t->model),
-            (long long)ast_model_active_param_count(t->model), peak, t->train_sets.pos_scale);
+            (long long)ast_model_active_param_count(t->model), peak, t->train_sets.pos_scale,
+            ast_trainer_cuda_graph(t) ? "true" : "false");
     fclose(f);
 }
 

@@ -49,6 +49,7 @@ typedef struct ast_train_config {
     int epochs;
     int steps_per_epoch;
     int accumulate;      /* gradient accumulation: micro-batches per update */
+    int cuda_graph;      /* on a device, capture the step as a graph and replay it (train_graph.c) */
     ast_adamw_config adamw;
     ast_lr_schedule lr;
     double clip_norm;    /* 0 = off */
@@ -129,6 +130,8 @@ double ast_trainer_val_loss(ast_trainer *t);
 
 /* Losses of every optimiser step so far (for tests of exact resume). */
 int64_t ast_trainer_n_losses(const ast_trainer *t);
+/* 1 when the training steps are replayed as a CUDA graph (train_graph.h). */
+int ast_trainer_cuda_graph(const ast_trainer *t);
 const double *ast_trainer_losses(const ast_trainer *t);
 
 #endif

@@ -3,7 +3,7 @@
 libalphast_la_SOURCES += core/train/train.h core/train/train_internal.h core/train/train.c \
 	core/train/train_val.c core/train/train_ckpt.c core/train/train_stop.h core/train/train_stop.c core/train/train_config.c core/train/train_monitors.c \
 	core/train/schedule_table.h core/train/schedule_table.c \
-	core/train/optim.h core/train/optim.c \
+	core/train/optim.h core/train/optim.c core/train/train_graph.h core/train/train_graph.c \
 	core/train/train_dist.h core/train/train_dist_launch.c core/train/train_dist_loop.h core/train/train_dist_loop.c \
 	core/train/train_ckpt.h core/train/train_dist_ckpt.c
 # The ranks of a run: over MPI (configure --with-mpi), else this process alone.

@@ -96,6 +96,7 @@ int ast_train_config_from_cfg(const ast_cfg *cfg, ast_train_config *tc, ast_erro
     tc->epochs = (int)ast_cfg_int(cfg, "training.epochs");
     tc->steps_per_epoch = (int)ast_cfg_int(cfg, "training.steps_per_epoch");
     tc->accumulate = (int)ast_cfg_int(cfg, "training.accumulate_grad_batches");
+    tc->cuda_graph = ast_cfg_bool(cfg, "training.cuda_graph");
     tc->adamw.lr = (float)ast_cfg_float(cfg, "training.learning_rate");
     tc->adamw.weight_decay = (float)ast_cfg_float(cfg, "training.weight_decay");
     tc->adamw.amsgrad = ast_cfg_bool(cfg, "training.amsgrad");

@@ -76,7 +76,8 @@ ast_batch train_ranks_rows(const ast_batch *b, int lo, int hi)
     int64_t cells = (int64_t)lo * b->N;
     return (ast_batch){.B = hi - lo, .N = b->N, .G = b->G, .expr = b->expr + cells * b->G, .pos = b->pos + cells * 3,
                        .mask = b->mask + cells, .z_expr = b->z_expr + cells * b->G, .z_pos = b->z_pos + cells * 3,
-                       .t = b->t + lo, .t_int = b->t_int + lo, .masks = b->masks};
+                       .t = b->t + lo, .t_int = b->t_int + lo, .pos_a = b->pos_a + lo, .pos_b = b->pos_b + lo,
+                       .masks = b->masks, .pinned_by = b->pinned_by};
 }
 
 /* Every parameter's gradient (grad = 1) or data into the flat buffer (to =

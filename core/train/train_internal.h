@@ -7,6 +7,7 @@
 
 #include "train/train.h"
 #include "train/train_dist_loop.h"
+#include "train/train_graph.h"
 
 /* One batch of B sets: clean data and the noised model inputs. */
 typedef struct ast_batch {
@@ -14,7 +15,9 @@ typedef struct ast_batch {
     float *expr, *pos, *mask;
     float *z_expr, *z_pos, *t;
     int *t_int;
+    float *pos_a, *pos_b; /* [B]: ast_pos_param_coeffs of t_int (ast_batch_coeffs) */
     ast_masking *masks; /* set when this batch is masked; NULL otherwise and always in validation */
+    const ast_backend *pinned_by; /* whose pinned memory holds it (the training batch on a device), or NULL */
 } ast_batch;
 
 struct ast_trainer {
@@ -67,12 +70,22 @@ struct ast_trainer {
     struct train_monitors *monitors; /* NULL: none configured */
 
     train_ranks ranks; /* this process's share of the run (train_dist_loop.h) */
+    train_graph graph; /* the step as a CUDA graph (train_graph.h) */
 };
 
-/* Allocates B sets of N cells and G genes; -1 with e naming `what` (the
- * config keys that sized it) and the bytes when memory runs out. */
-int ast_batch_init(ast_batch *b, int B, int N, int G, const char *what, ast_error *e);
+/* Allocates B sets of N cells and G genes (in pin's pinned host memory
+ * unless NULL); -1 with e naming `what` (the config keys that sized it)
+ * and the bytes when memory runs out. */
+int ast_batch_init(ast_batch *b, int B, int N, int G, const ast_backend *pin, const char *what, ast_error *e);
 void ast_batch_free(ast_batch *b);
+/* The positions' x0 coefficients of the batch's times, before its forward. */
+void ast_batch_coeffs(const ast_trainer *t, ast_batch *b);
+/* The host's half of a training micro-batch: sets, times, noise, the
+ * coefficients and masks drawn into t->batch. */
+void train_prepare_batch(ast_trainer *t);
+/* The backend's half: forward and backward of t->batch (this rank's sets)
+ * queued on a fresh step; returns the batch's loss (not yet read). */
+ast_tensor *train_queue_micro_step(ast_trainer *t);
 /* Forward pass and loss of the batch's noised inputs on t->ctx. */
 ast_loss_parts ast_trainer_forward(ast_trainer *t, ast_batch *b);
 

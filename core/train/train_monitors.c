@@ -74,7 +74,7 @@ static int grad_stats(train_monitors *tm, ast_params *p, int n)
             members++;
         }
         if (!members) continue;
-        tm->grad[g] = (float)sqrt(b->sum_squares(b, xs, ns, members));
+        tm->grad[g] = (float)sqrt(ast_backend_sum_squares(b, xs, ns, members, 0.0f));
         tm->stats[n++] = (ast_stat){grad_stat_names[g], -1, 1, &tm->grad[g]};
     }
     free(xs), free(ns);

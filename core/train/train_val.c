@@ -25,6 +25,7 @@ double ast_trainer_val_loss(ast_trainer *t)
         for (int i = 0; i < b.B; i++) b.t_int[i] = t_int < 1 ? 1 : t_int;
         ast_noised z = {b.z_expr, b.z_pos, b.t, b.t_int};
         ast_apply_noise(&t->sched, tc->mode, &rng, b.B, b.N, b.G, b.expr, b.pos, b.mask, &z);
+        ast_batch_coeffs(t, &b);
         if (mine.B < 1) continue; /* more ranks than validation sets */
         ast_ctx_reset(t->ctx);
         ast_ctx_set_training(t->ctx, 0);

@@ -40,8 +40,9 @@ extern "C" {
 
 #define AST_ABI_MAJOR 2
 /* 2.1 appended the ops silu, exp and key_mask_bias; 2.2 grouped_linear;
- * 2.3 the host table's read and write (tensor data to and from host memory) */
-#define AST_ABI_MINOR 3
+ * 2.3 the host table's read and write (tensor data to and from host memory);
+ * 2.4 the host table's rng_key (a kernel's key in backend memory) */
+#define AST_ABI_MINOR 4
 #define AST_MAX_DIMS 4
 
 /* ---- tensors ---------------------------------------------------------- */
@@ -303,6 +304,14 @@ struct ast_host {
      * are host memory, used through `data`. */
     void (*read)(const ast_ctx *c, const ast_tensor *t, int64_t off, int64_t n, float *host_dst);
     void (*write)(const ast_ctx *c, ast_tensor *t, int64_t off, int64_t n, const float *host_src);
+
+    /* ABI 2.4: a key for a kernel that draws random numbers (a dropout
+     * mask, as ast_mix64(key + i * golden)): the next draw of the step's
+     * RNG, returned for a CPU kernel and put in the backend's memory at
+     * *at, where a device kernel reads it. A captured step (CUDA graph)
+     * replays with new keys only in *at: a key from rng_u64 passed by value
+     * would repeat, so such a step is not captured. */
+    uint64_t (*rng_key)(ast_ctx *c, const uint64_t **at);
 };
 
 /* ---- the descriptor a plugin returns ------------------------------------ */

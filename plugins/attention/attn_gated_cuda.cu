@@ -61,9 +61,12 @@ typedef struct attn_args {
     int64_t N;
     int H, dh, tiles;         /* tiles: blocks per (set, head) */
     float scale, keep;
-    uint64_t seed;
+    const uint64_t *seed; /* dropout's key in device memory (host->rng_key); NULL without dropout */
     uint32_t drop_below;
 } attn_args;
+
+/* The call's dropout key: read on the device, so a replayed graph gets its new one. */
+static __device__ uint64_t call_seed(const attn_args &p) { return p.seed ? *p.seed : 0; }
 
 /* The sum of x over the TPR lanes of a row. Every lane gets the same bits:
  * each butterfly step adds the same two partial sums, only swapped. */
@@ -137,7 +140,7 @@ template <int TPR, int PER> static __global__ void __launch_bounds__(ATTN_ROWS *
 #pragma unroll
     for (int t = 0; t < PER; t++) acc[t] = 0.0f;
     float m = -INFINITY, l = 0.0f;
-    uint32_t rk = attn_row_key(p.seed, bh * p.N + i);
+    uint32_t rk = attn_row_key(call_seed(p), bh * p.N + i);
     for (int64_t j0 = 0; j0 < p.N; j0 += KT) {
         stage<TPR, PER, KT>(ks, p.k, p, bh, j0);
         stage<TPR, PER, KT>(vs, p.v, p, bh, j0);
@@ -215,7 +218,7 @@ template <int TPR, int PER> static __global__ void __launch_bounds__(ATTN_ROWS *
             int64_t i = i0 + r;
             lses[r] = i < p.N ? p.lse[bh * p.N + i] : INFINITY; /* rows past N: P = 0 */
             ds[r] = i < p.N ? p.dsum[bh * p.N + i] : 0.0f;
-            rks[r] = attn_row_key(p.seed, bh * p.N + i);
+            rks[r] = attn_row_key(call_seed(p), bh * p.N + i);
         }
         __syncthreads();
         int in = (int)(p.N - i0 < QT ? p.N - i0 : QT);
@@ -260,7 +263,7 @@ template <int TPR, int PER> static __global__ void __launch_bounds__(ATTN_ROWS *
 #pragma unroll
     for (int t = 0; t < PER; t++) dq[t] = 0.0f;
     float lse = i < p.N ? p.lse[bh * p.N + i] : INFINITY, d = i < p.N ? p.dsum[bh * p.N + i] : 0.0f;
-    uint32_t rk = attn_row_key(p.seed, bh * p.N + i);
+    uint32_t rk = attn_row_key(call_seed(p), bh * p.N + i);
     for (int64_t j0 = 0; j0 < p.N; j0 += KT) {
         stage<TPR, PER, KT>(ks, p.k, p, bh, j0);
         stage<TPR, PER, KT>(vs, p.v, p, bh, j0);
@@ -397,7 +400,7 @@ static cuda_saved *saved_new(ast_ctx *c, const ast_tensor *q, const ast_tensor *
     a->tiles = (int)((N + ATTN_ROWS - 1) / ATTN_ROWS);
     a->scale = 1.0f / sqrtf((float)a->dh);
     if (cfg->dropout > 0.0f) {
-        a->seed = ast_rng_u64(c);
+        ast_rng_key(c, &a->seed);
         a->drop_below = attn_drop_below(cfg->dropout);
         a->keep = 1.0f / (1.0f - cfg->dropout);
     }

@@ -401,7 +401,8 @@ static core_saved *saved_new(ast_ctx *c, const ast_tensor *q, const ast_tensor *
     s->tile = min64(cfg->tile > 0 ? cfg->tile : 64, s->N > 0 ? s->N : 1);
     s->scale = 1.0f / sqrtf((float)s->dh);
     if (cfg->dropout > 0.0f) {
-        s->seed = ast_rng_u64(c);
+        const uint64_t *on_backend; /* a device kernel's copy; this one takes the key itself */
+        s->seed = ast_rng_key(c, &on_backend);
         s->drop_below = attn_drop_below(cfg->dropout);
         s->keep_scale = 1.0f / (1.0f - cfg->dropout);
     }

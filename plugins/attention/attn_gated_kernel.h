@@ -28,7 +28,7 @@ typedef struct attn_core_cfg {
  * of cells with mask [B, N] == 0 get no probability; a set without any
  * valid cell attends over all its cells, as the unmasked reference does.
  * mask may be NULL (no padding). The dropout keep decision is a hash of
- * (seed drawn once per call from ast_rng_u64, b, h, i, j), so both
+ * (seed drawn once per call from ast_rng_key, b, h, i, j), so both
  * kernels and both passes drop the same cells. This is the CPU kernel of
  * the plugin's fused op "gated_attention" (its descriptor's kernels table;
  * create() finds it with ast_kernel_find). */

@@ -2,6 +2,7 @@
  * thread's stream, cuBLAS for the GEMMs, the kernels of ops_*.cu, and the
  * services of the layers above (zeroing, the backward's seed, AdamW,
  * clipping's norm and scaling) as kernels here. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,20 +46,148 @@ static void *cuda_alloc(const ast_backend *b, size_t bytes)
 
 static void cuda_free(const ast_backend *b, void *buffer) { AST_CUDA_CHECK(cudaFree(buffer)); }
 
+/* ---- copies, and what a capture may not contain ---------------------------- */
+
+/* Per thread: copies that made the host wait (backend.h's host_traffic),
+ * and the capture under way with the first reason it cannot be replayed. */
+static thread_local int64_t traffic;
+static thread_local struct {
+    int on;
+    char why[256];
+} capture;
+
+static int64_t cuda_host_traffic(const ast_backend *b) { return traffic; }
+
+/* Marks the capture under way as one that cannot be replayed: the copy is
+ * not made (a capture runs nothing), and capture_end reports why. */
+static void capture_spoiled(const char *what)
+{
+    if (!capture.why[0])
+        snprintf(capture.why, sizeof capture.why, "the step %s, which a graph cannot replay (the host waits for it)",
+                 what);
+}
+
+/* The pinned blocks host_alloc made, so a copy's source is checked without
+ * a CUDA call (none is made while capturing but the copy itself). */
+#define MAX_PINNED 1024
+static struct {
+    pthread_mutex_t lock;
+    const char *at[MAX_PINNED];
+    size_t bytes[MAX_PINNED];
+    int n;
+} pinned = {PTHREAD_MUTEX_INITIALIZER, {0}, {0}, 0};
+
+static int is_pinned(const void *p)
+{
+    const char *c = (const char *)p;
+    int found = 0;
+    pthread_mutex_lock(&pinned.lock);
+    for (int i = 0; i < pinned.n && !found; i++) found = c >= pinned.at[i] && c < pinned.at[i] + pinned.bytes[i];
+    pthread_mutex_unlock(&pinned.lock);
+    return found;
+}
+
+/* Host to device on this thread's stream. From pinned memory the copy is
+ * queued (and captured, reading the memory when the graph runs); from
+ * pageable memory CUDA stages it first, a wait the graph cannot hold. */
+extern "C" void ast_cuda_copy_in(void *dst, const void *src, size_t bytes)
+{
+    if (!bytes) return;
+    if (!is_pinned(src)) {
+        traffic++;
+        if (capture.on) return capture_spoiled("copies pageable host memory to the device");
+    }
+    AST_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, AST_CUDA_STREAM));
+}
+
 static void cuda_to_backend(const ast_backend *b, void *dst, const void *src, size_t bytes)
 {
-    if (bytes) AST_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, AST_CUDA_STREAM));
+    ast_cuda_copy_in(dst, src, bytes);
 }
 
 /* The host reads what it asked for at once: the copy is waited for. */
 static void cuda_to_host(const ast_backend *b, void *dst, const void *src, size_t bytes)
 {
     if (!bytes) return;
+    traffic++;
+    if (capture.on) {
+        memset(dst, 0, bytes);
+        return capture_spoiled("reads device memory on the host");
+    }
     AST_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, AST_CUDA_STREAM));
     AST_CUDA_CHECK(cudaStreamSynchronize(AST_CUDA_STREAM));
 }
 
-static void cuda_synchronize(const ast_backend *b) { AST_CUDA_CHECK(cudaStreamSynchronize(AST_CUDA_STREAM)); }
+static void cuda_synchronize(const ast_backend *b)
+{
+    if (capture.on) return capture_spoiled("waits for the device");
+    AST_CUDA_CHECK(cudaStreamSynchronize(AST_CUDA_STREAM));
+}
+
+static void *cuda_host_alloc(const ast_backend *b, size_t bytes)
+{
+    void *p = NULL;
+    if (cudaMallocHost(&p, bytes ? bytes : 64) != cudaSuccess) return cudaGetLastError(), (void *)NULL;
+    pthread_mutex_lock(&pinned.lock);
+    AST_ASSERT(pinned.n < MAX_PINNED, "more than %d pinned host blocks", MAX_PINNED);
+    pinned.at[pinned.n] = (const char *)p, pinned.bytes[pinned.n++] = bytes ? bytes : 64;
+    pthread_mutex_unlock(&pinned.lock);
+    return p;
+}
+
+static void cuda_host_free(const ast_backend *b, void *p)
+{
+    pthread_mutex_lock(&pinned.lock);
+    for (int i = 0; i < pinned.n; i++)
+        if (pinned.at[i] == p) {
+            pinned.n--;
+            pinned.at[i] = pinned.at[pinned.n], pinned.bytes[i] = pinned.bytes[pinned.n];
+            break;
+        }
+    pthread_mutex_unlock(&pinned.lock);
+    AST_CUDA_CHECK(cudaFreeHost(p));
+}
+
+/* ---- graphs ----------------------------------------------------------------- */
+
+static int cuda_capture_begin(const ast_backend *b, char *why, size_t n)
+{
+    /* Thread-local mode: other threads' CUDA calls go on; this thread's
+     * unsafe ones fail (they would be bugs: every copy goes through the
+     * checks above). */
+    cudaError_t e = cudaStreamBeginCapture(AST_CUDA_STREAM, cudaStreamCaptureModeThreadLocal);
+    if (e != cudaSuccess) {
+        snprintf(why, n, "cudaStreamBeginCapture: %s", cudaGetErrorString(e));
+        return -1;
+    }
+    capture.on = 1, capture.why[0] = 0;
+    return 0;
+}
+
+static void *cuda_capture_end(const ast_backend *b, char *why, size_t n)
+{
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t exec = NULL;
+    cudaError_t e = cudaStreamEndCapture(AST_CUDA_STREAM, &g);
+    capture.on = 0;
+    if (!capture.why[0] && e != cudaSuccess) snprintf(capture.why, sizeof capture.why, "cudaStreamEndCapture: %s", cudaGetErrorString(e));
+    if (!capture.why[0] && (e = cudaGraphInstantiate(&exec, g, 0)) != cudaSuccess)
+        snprintf(capture.why, sizeof capture.why, "cudaGraphInstantiate: %s", cudaGetErrorString(e));
+    if (g) AST_CUDA_CHECK(cudaGraphDestroy(g));
+    if (capture.why[0]) {
+        cudaGetLastError();
+        snprintf(why, n, "%s", capture.why);
+        return NULL;
+    }
+    return exec;
+}
+
+static void cuda_graph_launch(const ast_backend *b, void *graph)
+{
+    AST_CUDA_CHECK(cudaGraphLaunch((cudaGraphExec_t)graph, AST_CUDA_STREAM));
+}
+
+static void cuda_graph_free(const ast_backend *b, void *graph) { AST_CUDA_CHECK(cudaGraphExecDestroy((cudaGraphExec_t)graph)); }
 
 extern "C" cublasHandle_t ast_cuda_blas(void)
 {
@@ -69,6 +198,11 @@ extern "C" cublasHandle_t ast_cuda_blas(void)
         /* float32 as the CPU backend computes it: the default math mode
          * uses no TF32 tensor cores (as PyTorch's default allow_tf32=False). */
         AST_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+        /* A workspace of its own, so no cuBLAS call allocates inside a graph
+         * capture (32 MiB: NVIDIA's figure for Hopper). */
+        void *work = NULL;
+        AST_CUDA_CHECK(cudaMalloc(&work, (size_t)32 << 20));
+        AST_CUBLAS_CHECK(cublasSetWorkspace(h, work, (size_t)32 << 20));
     }
     return h;
 }
@@ -112,13 +246,33 @@ __global__ void block_squares_kernel(const float *x, int64_t n, double *sums)
 
 static int64_t norm_blocks(int64_t n) { return (n + AST_NORM_BLOCK - 1) / AST_NORM_BLOCK; }
 
-static double cuda_sum_squares(const ast_backend *b, float *const *xs, const int64_t *ns, int n)
+/* The block sums of every array, added in order by one thread. */
+__global__ void sum_blocks_kernel(const double *sums, int64_t n, double *out)
+{
+    double s = 0.0;
+    for (int64_t k = 0; k < n; k++) s += sums[k];
+    *out = s;
+}
+
+/* Room for the block sums, grown (outside any capture: the eager step
+ * before it has asked for the same) and kept. */
+static double *block_sums(int64_t n)
+{
+    static double *d;
+    static int64_t cap;
+    if (n > cap) {
+        if (d) AST_CUDA_CHECK(cudaFree(d));
+        AST_CUDA_CHECK(cudaMalloc((void **)&d, (size_t)n * sizeof *d));
+        cap = n;
+    }
+    return d;
+}
+
+static void cuda_sum_squares(const ast_backend *b, float *const *xs, const int64_t *ns, int n, double *out)
 {
     int64_t total = 0;
     for (int i = 0; i < n; i++) total += xs[i] ? norm_blocks(ns[i]) : 0;
-    if (!total) return 0.0;
-    double *d = NULL, *h = (double *)ast_xmalloc((size_t)total * sizeof *h);
-    AST_CUDA_CHECK(cudaMallocAsync((void **)&d, (size_t)total * sizeof *d, AST_CUDA_STREAM));
+    double *d = block_sums(total > 0 ? total : 1);
     int64_t at = 0;
     for (int i = 0; i < n; i++) {
         if (!xs[i] || !ns[i]) continue;
@@ -126,26 +280,26 @@ static double cuda_sum_squares(const ast_backend *b, float *const *xs, const int
         AST_CUDA_LAUNCHED();
         at += norm_blocks(ns[i]);
     }
-    AST_CUDA_CHECK(cudaMemcpyAsync(h, d, (size_t)at * sizeof *d, cudaMemcpyDeviceToHost, AST_CUDA_STREAM));
-    AST_CUDA_CHECK(cudaFreeAsync(d, AST_CUDA_STREAM));
-    AST_CUDA_CHECK(cudaStreamSynchronize(AST_CUDA_STREAM));
-    double s = 0.0;
-    for (int64_t k = 0; k < at; k++) s += h[k];
-    free(h);
-    return s;
+    sum_blocks_kernel<<<1, 1, 0, AST_CUDA_STREAM>>>(d, at, out);
+    AST_CUDA_LAUNCHED();
 }
 
-__global__ void scale_kernel(float *x, int64_t n, float s)
+/* Clipping's scaling, with the factor worked out on the device from the
+ * norm, as the CPU's ast_cpu_clip does on the host. */
+__global__ void clip_kernel(float *x, int64_t n, const double *sumsq, float max_norm)
 {
+    double coef = ast_clip_coef(*sumsq, max_norm);
+    if (!(coef < 1.0)) return;
+    float s = (float)coef;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
         x[i] *= s;
 }
 
-static void cuda_scale(const ast_backend *b, float *const *xs, const int64_t *ns, int n, float s)
+static void cuda_clip(const ast_backend *b, float *const *xs, const int64_t *ns, int n, const double *sumsq, float max_norm)
 {
     for (int i = 0; i < n; i++) {
         if (!xs[i] || !ns[i]) continue;
-        scale_kernel<<<ast_cuda_blocks(ns[i]), AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(xs[i], ns[i], s);
+        clip_kernel<<<ast_cuda_blocks(ns[i]), AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(xs[i], ns[i], sumsq, max_norm);
         AST_CUDA_LAUNCHED();
     }
 }
@@ -164,10 +318,12 @@ __global__ void adamw_flags_kernel(const ast_adamw_job *jobs, int *flags)
         }
 }
 
-__global__ void adamw_update_kernel(const ast_adamw_job *jobs, const int *flags, ast_adamw_hyper h)
+__global__ void adamw_update_kernel(const ast_adamw_job *jobs, const int *flags, const ast_adamw_hyper *hp,
+                                    const double *sumsq, const float *loss)
 {
     const ast_adamw_job *j = &jobs[blockIdx.y];
-    if (!flags[blockIdx.y]) return;
+    if (!flags[blockIdx.y] || (sumsq && !isfinite(*sumsq)) || (loss && !isfinite(*loss))) return;
+    const ast_adamw_hyper h = *hp;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < j->n; i += (int64_t)gridDim.x * blockDim.x) {
         float g = j->g[i];
         float m = h.beta1 * j->m[i] + (1.0f - h.beta1) * g;
@@ -203,10 +359,11 @@ static void upload_jobs(const ast_adamw_job *jobs, int n)
         table.n = n;
     }
     memcpy(table.host, jobs, (size_t)n * sizeof *jobs);
-    AST_CUDA_CHECK(cudaMemcpyAsync(table.dev, table.host, (size_t)n * sizeof *jobs, cudaMemcpyHostToDevice, AST_CUDA_STREAM));
+    ast_cuda_copy_in(table.dev, table.host, (size_t)n * sizeof *jobs);
 }
 
-static void cuda_adamw(const ast_backend *b, const ast_adamw_job *jobs, int n, const ast_adamw_hyper *h)
+static void cuda_adamw(const ast_backend *b, const ast_adamw_job *jobs, int n, const ast_adamw_hyper *h,
+                       const double *sumsq, const float *loss)
 {
     if (n <= 0) return;
     /* No wait for the previous step: its kernels read the device table before
@@ -218,7 +375,7 @@ static void cuda_adamw(const ast_backend *b, const ast_adamw_job *jobs, int n, c
     dim3 grid(64, (unsigned)n);
     adamw_flags_kernel<<<grid, AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(table.dev, table.flags);
     AST_CUDA_LAUNCHED();
-    adamw_update_kernel<<<grid, AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(table.dev, table.flags, *h);
+    adamw_update_kernel<<<grid, AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(table.dev, table.flags, h, sumsq, loss);
     AST_CUDA_LAUNCHED();
 }
 
@@ -242,8 +399,15 @@ static const ast_backend cuda = {
     .zero = cuda_zero,
     .accumulate = cuda_accumulate,
     .sum_squares = cuda_sum_squares,
-    .scale = cuda_scale,
+    .clip = cuda_clip,
     .adamw = cuda_adamw,
+    .host_alloc = cuda_host_alloc,
+    .host_free = cuda_host_free,
+    .host_traffic = cuda_host_traffic,
+    .capture_begin = cuda_capture_begin,
+    .capture_end = cuda_capture_end,
+    .graph_launch = cuda_graph_launch,
+    .graph_free = cuda_graph_free,
 };
 
 extern "C" const ast_backend *ast_backend_cuda(void) { return &cuda; }

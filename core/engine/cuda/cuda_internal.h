@@ -28,6 +28,11 @@ void ast_cuda_fail(const char *call, const char *why, const char *file, int line
  * (no TF32 tensor cores; bf16 GEMMs ask for them per call). */
 cublasHandle_t ast_cuda_blas(void);
 
+/* Host to device on this thread's stream: queued from pinned memory;
+ * from pageable memory counted as host traffic, and refused (spoiling the
+ * capture) while a graph is being captured (backend_cuda.cu). */
+void ast_cuda_copy_in(void *dst, const void *src, size_t bytes);
+
 /* The CUDA kernels of ops.def: ast_cuda_<name>, one per op (ops_*.cu). */
 #define AST_OP(slot, ret, name, params, args) ret ast_cuda_##name params;
 #include "alphast/ops.def"
@@ -66,7 +71,7 @@ static inline unsigned ast_cuda_blocks(int64_t n)
 static inline void *ast_cuda_upload(ast_ctx *c, const void *host, size_t bytes)
 {
     void *d = ast_data_alloc_uninit(c, bytes);
-    if (bytes) AST_CUDA_CHECK(cudaMemcpyAsync(d, host, bytes, cudaMemcpyHostToDevice, AST_CUDA_STREAM));
+    ast_cuda_copy_in(d, host, bytes);
     return d;
 }
 

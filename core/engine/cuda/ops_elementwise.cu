@@ -476,36 +476,37 @@ extern "C" ast_tensor *ast_cuda_softplus(ast_ctx *c, ast_tensor *x)
  * one key gives the same mask on the CPU and on any GPU. The backward hashes
  * again rather than keeping the mask. */
 struct dropout_map {
-    const float *x; /* forward: the input; backward: the output's gradient */
-    uint64_t key;
+    const float *x;       /* forward: the input; backward: the output's gradient */
+    const uint64_t *key;  /* in device memory (ast_ctx_key): a graph's replay brings a new one */
     uint32_t drop_below;
     float scale;
     __device__ float operator()(int64_t i) const
     {
-        uint64_t z = ast_mix64(key + (uint64_t)i * 0x9e3779b97f4a7c15ull);
+        uint64_t z = ast_mix64(*key + (uint64_t)i * 0x9e3779b97f4a7c15ull);
         return (uint32_t)(z >> 40) >= drop_below ? __fmul_rn(x[i], scale) : 0.0f;
     }
 };
 
-/* iarg: the mask's key (its bits), drop_below; farg[0]: the scale. */
+/* saved: the key's slot; iarg[1]: drop_below; farg[0]: the scale. */
 static void dropout_backward(ast_ctx *c, const ast_node *n)
 {
-    grad_launch(c, n, dropout_map{n->out->grad, (uint64_t)n->iarg[0], (uint32_t)n->iarg[1], n->farg[0]});
+    grad_launch(c, n, dropout_map{n->out->grad, (const uint64_t *)n->saved, (uint32_t)n->iarg[1], n->farg[0]});
 }
 
 /* x itself when it is the identity (eval draws nothing from the RNG); else
- * one draw of the step's RNG keys the mask, as on the CPU. */
+ * one key of the step's RNG keys the mask, as on the CPU. */
 extern "C" ast_tensor *ast_cuda_dropout(ast_ctx *c, ast_tensor *x, float p)
 {
     AST_ASSERT(p >= 0.0f && p <= 1.0f, "dropout probability %g is outside [0, 1]", (double)p);
     if (!ast_training(c) || p == 0.0f) return x;
-    dropout_map m = {x->data, ast_rng_next(ast_ctx_rng(c)), (uint32_t)ceil((double)p * 16777216.0),
-                     p < 1.0f ? 1.0f / (1.0f - p) : 0.0f};
+    const uint64_t *key_at;
+    ast_ctx_key(c, &key_at);
+    dropout_map m = {x->data, key_at, (uint32_t)ceil((double)p * 16777216.0), p < 1.0f ? 1.0f / (1.0f - p) : 0.0f};
     ast_tensor *y = same_shape(c, x);
     map_launch(m, y->data, x->size);
     ast_node node = {};
     node.op = "dropout", node.backward = dropout_backward, node.out = y, node.in[0] = x, node.n_in = 1;
-    node.iarg[0] = (int64_t)m.key, node.iarg[1] = m.drop_below, node.farg[0] = m.scale;
+    node.saved = (void *)key_at, node.iarg[1] = m.drop_below, node.farg[0] = m.scale;
     ast_record(c, &node);
     return y;
 }

@@ -434,13 +434,15 @@ static void dropout_backward(ast_ctx *c, const ast_node *n)
 }
 
 /* Returns x itself when it is the identity, so eval draws nothing from the
- * RNG and costs nothing. One draw from the step's RNG per call keys the mask. */
+ * RNG and costs nothing. One key from the step's RNG per call (ast_ctx_key)
+ * keys the mask. */
 ast_tensor *ast_cpu_dropout(ast_ctx *c, ast_tensor *x, float p)
 {
     AST_ASSERT(p >= 0.0f && p <= 1.0f, "dropout probability %g is outside [0, 1]", (double)p);
     if (!ast_training(c) || p == 0.0f) return x;
+    const uint64_t *key_at; /* a device kernel's; this one takes the key itself */
     dropout_args a = {.x = x->data,
-                      .key = ast_rng_next(ast_ctx_rng(c)),
+                      .key = ast_ctx_key(c, &key_at),
                       .drop_below = (uint32_t)ceil((double)p * 16777216.0),
                       .scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f};
     ast_tensor *y = same_shape(c, x);

@@ -1,0 +1,122 @@
+/* The training step as a captured graph (train_graph.h). The first step
+ * runs eagerly and counts what made the host wait; a step that made
+ * nothing wait is captured next and replayed from then on, with the same
+ * numbers as eager steps: the replay draws the same kernel keys from the
+ * same RNG, and the batch, the times' coefficients and the AdamW constants
+ * are rewritten in pinned memory before each replay. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "train/train_graph.h"
+#include "train_internal.h"
+
+/* Why the run cannot capture its step, decided from its config; NULL if it can. */
+static const char *config_refusal(const ast_trainer *t)
+{
+    if (ast_ctx_backend(t->ctx)->memory == AST_MEM_HOST) return "";
+    if (!t->tc.cuda_graph) return "training.cuda_graph is false";
+    if (t->monitors) return "monitors read the step's statistics on the host";
+    if (t->masking) return "masked training draws its masks inside the step";
+    if (t->tc.accumulate != 1) return "training.accumulate_grad_batches is above 1";
+    if (t->ranks.size > 1) return "the run has several MPI ranks";
+    if (getenv("ALPHAST_PROFILE")) return "ALPHAST_PROFILE waits for the device at every op";
+    return NULL;
+}
+
+static void turn_off(train_graph *g, const char *why)
+{
+    g->state = TRAIN_GRAPH_OFF;
+    if (why[0]) ast_log(AST_LOG_INFO, "the training step runs op by op, not as a CUDA graph: %s", why);
+}
+
+/* Forward, backward, clipping and AdamW, queued; the loss tensor's data. */
+static const float *queue_step(ast_trainer *t)
+{
+    ast_params_zero_grad(ast_model_params(t->model));
+    const float *loss = train_queue_micro_step(t)->data;
+    ast_adamw_queue(t->opt, t->tc.clip_norm, loss);
+    return loss;
+}
+
+static void note_scheduled(train_graph *g, const ast_schedule_values *v)
+{
+    g->n_scheduled = v->n < TRAIN_GRAPH_MAX_SCHEDULED ? v->n : TRAIN_GRAPH_MAX_SCHEDULED;
+    for (int i = 0; i < g->n_scheduled; i++) g->scheduled[i] = v->named[i].value;
+}
+
+static int same_scheduled(const train_graph *g, const ast_schedule_values *v)
+{
+    if (v->n != g->n_scheduled) return 0;
+    for (int i = 0; i < v->n; i++)
+        if (memcmp(&g->scheduled[i], &v->named[i].value, sizeof(float))) return 0;
+    return 1;
+}
+
+/* Captures the step and queues its first replay; 0, or -1 (the graph is
+ * off, nothing was queued) with the reason logged. */
+static int capture(ast_trainer *t, train_graph *g)
+{
+    char why[320];
+    if (ast_graph_begin(t->ctx, why, sizeof why) < 0) return turn_off(g, why), -1;
+    g->loss_at = queue_step(t);
+    g->graph = ast_graph_end(t->ctx, why, sizeof why);
+    if (!g->graph) return turn_off(g, why), -1;
+    note_scheduled(g, &t->scheduled);
+    g->state = TRAIN_GRAPH_ON;
+    ast_log(AST_LOG_INFO, "the training step is captured as a CUDA graph and replayed from step %lld",
+            (long long)t->step + 1);
+    ast_graph_replay(g->graph);
+    return 0;
+}
+
+/* Queues this step: eagerly (and decides from its traffic), by a capture,
+ * or by a replay. Returns the loss's device address. */
+static const float *run_step(ast_trainer *t, train_graph *g)
+{
+    if (g->state == TRAIN_GRAPH_ON && !same_scheduled(g, &t->scheduled)) {
+        ast_graph_free(g->graph);
+        g->graph = NULL;
+        g->state = TRAIN_GRAPH_PROBED;
+    }
+    if (g->state == TRAIN_GRAPH_ON) {
+        ast_graph_replay(g->graph);
+        return g->loss_at;
+    }
+    if (g->state == TRAIN_GRAPH_PROBED && capture(t, g) == 0) return g->loss_at;
+    int64_t before = ast_graph_traffic(t->ctx);
+    const float *loss = queue_step(t);
+    int64_t made = ast_graph_traffic(t->ctx) - before;
+    if (g->state == TRAIN_GRAPH_UNDECIDED) {
+        char why[200];
+        snprintf(why, sizeof why, "the step waits for the host %lld time%s (a plugin or loss that reads device data "
+                 "there, such as MoE routing, or draws random numbers on the host)", (long long)made, made == 1 ? "" : "s");
+        if (made) turn_off(g, why);
+        else g->state = TRAIN_GRAPH_PROBED;
+    }
+    return loss;
+}
+
+int train_graph_step(ast_trainer *t, double *loss, double *gnorm)
+{
+    train_graph *g = &t->graph;
+    if (g->state == TRAIN_GRAPH_UNDECIDED) {
+        const char *why = config_refusal(t);
+        if (why) turn_off(g, why);
+    }
+    if (g->state == TRAIN_GRAPH_OFF) return TRAIN_GRAPH_NOT_USED;
+    train_prepare_batch(t);
+    ast_adamw_stage(t->opt, t->scheduled.lr);
+    const float *loss_at = run_step(t, g);
+    const ast_backend *b = ast_ctx_backend(t->ctx);
+    float l;
+    b->to_host(b, &l, loss_at, sizeof l);
+    *loss = l, *gnorm = ast_adamw_norm(t->opt);
+    return isfinite(*loss) && isfinite(*gnorm) ? 0 : -1;
+}
+
+void train_graph_free(train_graph *g)
+{
+    ast_graph_free(g->graph);
+    memset(g, 0, sizeof *g);
+}
