@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "model/loss.h"
 #include "model/model.h"
 
 /* ---- what is measured ----------------------------------------------- */
@@ -19,6 +20,10 @@ typedef struct bench_model_case {
     char size[16];       /* "demo", "reference" */
     ast_model_config cfg;
     int sets, cells;     /* B, N */
+    /* The step's position loss: the twin's distance loss (N x N per set),
+     * or the aligned one where sets are whole sections (O(N) memory). */
+    ast_pos_loss position_loss;
+    int time_graph;      /* on a device, also time the step replayed as a CUDA graph */
 } bench_model_case;
 
 /* The ablation config `which` ("baseline" ...) at `size` ("demo" or

@@ -53,5 +53,7 @@ int bench_model_case_init(bench_model_case *c, const char *which, const char *si
     set_plugins(&c->cfg, idx == 1 || idx == 3, idx >= 2);
     c->sets = 4;
     c->cells = demo ? 50 : 512;
+    c->position_loss = AST_POS_LOSS_DISTANCE; /* the twin's (torch_twin.py diffusion_loss) */
+    c->time_graph = 1;
     return 0;
 }

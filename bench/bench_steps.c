@@ -82,12 +82,13 @@ static ast_model_out model_pass(ast_model *m, ast_ctx *c, const model_inputs *in
 
 /* The step after AdamW's constants are staged: forward, loss, backward,
  * clipping and AdamW queued (as the trainer's, train_graph.c). */
-static void model_queue_step(ast_model *m, ast_ctx *c, ast_adamw *opt, const model_inputs *in)
+static void model_queue_step(ast_model *m, ast_ctx *c, ast_adamw *opt, const model_inputs *in, ast_pos_loss pos_loss)
 {
     ast_params_zero_grad(ast_model_params(m));
     ast_model_out out = model_pass(m, c, in, 1);
     ast_loss_config lc;
     ast_loss_config_default(&lc);
+    lc.position_loss = pos_loss;
     ast_loss_parts lp = ast_diffusion_loss(c, &lc, &out, in->expr_dev, in->pos_dev, NULL);
     ast_backward(c, lp.total);
     ast_adamw_queue(opt, BENCH_CLIP, lp.total->data);
@@ -131,6 +132,7 @@ typedef struct model_state {
     ast_ctx *c;
     ast_adamw *opt;
     model_inputs in;
+    ast_pos_loss pos_loss;
     double *enqueue; /* host seconds to queue each step so far */
     int n_steps;
     ast_graph *graph;
@@ -149,7 +151,7 @@ static void model_step_fn(void *ud)
     model_state *s = ud;
     double t0 = bench_now();
     ast_adamw_stage(s->opt, BENCH_LR);
-    model_queue_step(s->m, s->c, s->opt, &s->in);
+    model_queue_step(s->m, s->c, s->opt, &s->in, s->pos_loss);
     s->enqueue[s->n_steps++] = bench_now() - t0;
     finish(s->c);
 }
@@ -168,7 +170,7 @@ static void time_graph(model_state *s, const bench_run_opts *run, bench_timing *
     char why[sizeof out->graph_note] = "";
     ast_adamw_stage(s->opt, BENCH_LR); /* before the capture: it waits for the last update */
     if (ast_graph_begin(s->c, why, sizeof why) == 0) {
-        model_queue_step(s->m, s->c, s->opt, &s->in);
+        model_queue_step(s->m, s->c, s->opt, &s->in, s->pos_loss);
         s->graph = ast_graph_end(s->c, why, sizeof why);
     }
     if (!s->graph) {
@@ -210,6 +212,7 @@ static ast_model *model_on(const bench_model_case *mc, const bench_run_opts *run
         return NULL;
     }
     params_on(ast_model_params(m), ast_model_backend(m));
+    ast_model_set_stats(m, 0); /* as a run without monitors (statistics cost a device's step a wait) */
     return m;
 }
 
@@ -218,7 +221,7 @@ void bench_model_child(const void *arg, bench_timing *out)
     const bench_model_job *job = arg;
     const bench_model_case *mc = job->mc;
     openblas_set_num_threads(bench_threads());
-    model_state s = {.m = model_on(mc, &job->run, out)};
+    model_state s = {.m = model_on(mc, &job->run, out), .pos_loss = mc->position_loss};
     if (!s.m) return;
     s.c = ast_ctx_new_on(ast_model_backend(s.m), job->run.seed);
     ast_ctx_set_precision(s.c, job->run.precision);
@@ -231,7 +234,7 @@ void bench_model_child(const void *arg, bench_timing *out)
     put_times(out, &st);
     if (ast_model_backend(s.m)->memory != AST_MEM_HOST) {
         out->enqueue_median_s = bench_median(s.enqueue + job->run.warmup, out->steps);
-        time_graph(&s, &job->run, out);
+        if (mc->time_graph) time_graph(&s, &job->run, out);
     }
     free(s.enqueue);
     time_steps(model_eval_fn, &s, job->run.warmup, job->run.steps, 0, &st);

@@ -246,11 +246,13 @@ class MixtureOfExperts(nn.Module):
         logits = self.router(flat)
         top, idx = logits.topk(self.k, dim=-1)
         w = top.softmax(dim=-1)
-        out = torch.zeros_like(flat)
+        # The combine adds in float32, as alphast's does (under bf16 autocast
+        # the experts' outputs are bf16 and x may be too).
+        out = flat.new_zeros(flat.shape, dtype=torch.float32)
         for e, expert in enumerate(self.experts):
             tok, slot = (idx == e).nonzero(as_tuple=True)
             if tok.numel():
-                out.index_add_(0, tok, expert(flat[tok]) * w[tok, slot].unsqueeze(-1))
+                out.index_add_(0, tok, (expert(flat[tok]) * w[tok, slot].unsqueeze(-1)).float())
         probs = logits.softmax(dim=-1).mean(0)
         frac = F.one_hot(logits.argmax(-1), self.n).float().mean(0)
         return out.view_as(x), self.w_lb * self.n * (frac * probs).sum()

@@ -167,6 +167,8 @@ cuda_tests_part() { # out
 # The quickstart's data (configs/visium.yaml), one epoch per config, its
 # step as a CUDA graph where it can be (training.cuda_graph, the default)
 # and op by op: steps per second of both and whether their losses agree.
+# CUDA_TRAIN_ARGS adds overrides (loss.position_loss=distance: the default
+# aligned loss is computed on the host, which keeps the step op by op).
 cuda_train_part() { # out
   local out=$1 c mode
   local -A overrides=([baseline]="attention=linear ffn=dense" [gated]="attention=gated attention.gate_type=headwise"
@@ -176,7 +178,7 @@ cuda_train_part() { # out
       local dir=$out/train-$c-graph-$mode
       # shellcheck disable=SC2086 # the overrides are words
       if (cd "$top" && XDG_CACHE_HOME=$out/cache "$bundle/alphast-run" train --config configs/visium.yaml \
-        --out "$dir" device=cuda training.epochs=1 training.cuda_graph=$mode ${overrides[$c]} >"$dir.log" 2>&1); then
+        --out "$dir" device=cuda training.epochs=1 training.cuda_graph=$mode ${overrides[$c]} ${CUDA_TRAIN_ARGS:-} >"$dir.log" 2>&1); then
         echo "train $c cuda_graph=$mode: ok, $(grep -o '"steps_per_second":[^,}]*' "$dir/summary.json" 2>/dev/null)" \
           "$(grep -o 'captured as a CUDA graph\|runs op by op[^;]*' "$dir.log" | head -1)"
       else

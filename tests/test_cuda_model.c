@@ -215,6 +215,8 @@ static float *graph_run(int which, int capture_at, float loss[GRAPH_STEPS], int6
     cfg.dropout = 0.2f; /* the replay must draw new masks, as eager steps do */
     ast_model *m = mf_model(&cfg, SEED);
     ast_params *p = ast_model_params(m);
+    if (ast_params_backend(p) != gpu) ast_params_to_backend(p, gpu); /* where the model does not move them itself */
+    ast_model_set_stats(m, 0); /* as a run without monitors: statistics are read on the host */
     ast_ctx *c = ast_ctx_new_on(gpu, SEED);
     ast_adamw *opt = ast_adamw_new(p, &adamw_cfg);
     batch *data = gpu->host_alloc(gpu, sizeof *data), *clean = ast_xmalloc(sizeof *clean);
@@ -238,6 +240,7 @@ static float *graph_run(int which, int capture_at, float loss[GRAPH_STEPS], int6
                                                   ast_tensor_from(c, 3, (int64_t[]){B, N, 3}, data->z_pos), mask, NULL, NULL);
             ast_loss_config lc;
             ast_loss_config_default(&lc);
+            lc.position_loss = AST_POS_LOSS_DISTANCE; /* built on the GPU; the aligned loss is the host's */
             ast_loss_parts lp = ast_diffusion_loss(c, &lc, &out, ast_tensor_from(c, 3, (int64_t[]){B, N, G}, data->expr),
                                                    ast_tensor_from(c, 3, (int64_t[]){B, N, 3}, data->pos), mask);
             ast_backward(c, lp.total);

@@ -24,6 +24,7 @@ struct ast_ctx {
     ast_key_table *keys;  /* kernels' keys (ast_ctx_key), made at the first draw */
     int64_t loose_draws;  /* draws through host->rng_*, which a graph cannot replay */
     int training, grad_enabled;
+    int quiet; /* nobody observes the step's statistics (ast_ctx_set_stats) */
     ast_precision precision; /* of linear, matmul and bmm (ops_linalg.c) */
     const char *loss_names[MAX_LOSSES];
     ast_tensor *losses[MAX_LOSSES];
@@ -116,6 +117,8 @@ const ast_backend *ast_ctx_backend(const ast_ctx *c) { return c->arena.backend; 
 size_t ast_ctx_arena_used(const ast_ctx *c) { return c->arena.used; }
 size_t ast_ctx_arena_peak(const ast_ctx *c) { return c->arena.peak; }
 int ast_training(const ast_ctx *c) { return c->training; }
+void ast_ctx_set_stats(ast_ctx *c, int wanted) { c->quiet = !wanted; }
+int ast_ctx_stats_wanted(const ast_ctx *c) { return !c->quiet; }
 int ast_grad_enabled(const ast_ctx *c) { return c->grad_enabled; }
 
 /* Host memory: the arena itself on the CPU, the host arena beside a device's. */

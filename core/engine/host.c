@@ -47,6 +47,7 @@ static const ast_host host = {
     .read = ast_tensor_read,
     .write = ast_tensor_write,
     .rng_key = ast_ctx_key,
+    .stats_wanted = ast_ctx_stats_wanted,
 };
 
 const ast_host *ast_host_table(void) { return &host; }

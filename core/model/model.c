@@ -181,6 +181,7 @@ ast_model_out ast_model_forward(ast_model *m, ast_ctx *c, ast_tensor *expression
     /* Without a mask nothing needs honouring: plugins get NULL (no padding). */
     r.plugin_mask = m->cfg.honour_mask ? mask : NULL;
     r.stats = !m->quiet;
+    ast_ctx_set_stats(c, r.stats); /* plugins ask with host->stats_wanted */
     r.mask = mask ? mask : all_valid(c, b, n);
     r.mask3 = ast_reshape(c, r.mask, 3, (int64_t[]){b, n, 1});
     r.counts = model_valid_counts(c, r.mask);

@@ -1,6 +1,7 @@
-/* The training step as a captured graph (train_graph.h). The first step
- * runs eagerly and counts what made the host wait; a step that made
- * nothing wait is captured next and replayed from then on, with the same
+/* The training step as a captured graph (train_graph.h). The first two
+ * steps run eagerly, the second counting what made the host wait (the
+ * first also sends what is sent once); a step that made nothing wait is
+ * captured next and replayed from then on, with the same
  * numbers as eager steps: the replay draws the same kernel keys from the
  * same RNG, and the batch, the times' coefficients and the AdamW constants
  * are rewritten in pinned memory before each replay. */
@@ -87,13 +88,15 @@ static const float *run_step(ast_trainer *t, train_graph *g)
     int64_t before = ast_graph_traffic(t->ctx);
     const float *loss = queue_step(t);
     int64_t made = ast_graph_traffic(t->ctx) - before;
-    if (g->state == TRAIN_GRAPH_UNDECIDED) {
-        char why[200];
+    if (g->state == TRAIN_GRAPH_WARM) {
+        char why[240];
         snprintf(why, sizeof why, "the step waits for the host %lld time%s (a plugin or loss that reads device data "
-                 "there, such as MoE routing, or draws random numbers on the host)", (long long)made, made == 1 ? "" : "s");
+                 "there, such as MoE routing, or draws random numbers on the host; ALPHAST_TRACE_TRAFFIC=1 shows where)",
+                 (long long)made, made == 1 ? "" : "s");
         if (made) turn_off(g, why);
         else g->state = TRAIN_GRAPH_PROBED;
     }
+    if (g->state == TRAIN_GRAPH_UNDECIDED) g->state = TRAIN_GRAPH_WARM;
     return loss;
 }
 

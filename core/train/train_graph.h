@@ -9,7 +9,8 @@
 typedef struct ast_trainer ast_trainer;
 
 typedef enum train_graph_state {
-    TRAIN_GRAPH_UNDECIDED, /* the first step will tell */
+    TRAIN_GRAPH_UNDECIDED, /* the first step sends what is sent once (AdamW's job table) */
+    TRAIN_GRAPH_WARM,      /* the second will tell */
     TRAIN_GRAPH_PROBED,    /* an eager step made no host traffic: capture the next */
     TRAIN_GRAPH_ON,
     TRAIN_GRAPH_OFF

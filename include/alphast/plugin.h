@@ -41,7 +41,8 @@ extern "C" {
 #define AST_ABI_MAJOR 2
 /* 2.1 appended the ops silu, exp and key_mask_bias; 2.2 grouped_linear;
  * 2.3 the host table's read and write (tensor data to and from host memory);
- * 2.4 the host table's rng_key (a kernel's key in backend memory) */
+ * 2.4 the host table's rng_key (a kernel's key in backend memory) and
+ * stats_wanted */
 #define AST_ABI_MINOR 4
 #define AST_MAX_DIMS 4
 
@@ -312,6 +313,10 @@ struct ast_host {
      * replays with new keys only in *at: a key from rng_u64 passed by value
      * would repeat, so such a step is not captured. */
     uint64_t (*rng_key)(ast_ctx *c, const uint64_t **at);
+    /* ABI 2.4: 1 when a monitor observes what `stat` publishes in this
+     * step. A statistic read from device data costs the step a wait (and
+     * its CUDA graph): compute and publish it only then. */
+    int (*stats_wanted)(const ast_ctx *c);
 };
 
 /* ---- the descriptor a plugin returns ------------------------------------ */

@@ -137,7 +137,7 @@ static ast_tensor *apply_gate(const gated *g, ast_ctx *c, ast_tensor *qg, ast_te
         score = ast_split_heads(c, score, g->heads);
     }
     ast_tensor *gate = ast_sigmoid(c, score);
-    publish_gate_stats(c, gate, a);
+    if (ast_stats_wanted(c)) publish_gate_stats(c, gate, a);
     return ast_mul(c, o, gate);
 }
 

@@ -205,8 +205,10 @@ static ast_tensor *moe_forward(void *self, ast_ctx *c, ast_tensor *x, const ast_
         ast_add_loss(c, "moe_aux", aux);
     }
     if (m->o.balance == MOE_BALANCE_BIAS && ast_training(c)) moe_update_bias(m, &r, tk.n);
-    publish_stats(m, c, a ? a->layer : -1, &r, &s, aux);
-    publish_set_stats(m, c, a ? a->layer : -1, &tk, &r, x->ndim > 2 ? x->shape[0] : 1);
+    if (ast_stats_wanted(c)) {
+        publish_stats(m, c, a ? a->layer : -1, &r, &s, aux);
+        publish_set_stats(m, c, a ? a->layer : -1, &tk, &r, x->ndim > 2 ? x->shape[0] : 1);
+    }
 
     if (valid) y = ast_scatter_add_rows(c, y, valid, NULL, x->size / m->d_model);
     return ast_reshape(c, y, x->ndim, x->shape);

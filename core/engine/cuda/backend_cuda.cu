@@ -2,6 +2,7 @@
  * thread's stream, cuBLAS for the GEMMs, the kernels of ops_*.cu, and the
  * services of the layers above (zeroing, the backward's seed, AdamW,
  * clipping's norm and scaling) as kernels here. */
+#include <execinfo.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +59,21 @@ static thread_local struct {
 
 static int64_t cuda_host_traffic(const ast_backend *b) { return traffic; }
 
+/* ALPHAST_TRACE_TRAFFIC=1: where each copy that makes the host wait comes
+ * from (the call stack, on standard error), for a plugin author who wants
+ * a step captured. */
+static void count_traffic(const char *what)
+{
+    static int trace = -1;
+    traffic++;
+    if (trace < 0) trace = getenv("ALPHAST_TRACE_TRAFFIC") && strcmp(getenv("ALPHAST_TRACE_TRAFFIC"), "0");
+    if (!trace) return;
+    void *frames[16];
+    int n = backtrace(frames, 16);
+    fprintf(stderr, "alphast: the host waits: %s, from\n", what);
+    backtrace_symbols_fd(frames + 1, n - 1, 2);
+}
+
 /* Marks the capture under way as one that cannot be replayed: the copy is
  * not made (a capture runs nothing), and capture_end reports why. */
 static void capture_spoiled(const char *what)
@@ -94,7 +110,7 @@ extern "C" void ast_cuda_copy_in(void *dst, const void *src, size_t bytes)
 {
     if (!bytes) return;
     if (!is_pinned(src)) {
-        traffic++;
+        count_traffic("a copy from pageable host memory");
         if (capture.on) return capture_spoiled("copies pageable host memory to the device");
     }
     AST_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, AST_CUDA_STREAM));
@@ -109,7 +125,7 @@ static void cuda_to_backend(const ast_backend *b, void *dst, const void *src, si
 static void cuda_to_host(const ast_backend *b, void *dst, const void *src, size_t bytes)
 {
     if (!bytes) return;
-    traffic++;
+    count_traffic("a read of device memory");
     if (capture.on) {
         memset(dst, 0, bytes);
         return capture_spoiled("reads device memory on the host");
@@ -193,7 +209,13 @@ extern "C" cublasHandle_t ast_cuda_blas(void)
 {
     static cublasHandle_t h;
     if (!h) {
-        AST_CUBLAS_CHECK(cublasCreate(&h));
+        cublasStatus_t st = cublasCreate(&h);
+        if (st != CUBLAS_STATUS_SUCCESS) {
+            char why[256];
+            snprintf(why, sizeof why, "%s (CUDA's last error: %s; capturing: %d)", cublasGetStatusString(st),
+                     cudaGetErrorString(cudaPeekAtLastError()), capture.on);
+            ast_cuda_fail("cublasCreate", why, __FILE__, __LINE__);
+        }
         AST_CUBLAS_CHECK(cublasSetStream(h, AST_CUDA_STREAM));
         /* float32 as the CPU backend computes it: the default math mode
          * uses no TF32 tensor cores (as PyTorch's default allow_tf32=False). */
