@@ -34,19 +34,8 @@ static double *train_losses(const char *graph, const char *ffn, int64_t *n, int 
     const char *const overrides[] = {g, f, "TransformerLayer_setting.dropout=0.2", "loss.position_loss=distance", NULL};
     train_setup s;
     train_setup_open(&s, tiny_yaml, overrides);
-    ast_error e = {""};
-    ast_model *m = ast_model_new(&s.mc, s.tc.seed, &e);
-    cr_assert(m, "%s", e.msg);
-    ast_trainer *t = ast_trainer_new(m, &s.d, s.sp, &s.tc, train_tmp_dir("cuda-graph"), NULL, &e);
-    cr_assert(t, "%s", e.msg);
     ast_train_result r;
-    cr_assert(ast_trainer_run(t, &r, &e) == 0, "%s", e.msg);
-    *n = ast_trainer_n_losses(t);
-    *replayed = ast_trainer_cuda_graph(t);
-    double *losses = malloc((size_t)*n * sizeof *losses);
-    memcpy(losses, ast_trainer_losses(t), (size_t)*n * sizeof *losses);
-    ast_trainer_free(t);
-    ast_model_free(m);
+    double *losses = train_setup_losses(&s, "cuda-graph", n, &r, replayed);
     train_setup_close(&s);
     return losses;
 }

@@ -54,17 +54,10 @@ static run_losses train_at(const char *precision)
     const char *const overrides[] = {set, NULL};
     train_setup f;
     train_setup_open(&f, tiny_yaml, overrides);
-    ast_error e = {""};
-    ast_model *m = ast_model_new(&f.mc, f.tc.seed, &e);
-    cr_assert(m, "%s", e.msg);
-    ast_trainer *t = ast_trainer_new(m, &f.d, f.sp, &f.tc, train_tmp_dir("bf16"), NULL, &e);
-    cr_assert(t, "%s", e.msg);
     ast_train_result r;
-    cr_assert(ast_trainer_run(t, &r, &e) == 0, "%s", e.msg);
-    run_losses out = {malloc((size_t)ast_trainer_n_losses(t) * sizeof(double)), ast_trainer_n_losses(t), r.best_val};
-    memcpy(out.step, ast_trainer_losses(t), (size_t)out.n * sizeof(double));
-    ast_trainer_free(t);
-    ast_model_free(m);
+    run_losses out;
+    out.step = train_setup_losses(&f, "bf16", &out.n, &r, NULL);
+    out.best_val = r.best_val;
     train_setup_close(&f);
     return out;
 }
