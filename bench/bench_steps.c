@@ -212,7 +212,6 @@ static ast_model *model_on(const bench_model_case *mc, const bench_run_opts *run
         return NULL;
     }
     params_on(ast_model_params(m), ast_model_backend(m));
-    ast_model_set_stats(m, 0); /* as a run without monitors (statistics cost a device's step a wait) */
     return m;
 }
 
@@ -225,6 +224,7 @@ void bench_model_child(const void *arg, bench_timing *out)
     if (!s.m) return;
     s.c = ast_ctx_new_on(ast_model_backend(s.m), job->run.seed);
     ast_ctx_set_precision(s.c, job->run.precision);
+    ast_ctx_set_stats(s.c, 0); /* as a run without monitors (statistics cost a device's step a wait) */
     s.opt = ast_adamw_new(ast_model_params(s.m), &adamw_cfg);
     inputs_init(&s.in, mc, job->run.seed + 1);
     inputs_place(&s.in, ast_model_backend(s.m));

@@ -233,9 +233,12 @@ static void release_output_grad(ast_ctx *c, const ast_node *n)
     y->grad = NULL;
 }
 
-/* The backward pass from out's gradient g, which holds dL/dout. */
-static void backward_from(ast_ctx *c)
+/* The backward pass from out, seeded with dL/dout = seed (backend memory). */
+static void backward_from(ast_ctx *c, ast_tensor *out, const float *seed)
 {
+    float *g = ast_grad(c, out);
+    if (!g) return; /* nothing on the tape leads to a parameter */
+    c->arena.backend->accumulate(c->arena.backend, g, seed, out->size);
     frees_grad_pass(c);
     for (size_t i = c->tape_n; i-- > 0;) {
         const ast_node *n = &c->tape[i];
@@ -256,13 +259,10 @@ static void backward_from(ast_ctx *c)
 
 void ast_backward_seed(ast_ctx *c, ast_tensor *out, const float *dout)
 {
-    float *g = ast_grad(c, out);
-    if (!g) return; /* nothing on the tape leads to a parameter */
     const ast_backend *b = c->arena.backend;
     float *seed = ast_data_alloc_uninit(c, (size_t)out->size * sizeof(float));
     b->to_backend(b, seed, dout, (size_t)out->size * sizeof(float));
-    b->accumulate(b, g, seed, out->size);
-    backward_from(c);
+    backward_from(c, out, seed);
 }
 
 /* The seed 1 is made on the backend, not copied from the host, so a step
@@ -270,11 +270,7 @@ void ast_backward_seed(ast_ctx *c, ast_tensor *out, const float *dout)
 void ast_backward(ast_ctx *c, ast_tensor *loss)
 {
     AST_ASSERT(loss->size == 1, "backward needs a scalar loss, got %lld elements", (long long)loss->size);
-    float *g = ast_grad(c, loss);
-    if (!g) return;
-    ast_tensor *one = ast_affine(c, ast_zeros(c, 1, (int64_t[]){1}), 0.0f, 1.0f);
-    c->arena.backend->accumulate(c->arena.backend, g, one->data, 1);
-    backward_from(c);
+    backward_from(c, loss, ast_affine(c, ast_zeros(c, 1, (int64_t[]){1}), 0.0f, 1.0f)->data);
 }
 
 void ast_add_loss(ast_ctx *c, const char *name, ast_tensor *scalar)

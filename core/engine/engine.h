@@ -52,9 +52,10 @@ ast_rng *ast_ctx_rng(ast_ctx *c);
  * backend memory at *at, where the kernel reads it (so a captured step's
  * replay gets new keys: graph.h). Returns the key for host kernels. */
 uint64_t ast_ctx_key(ast_ctx *c, const uint64_t **at);
-/* Whether anyone observes the statistics plugins publish (monitors): on by
- * default; the model sets it from ast_model_set_stats. On a device a
- * statistic costs a copy the host waits for, which a plugin then skips. */
+/* Whether anyone observes the statistics the model and its plugins publish
+ * (time.t, time.modulation_norm, attn.gate_mean, moe.*: what monitors
+ * read); on by default. On a device each costs a copy the host waits for
+ * mid-step, so a run without monitors turns them off. */
 void ast_ctx_set_stats(ast_ctx *c, int wanted);
 int ast_ctx_stats_wanted(const ast_ctx *c);
 /* Bytes of arena carved now (spans the backward handed back for reuse

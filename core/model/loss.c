@@ -18,13 +18,14 @@ void ast_loss_config_default(ast_loss_config *lc)
  * reads nothing back); counts are integers, exact in float32. */
 static ast_tensor *pair_weights(ast_ctx *c, ast_tensor *mask, int64_t b_n, int64_t n_n)
 {
-    ast_tensor *m = mask ? mask : ast_affine(c, ast_zeros(c, 2, (int64_t[]){b_n, n_n}), 0.0f, 1.0f);
+    ast_tensor *m = mask ? mask : model_all_valid(c, b_n, n_n);
     ast_tensor *nb = ast_sum_axis(c, m, 1); /* [B, 1] */
     /* 1 for n_b >= 2, else 0: min(relu(n_b - 1), 1) = 1 - relu(1 - relu(n_b - 1)) */
     ast_tensor *two_or_more = ast_affine(c, ast_relu(c, ast_affine(c, ast_relu(c, ast_affine(c, nb, 1.0f, -1.0f)),
                                                                       -1.0f, 1.0f)), -1.0f, 1.0f);
     ast_tensor *safe = model_at_least_one(c, nb);
-    ast_tensor *per_set = ast_div(c, ast_div(c, two_or_more, ast_mul(c, safe, safe)), model_at_least_one(c, ast_sum(c, two_or_more)));
+    ast_tensor *sets = model_at_least_one(c, ast_sum(c, two_or_more));
+    ast_tensor *per_set = ast_div(c, ast_div(c, two_or_more, ast_mul(c, safe, safe)), sets);
     ast_tensor *m3 = ast_reshape(c, m, 3, (int64_t[]){b_n, n_n, 1});
     ast_tensor *pairs = ast_bmm(c, m3, m3, 0, 1); /* m_i m_j: 0 or 1 */
     return ast_mul(c, pairs, ast_reshape(c, per_set, 3, (int64_t[]){b_n, 1, 1}));

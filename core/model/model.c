@@ -159,12 +159,6 @@ static void check_inputs(const ast_model *m, ast_tensor *x, ast_tensor *t, ast_t
                ast_shape_str(x, s2, sizeof s2));
 }
 
-/* Ones made on the backend, not copied from the host (see model_valid_counts). */
-static ast_tensor *all_valid(ast_ctx *c, int64_t b, int64_t n)
-{
-    return ast_affine(c, ast_zeros(c, 2, (int64_t[]){b, n}), 0.0f, 1.0f);
-}
-
 /* The statistics only monitors read: a device backend copies them to the
  * host, a synchronisation per layer, so a run without monitors skips them. */
 static void publish_time(ast_ctx *c, const ast_tensor *t, int64_t b)
@@ -180,9 +174,8 @@ ast_model_out ast_model_forward(ast_model *m, ast_ctx *c, ast_tensor *expression
     model_run r = {.c = c, .cfg = &m->cfg, .tap = tap, .tap_ud = tap_ud};
     /* Without a mask nothing needs honouring: plugins get NULL (no padding). */
     r.plugin_mask = m->cfg.honour_mask ? mask : NULL;
-    r.stats = !m->quiet;
-    ast_ctx_set_stats(c, r.stats); /* plugins ask with host->stats_wanted */
-    r.mask = mask ? mask : all_valid(c, b, n);
+    r.stats = ast_ctx_stats_wanted(c); /* plugins ask too, with host->stats_wanted */
+    r.mask = mask ? mask : model_all_valid(c, b, n);
     r.mask3 = ast_reshape(c, r.mask, 3, (int64_t[]){b, n, 1});
     r.counts = model_valid_counts(c, r.mask);
 
@@ -195,7 +188,6 @@ ast_model_out ast_model_forward(ast_model *m, ast_ctx *c, ast_tensor *expression
 
 const ast_backend *ast_model_backend(const ast_model *m) { return m->backend; }
 
-void ast_model_set_stats(ast_model *m, int publish) { m->quiet = !publish; }
 
 int ast_model_place(ast_model *m, ast_error *e)
 {

@@ -68,10 +68,6 @@ const ast_backend *ast_model_backend(const ast_model *m);
  * with e naming `device` and the fix when the backend cannot run here (a
  * CUDA build without a visible GPU). Counting parameters needs no place. */
 int ast_model_place(ast_model *m, ast_error *e);
-/* Whether the forward publishes the model's own statistics (time.t,
- * time.modulation_norm: what monitors read); default 1. On a device each
- * costs a copy to the host mid-step, so a run without monitors turns them off. */
-void ast_model_set_stats(ast_model *m, int publish);
 
 /* Total parameters, and those active per token (MoE: router + top-k experts). */
 int64_t ast_model_param_count(const ast_model *m);

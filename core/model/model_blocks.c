@@ -45,6 +45,12 @@ ast_tensor *model_rescale(ast_ctx *c, ast_tensor *x, ast_tensor *new_len, ast_te
     return ast_div(c, ast_mul(c, x, new_len), ast_affine(c, len, 1.0f, MODEL_PM_EPS));
 }
 
+/* Made on the backend, not copied from the host (see model_valid_counts). */
+ast_tensor *model_all_valid(ast_ctx *c, int64_t b, int64_t n)
+{
+    return ast_affine(c, ast_zeros(c, 2, (int64_t[]){b, n}), 0.0f, 1.0f);
+}
+
 ast_tensor *model_at_least_one(ast_ctx *c, ast_tensor *x)
 {
     return ast_affine(c, ast_relu(c, ast_affine(c, x, 1.0f, -1.0f)), 1.0f, 1.0f);

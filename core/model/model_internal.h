@@ -53,7 +53,6 @@ struct ast_model {
     ast_model_config cfg; /* strings owned by the model */
     const ast_backend *backend;
     int placed; /* the parameters are in the backend's memory (ast_model_place) */
-    int quiet;  /* publish no statistics of its own (ast_model_set_stats) */
     ast_params *params;
     model_embed embed;
     model_layer *layers;
@@ -91,6 +90,8 @@ ast_tensor *model_mlp2(ast_ctx *c, ast_tensor *x, const model_lin *a, const mode
 ast_tensor *model_apply(ast_ctx *c, ast_tensor *x, const model_lin *l);
 /* x * r' / (r + eps): keep the direction of x, replace its length. */
 ast_tensor *model_rescale(ast_ctx *c, ast_tensor *x, ast_tensor *new_len, ast_tensor *len);
+/* The mask of B sets of N cells that are all valid: ones [B, N]. */
+ast_tensor *model_all_valid(ast_ctx *c, int64_t b, int64_t n);
 /* max(1, x) of integer-valued x (counts, exact in float32): relu(x - 1) + 1. */
 ast_tensor *model_at_least_one(ast_ctx *c, ast_tensor *x);
 /* Per-set number of valid cells, max(1, sum_n m) as a [B, 1, 1] constant. */

@@ -199,8 +199,6 @@ ast_trainer *ast_trainer_new(ast_model *m, const ast_dataset *d, const ast_split
     if (tc->masking.enable)
         t->masking = ast_masking_new(&tc->masking, tc->mode, ast_model_params(m), tc->sets_per_step, tc->set_size,
                                      d->n_genes);
-    /* The model's own statistics are for monitors (ast_trainer_add_monitors). */
-    ast_model_set_stats(m, 0);
     if (train_ranks_init(t, e) < 0 || ast_model_place(m, e) < 0) {
         ast_trainer_free(t);
         return NULL;
@@ -208,6 +206,7 @@ ast_trainer *ast_trainer_new(ast_model *m, const ast_dataset *d, const ast_split
     t->opt = train_ranks_optimizer(t);
     t->ctx = ast_ctx_new_on(ast_model_backend(m), tc->seed ^ 0x5eed0c7full);
     ast_ctx_set_precision(t->ctx, tc->precision); /* training steps and validation */
+    ast_ctx_set_stats(t->ctx, 0); /* the statistics are for monitors (ast_trainer_add_monitors) */
     ast_rng_seed(&t->data_rng, tc->seed);
     if (trainer_sets(t, splits, e) < 0) {
         ast_trainer_free(t);

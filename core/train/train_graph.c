@@ -40,17 +40,12 @@ static const float *queue_step(ast_trainer *t)
     return loss;
 }
 
-static void note_scheduled(train_graph *g, const ast_schedule_values *v)
-{
-    g->n_scheduled = v->n < TRAIN_GRAPH_MAX_SCHEDULED ? v->n : TRAIN_GRAPH_MAX_SCHEDULED;
-    for (int i = 0; i < g->n_scheduled; i++) g->scheduled[i] = v->named[i].value;
-}
-
+/* The learning rate is staged each step; the named values are baked in. */
 static int same_scheduled(const train_graph *g, const ast_schedule_values *v)
 {
-    if (v->n != g->n_scheduled) return 0;
+    if (v->n != g->captured_with.n) return 0;
     for (int i = 0; i < v->n; i++)
-        if (memcmp(&g->scheduled[i], &v->named[i].value, sizeof(float))) return 0;
+        if (memcmp(&g->captured_with.named[i].value, &v->named[i].value, sizeof(float))) return 0;
     return 1;
 }
 
@@ -63,7 +58,7 @@ static int capture(ast_trainer *t, train_graph *g)
     g->loss_at = queue_step(t);
     g->graph = ast_graph_end(t->ctx, why, sizeof why);
     if (!g->graph) return turn_off(g, why), -1;
-    note_scheduled(g, &t->scheduled);
+    g->captured_with = t->scheduled;
     g->state = TRAIN_GRAPH_ON;
     ast_log(AST_LOG_INFO, "the training step is captured as a CUDA graph and replayed from step %lld",
             (long long)t->step + 1);

@@ -4,9 +4,7 @@
 #define ALPHAST_TRAIN_GRAPH_H
 
 #include "engine/graph.h"
-#include "engine/engine.h"
-
-typedef struct ast_trainer ast_trainer;
+#include "train/train.h"
 
 typedef enum train_graph_state {
     TRAIN_GRAPH_UNDECIDED, /* the first step sends what is sent once (AdamW's job table) */
@@ -16,16 +14,13 @@ typedef enum train_graph_state {
     TRAIN_GRAPH_OFF
 } train_graph_state;
 
-#define TRAIN_GRAPH_MAX_SCHEDULED 16
-
 typedef struct train_graph {
     train_graph_state state;
     ast_graph *graph;
     const float *loss_at; /* the loss in the graph's arena */
     /* The scheduled values the graph was captured with: plugins read them
      * on the host, into kernel arguments, so a change means a new capture. */
-    float scheduled[TRAIN_GRAPH_MAX_SCHEDULED];
-    int n_scheduled;
+    ast_schedule_values captured_with;
 } train_graph;
 
 /* train_graph_step's answer when the step is the eager path's to run. */

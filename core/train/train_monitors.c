@@ -172,6 +172,6 @@ int ast_trainer_add_monitors(ast_trainer *t, const ast_cfg *cfg, ast_error *e)
         }
     train_monitors_free(t->monitors);
     t->monitors = tm;
-    ast_model_set_stats(t->model, 1); /* what the monitors observe */
+    ast_ctx_set_stats(t->ctx, 1); /* what the monitors observe */
     return 0;
 }

@@ -209,13 +209,7 @@ extern "C" cublasHandle_t ast_cuda_blas(void)
 {
     static cublasHandle_t h;
     if (!h) {
-        cublasStatus_t st = cublasCreate(&h);
-        if (st != CUBLAS_STATUS_SUCCESS) {
-            char why[256];
-            snprintf(why, sizeof why, "%s (CUDA's last error: %s; capturing: %d)", cublasGetStatusString(st),
-                     cudaGetErrorString(cudaPeekAtLastError()), capture.on);
-            ast_cuda_fail("cublasCreate", why, __FILE__, __LINE__);
-        }
+        AST_CUBLAS_CHECK(cublasCreate(&h));
         AST_CUBLAS_CHECK(cublasSetStream(h, AST_CUDA_STREAM));
         /* float32 as the CPU backend computes it: the default math mode
          * uses no TF32 tensor cores (as PyTorch's default allow_tf32=False). */

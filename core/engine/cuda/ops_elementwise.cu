@@ -336,13 +336,23 @@ __device__ static inline float stable_sigmoid(float x)
 
 static ast_tensor *same_shape(ast_ctx *c, const ast_tensor *x) { return ast_empty(c, x->ndim, x->shape); }
 
-static void record_unary(ast_ctx *c, const char *op, ast_backward_fn backward, ast_tensor *x, ast_tensor *y,
-                         void *saved, float farg)
+static void record_unary(ast_ctx *c, const char *op, ast_backward_fn backward, ast_tensor *x, ast_tensor *y, float farg)
 {
     ast_node node = {};
-    node.op = op, node.backward = backward, node.out = y, node.in[0] = x, node.n_in = 1, node.saved = saved;
+    node.op = op, node.backward = backward, node.out = y, node.in[0] = x, node.n_in = 1;
     node.farg[0] = farg;
     ast_record(c, &node);
+}
+
+/* The forward of a unary op: y[i] = f(i) in a new tensor of x's shape,
+ * recorded as `op` with farg[0] = farg for its backward. */
+template <class F>
+static ast_tensor *unary_op(ast_ctx *c, const char *op, ast_backward_fn backward, ast_tensor *x, F f, float farg)
+{
+    ast_tensor *y = same_shape(c, x);
+    map_launch(f, y->data, x->size);
+    record_unary(c, op, backward, x, y, farg);
+    return y;
 }
 
 /* gy * k: the backward of affine (k = scale) and key_mask_bias (k = masked_logit). */
@@ -363,10 +373,7 @@ struct affine_fwd {
 
 extern "C" ast_tensor *ast_cuda_affine(ast_ctx *c, ast_tensor *x, float scale, float shift)
 {
-    ast_tensor *y = same_shape(c, x);
-    map_launch(affine_fwd{x->data, scale, shift}, y->data, x->size);
-    record_unary(c, "affine", scaled_backward, x, y, NULL, scale);
-    return y;
+    return unary_op(c, "affine", scaled_backward, x, affine_fwd{x->data, scale, shift}, scale);
 }
 
 /* NaN passes through, as in torch; the gradient at 0 is 0. */
@@ -383,10 +390,7 @@ static void relu_backward(ast_ctx *c, const ast_node *n) { grad_launch(c, n, rel
 
 extern "C" ast_tensor *ast_cuda_relu(ast_ctx *c, ast_tensor *x)
 {
-    ast_tensor *y = same_shape(c, x);
-    map_launch(relu_fwd{x->data}, y->data, x->size);
-    record_unary(c, "relu", relu_backward, x, y, NULL, 0.0f);
-    return y;
+    return unary_op(c, "relu", relu_backward, x, relu_fwd{x->data}, 0.0f);
 }
 
 /* gelu(x) = x Phi(x), gelu'(x) = Phi(x) + x phi(x). Unlike the CPU kernel,
@@ -411,10 +415,7 @@ static void gelu_backward(ast_ctx *c, const ast_node *n) { grad_launch(c, n, gel
 
 extern "C" ast_tensor *ast_cuda_gelu(ast_ctx *c, ast_tensor *x)
 {
-    ast_tensor *y = same_shape(c, x);
-    map_launch(gelu_fwd{x->data}, y->data, x->size);
-    record_unary(c, "gelu", gelu_backward, x, y, NULL, 0.0f);
-    return y;
+    return unary_op(c, "gelu", gelu_backward, x, gelu_fwd{x->data}, 0.0f);
 }
 
 struct sigmoid_fwd {
@@ -434,10 +435,7 @@ static void sigmoid_backward(ast_ctx *c, const ast_node *n)
 
 extern "C" ast_tensor *ast_cuda_sigmoid(ast_ctx *c, ast_tensor *x)
 {
-    ast_tensor *y = same_shape(c, x);
-    map_launch(sigmoid_fwd{x->data}, y->data, x->size);
-    record_unary(c, "sigmoid", sigmoid_backward, x, y, NULL, 0.0f);
-    return y;
+    return unary_op(c, "sigmoid", sigmoid_backward, x, sigmoid_fwd{x->data}, 0.0f);
 }
 
 /* torch's defaults (beta 1, threshold 20): identity above the threshold. */
@@ -465,10 +463,7 @@ static void softplus_backward(ast_ctx *c, const ast_node *n)
 
 extern "C" ast_tensor *ast_cuda_softplus(ast_ctx *c, ast_tensor *x)
 {
-    ast_tensor *y = same_shape(c, x);
-    map_launch(softplus_fwd{x->data}, y->data, x->size);
-    record_unary(c, "softplus", softplus_backward, x, y, NULL, 0.0f);
-    return y;
+    return unary_op(c, "softplus", softplus_backward, x, softplus_fwd{x->data}, 0.0f);
 }
 
 /* The CPU's mask (ops_elementwise.c's dropout_keeps): element i is kept
@@ -534,10 +529,7 @@ static void silu_backward(ast_ctx *c, const ast_node *n) { grad_launch(c, n, sil
 
 extern "C" ast_tensor *ast_cuda_silu(ast_ctx *c, ast_tensor *x)
 {
-    ast_tensor *y = same_shape(c, x);
-    map_launch(silu_fwd{x->data}, y->data, x->size);
-    record_unary(c, "silu", silu_backward, x, y, NULL, 0.0f);
-    return y;
+    return unary_op(c, "silu", silu_backward, x, silu_fwd{x->data}, 0.0f);
 }
 
 struct exp_fwd {
@@ -555,10 +547,7 @@ static void exp_backward(ast_ctx *c, const ast_node *n) { grad_launch(c, n, exp_
 
 extern "C" ast_tensor *ast_cuda_exp(ast_ctx *c, ast_tensor *x)
 {
-    ast_tensor *y = same_shape(c, x);
-    map_launch(exp_fwd{x->data}, y->data, x->size);
-    record_unary(c, "exp", exp_backward, x, y, NULL, 0.0f);
-    return y;
+    return unary_op(c, "exp", exp_backward, x, exp_fwd{x->data}, 0.0f);
 }
 
 /* mask [B, N] -> [B, 1, 1, N] = m * L - L, rounded as affine(reshape(mask),
@@ -571,6 +560,6 @@ extern "C" ast_tensor *ast_cuda_key_mask_bias(ast_ctx *c, ast_tensor *mask, floa
     const int64_t shape[4] = {mask->shape[0], 1, 1, mask->shape[1]};
     ast_tensor *y = ast_empty(c, 4, shape);
     map_launch(affine_fwd{mask->data, masked_logit, -masked_logit}, y->data, mask->size);
-    record_unary(c, "key_mask_bias", scaled_backward, mask, y, NULL, masked_logit);
+    record_unary(c, "key_mask_bias", scaled_backward, mask, y, masked_logit);
     return y;
 }
