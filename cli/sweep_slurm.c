@@ -169,13 +169,15 @@ int sweep_slurm_requeue(const ast_sweep *s, const char *dir)
      * must not keep a task coming back. */
     int left = job ? sweep_pool_left(s, dir, 0, &e) : 0;
     if (left <= 0) return left;
+    /* Said before asking: once Slurm grants the requeue it ends this task,
+     * which may be before scontrol has even returned. */
+    fprintf(stderr, "%s sweep: requeueing Slurm job %s (%s): it comes back for the %d run%s not done\n", CLI_PROG, job,
+            *ast_runner_job() ? ast_runner_job() : job, left, left > 1 ? "s" : "");
     char out[256], *argv[] = {"scontrol", "requeue", (char *)job, NULL};
     if (run_tool(argv, out, sizeof out, &e) < 0) {
         fprintf(stderr, "%s sweep: %s; the %d runs left stay pending for another task or submission\n", CLI_PROG, e.msg,
                 left);
         return -1;
     }
-    fprintf(stderr, "%s sweep: requeued Slurm job %s (%s): it comes back for the %d run%s not done\n", CLI_PROG, job,
-            *ast_runner_job() ? ast_runner_job() : job, left, left > 1 ? "s" : "");
     return 0;
 }

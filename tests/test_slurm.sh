@@ -129,15 +129,19 @@ done
 grep -q 'running .* on .*, pid [0-9]*, Slurm job '"$job"'_[01], for' "$tmp/status" || fail "no running run with its task"
 scancel --signal=USR1 --batch "${job}_0"        # the warning before a time limit, to the batch step
 scancel --signal=TERM --full "${job}_1"         # preemption: every process of the task
-for i in $(seq 100); do
+preempted_and_requeued() {
   [ "$(grep -c '"reason":"preempted"' "$pre/ledger.jsonl" || true)" -ge 2 ] &&
-    [ "$(squeue -h -j "${job}_0" -o %T 2>/dev/null)" = PENDING ] && break
+    [ "$(squeue -h -j "${job}_0" -o %T 2>/dev/null)" = PENDING ]
+}
+for i in $(seq 300); do
+  preempted_and_requeued && break
   sleep 0.2
 done
+preempted_and_requeued || { squeue -j "$job" >&2 || true; fail "after 60 s: not both runs preempted with task 0 pending again"; }
 "$run" sweep --status "$pre" | tee "$tmp/status"
 [ "$(grep -c 'pending .* preempted: resumes from its checkpoint' "$tmp/status")" -eq 2 ] || fail "runs not pending as preempted"
-grep -q "requeued Slurm job" "$pre/slurm/${job}_0.out" || fail "task 0 did not requeue itself"
-grep -q "requeued Slurm job" "$pre/slurm/${job}_1.out" && fail "task 1 (SIGTERM) requeued itself"
+grep -q "requeueing Slurm job" "$pre/slurm/${job}_0.out" || fail "task 0 did not requeue itself"
+grep -q "requeueing Slurm job" "$pre/slurm/${job}_1.out" && fail "task 1 (SIGTERM) requeued itself"
 # Slurm holds a requeued job back for a while (its begin time); start it now.
 scontrol update JobId="${job}_0" StartTime=now
 wait_job "$job" 180
