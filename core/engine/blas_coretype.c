@@ -74,6 +74,8 @@ static int read_cpu_flags(char *buf, size_t n)
     return found;
 }
 
+/* Set in the re-run's environment to the core OpenBLAS chose first, so
+ * the re-run neither loops nor forgets why its kernels are what they are. */
 #define REEXEC_MARK "ALPHAST_BLAS_CORETYPE_SET"
 
 void ast_blas_coretype_fix(char **argv)
@@ -83,12 +85,28 @@ void ast_blas_coretype_fix(char **argv)
     const char *chosen = openblas_get_corename();
     const char *better = chosen ? ast_blas_coretype_better(chosen, flags) : NULL;
     if (!better) return;
-    /* OPENBLAS_VERSION is " OpenBLAS 0.3.21 ", spaces included */
-    ast_log(AST_LOG_INFO, "%s chose its %s kernels, but this CPU has the features of %s: running again with "
-                          "OPENBLAS_CORETYPE=%s (set OPENBLAS_CORETYPE yourself to choose)",
+    /* Debug, not info: this runs before every command, --help and
+     * --version included, and the choice is recorded in each run's
+     * summary.json (ast_blas_coretype_describe) where it matters. */
+    ast_log(AST_LOG_DEBUG, "%s chose its %s kernels, but this CPU has the features of %s: running again with "
+                           "OPENBLAS_CORETYPE=%s (set OPENBLAS_CORETYPE yourself to choose)",
             OPENBLAS_VERSION + 1, chosen, better, better);
     setenv("OPENBLAS_CORETYPE", better, 1);
-    setenv(REEXEC_MARK, "1", 1);
+    setenv(REEXEC_MARK, chosen, 1);
     execv("/proc/self/exe", argv);
     ast_log(AST_LOG_WARN, "could not run again with OPENBLAS_CORETYPE=%s; going on with %s kernels", better, chosen);
+}
+
+const char *ast_blas_coretype_describe(char *buf, size_t n)
+{
+    /* OPENBLAS_VERSION is " OpenBLAS 0.3.21 ", spaces included */
+    const char *first = getenv(REEXEC_MARK);
+    const char *kernels = openblas_get_corename();
+    if (first)
+        snprintf(buf, n, "%.*s, %s kernels (alphast set OPENBLAS_CORETYPE; OpenBLAS chose %s)",
+                 (int)strlen(OPENBLAS_VERSION) - 2, OPENBLAS_VERSION + 1, kernels, first);
+    else
+        snprintf(buf, n, "%.*s, %s kernels%s", (int)strlen(OPENBLAS_VERSION) - 2, OPENBLAS_VERSION + 1, kernels,
+                 getenv("OPENBLAS_CORETYPE") ? " (OPENBLAS_CORETYPE set by the user)" : "");
+    return buf;
 }

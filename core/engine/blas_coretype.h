@@ -7,6 +7,8 @@
 #ifndef ALPHAST_BLAS_CORETYPE_H
 #define ALPHAST_BLAS_CORETYPE_H
 
+#include <stddef.h>
+
 /* The OpenBLAS core type to ask for, given the core OpenBLAS chose and the
  * CPU's feature flags (as in /proc/cpuinfo's "flags" line, space
  * separated): the best core OpenBLAS 0.3.21 knows that the flags support,
@@ -16,8 +18,13 @@ const char *ast_blas_coretype_better(const char *chosen, const char *cpu_flags);
 
 /* Called first thing in main: unless OPENBLAS_CORETYPE is set (the
  * user's choice wins) or this process is already the re-run, runs argv
- * again with the better core type and one log line; returns only when
- * nothing is to be done or the re-run could not start. */
+ * again with the better core type (a debug log line says so); returns
+ * only when nothing is to be done or the re-run could not start. */
 void ast_blas_coretype_fix(char **argv);
+
+/* One line for a run's records: OpenBLAS's version, the kernels in use
+ * and who chose them, e.g. "OpenBLAS 0.3.21, Cooperlake kernels (alphast
+ * set OPENBLAS_CORETYPE; OpenBLAS chose Prescott)". Returns buf. */
+const char *ast_blas_coretype_describe(char *buf, size_t n);
 
 #endif

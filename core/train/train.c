@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "base/progress.h"
+#include "engine/blas_coretype.h"
 #include "io/safetensors.h"
 #include "train/train_dist.h"
 #include "train/train_stop.h"
@@ -411,7 +412,7 @@ double ast_trainer_run_seconds(const ast_trainer *t)
 
 static void write_summary(ast_trainer *t, const ast_train_result *r)
 {
-    char path[4096];
+    char path[4096], blas[256];
     FILE *f = t->ranks.rank == 0 ? fopen(ast_trainer_file(t, "summary.json", path, sizeof path), "w") : NULL;
     if (!f) return;
     size_t peak = ast_ctx_arena_peak(t->ctx);
@@ -421,11 +422,11 @@ static void write_summary(ast_trainer *t, const ast_train_result *r)
             "  \"last_val_loss\": %.9g,\n  \"last_train_loss\": %.9g,\n  \"seconds\": %.3f,\n"
             "  \"steps_per_second\": %.4f,\n  \"invocations\": %d,\n  \"stop_reason\": \"%s\",\n"
             "  \"parameters\": %lld,\n  \"active_parameters\": %lld,\n  \"peak_arena_bytes\": %zu,\n"
-            "  \"position_scale\": %.9g,\n  \"cuda_graph\": %s\n}\n",
+            "  \"position_scale\": %.9g,\n  \"cuda_graph\": %s,\n  \"blas\": \"%s\"\n}\n",
             (long long)r->steps, r->epochs, r->best_val, r->best_epoch, r->last_val, r->last_train, r->seconds,
             r->steps_per_second, t->invocations, r->stop_reason, (long long)ast_model_param_count(t->model),
             (long long)ast_model_active_param_count(t->model), peak, t->train_sets.pos_scale,
-            ast_trainer_cuda_graph(t) ? "true" : "false");
+            ast_trainer_cuda_graph(t) ? "true" : "false", ast_blas_coretype_describe(blas, sizeof blas));
     fclose(f);
 }
 
