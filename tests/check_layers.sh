@@ -1,5 +1,5 @@
 #!/bin/sh
-# Fails when a file includes a header from a layer above its own (the
+# Fails when a file (C or CUDA) includes a header from a layer above its own (the
 # order is core/LAYERS, bottom up) or a plugin includes anything but the
 # installed headers. Includes are written "layer/name.h" for that reason.
 src=${1:-${ALPHAST_SOURCE_DIR:-$(dirname "$0")/..}}
@@ -8,7 +8,7 @@ rank() { i=0; for l in $layers; do [ "$l" = "$1" ] && { echo $i; return; }; i=$(
 bad=0
 check_dir() { # dir layer
     r=$(rank "$2")
-    for f in $(find "$1" -name '*.[ch]'); do
+    for f in $(find "$1" \( -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' \)); do
         grep -n '^#include "' "$f" | while IFS= read -r line; do
             hdr=$(printf '%s' "$line" | sed 's/.*#include "\([^"]*\)".*/\1/')
             case $hdr in
@@ -30,7 +30,7 @@ for l in $layers; do
     if [ "$l" = cli ]; then check_dir "$src/cli" cli; else check_dir "$src/core/$l" "$l"; fi
 done
 # Plugins see only the installed headers (and their own folder's).
-for f in $(find "$src/plugins" "$src/examples" -name '*.[ch]'); do
+for f in $(find "$src/plugins" "$src/examples" \( -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' \)); do
     grep -n '^#include "' "$f" | while IFS= read -r line; do
         hdr=$(printf '%s' "$line" | sed 's/.*#include "\([^"]*\)".*/\1/')
         case $hdr in alphast/*) continue ;; esac

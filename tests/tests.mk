@@ -6,6 +6,11 @@ EXTRA_DIST += tests/lsan.supp
 TESTS += tests/check_layers.sh
 EXTRA_DIST += tests/check_layers.sh core/LAYERS
 
+# The map stays true: every path docs/architecture.md's "To change X, edit
+# Y" table names exists.
+TESTS += tests/check_doc_paths.sh
+EXTRA_DIST += tests/check_doc_paths.sh
+
 # The grouped expert GEMM (issue 13 item 3): an engine op, so its test links
 # the engine library alone, as the other op tests (core/engine/engine.mk).
 check_PROGRAMS += tests/test_ops_grouped
