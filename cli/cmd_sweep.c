@@ -139,9 +139,8 @@ static int resolve_opts(const char **v, const ast_sweep *s, sweep_opts *o, int *
 {
     *gpus = NULL;
     if (v[OPT_FAIL_FAST] && v[OPT_KEEP_GOING]) return cli_usage_error("sweep", "--fail-fast and --keep-going exclude each other");
-    if (v[OPT_DEVICE] && !ast_backend_find(v[OPT_DEVICE]))
-        return cli_usage_error("sweep", "--device %s: not a device of this build; choose one of %s", v[OPT_DEVICE],
-                               ast_backend_names());
+    ast_error why;
+    if (v[OPT_DEVICE] && !ast_backend_require(v[OPT_DEVICE], &why)) return cli_usage_error("sweep", "--device: %s", why.msg);
     o->fail_fast = v[OPT_FAIL_FAST] != NULL;
     o->device = v[OPT_DEVICE];
     o->threads = s->threads ? s->threads : 1;

@@ -26,8 +26,9 @@ ast_cfg *cli_load_config(const char *path, const char **args, int n_args, ast_er
 int cli_set_device(ast_cfg *cfg, const char *device, ast_error *e)
 {
     if (!device) return 0;
-    if (!ast_backend_find(device)) {
-        ast_error_set(e, "--device %s: not a device of this build; choose one of %s", device, ast_backend_names());
+    ast_error why;
+    if (!ast_backend_require(device, &why)) {
+        ast_error_set(e, "--device: %s", why.msg);
         return -1;
     }
     char text[128];

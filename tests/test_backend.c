@@ -129,7 +129,7 @@ Test(backend, the_config_names_a_backend_of_this_build)
     cr_assert_not_null(cfg, "%s", e.msg);
     ast_model_config mc;
     cr_assert_eq(ast_cfg_model(cfg, 12, &mc, &e), -1);
-    cr_assert(strstr(e.msg, "run.yaml:1:9: device: 'gpu0' is not a backend of this build; choose one of cpu"), "%s",
+    cr_assert(strstr(e.msg, "run.yaml:1:9: device: 'gpu0' is not a device of this build; choose one of cpu"), "%s",
               e.msg);
     ast_cfg_free(cfg);
 }

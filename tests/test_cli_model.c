@@ -206,12 +206,12 @@ Test(cli_model, device_flag_picks_the_backend_or_says_why_not)
     ast_st_close(out);
     r = run(fmt, env("ALPHAST_TEST_DATA"), weights, t.inputs, t.out, "tpu");
     cr_assert_eq(r->status, 1, "%s", r->text);
-    assert_has(r->text, "--device tpu: not a device of this build; choose one of cpu");
+    assert_has(r->text, "--device: 'tpu' is not a device of this build; choose one of cpu");
     const ast_backend *cuda = ast_backend_find("cuda");
     if (!cuda || !cuda->available(cuda, NULL, 0)) {
         r = run(fmt, env("ALPHAST_TEST_DATA"), weights, t.inputs, t.out, "cuda");
         cr_assert_eq(r->status, 1, "%s", r->text);
-        assert_has(r->text, cuda ? "device: cuda cannot run here" : "--device cuda: not a device of this build");
+        assert_has(r->text, cuda ? "device: cuda cannot run here" : "--device: 'cuda' is not a device of this build");
         cr_assert_eq(strchr(r->text, '\n'), r->text + strlen(r->text) - 1, "one line: %s", r->text);
     }
     ast_st_close(io);

@@ -39,6 +39,13 @@ const char *ast_backend_names(void)
     return names;
 }
 
+const ast_backend *ast_backend_require(const char *name, ast_error *e)
+{
+    const ast_backend *b = ast_backend_find(name ? name : "cpu");
+    if (!b) ast_error_set(e, "'%s' is not a device of this build; choose one of %s", name, ast_backend_names());
+    return b;
+}
+
 int ast_backend_register(const ast_backend *b)
 {
     if (ast_backend_find(b->name) || n_backends == MAX_BACKENDS) return -1;

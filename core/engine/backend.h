@@ -122,6 +122,11 @@ const ast_backend *ast_backend_cuda(void);
 const ast_backend *ast_backend_find(const char *name);
 /* "cpu" (and every other compiled-in backend), '|'-joined, for messages. */
 const char *ast_backend_names(void);
+/* The backend `name` names (NULL: the CPU), or NULL with the one message
+ * every place that takes a device gives ("'tpu' is not a device of this
+ * build; choose one of cpu|cuda"), for the caller to prefix with where
+ * the name came from (--device, the config's line). */
+const ast_backend *ast_backend_require(const char *name, ast_error *e);
 /* Adds a backend to those ast_backend_find knows (tests add their own);
  * 0, or -1 when the table is full or the name is taken. */
 int ast_backend_register(const ast_backend *b);

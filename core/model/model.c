@@ -96,10 +96,10 @@ static int build(ast_model *m, ast_error *e)
 ast_model *ast_model_new(const ast_model_config *cfg, uint64_t seed, ast_error *e)
 {
     if (check_config(cfg, e)) return NULL;
-    const ast_backend *backend = ast_backend_find(cfg->device ? cfg->device : "cpu");
+    ast_error why;
+    const ast_backend *backend = ast_backend_require(cfg->device, &why);
     if (!backend) {
-        ast_error_set(e, "device: '%s' is not a backend of this build; choose one of %s", cfg->device,
-                      ast_backend_names());
+        ast_error_set(e, "device: %s", why.msg);
         return NULL;
     }
     /* The model holds a reference on the plugin registry, so the plugins'

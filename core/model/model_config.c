@@ -157,9 +157,9 @@ int ast_cfg_model(const ast_cfg *cfg, int num_genes, ast_model_config *out, ast_
     put_plugin(&ffn, &out->ffn, out->ffn_opts, &out->n_ffn_opts);
     out->device = ast_cfg_str(cfg, "device");
     const ast_cfg_node *device = ast_cfg_get(cfg, "device");
-    if (!ast_backend_find(out->device ? out->device : "cpu")) {
-        ast_cfg_fail(e, device->file, device->line, device->col, device->path,
-                     "'%s' is not a backend of this build; choose one of %s", out->device, ast_backend_names());
+    ast_error why;
+    if (!ast_backend_require(out->device, &why)) {
+        ast_cfg_fail(e, device->file, device->line, device->col, device->path, "%s", why.msg);
         return -1;
     }
     const ast_cfg_node *capacity = ast_cfg_get(cfg, TL "expert_capacity_factor");
