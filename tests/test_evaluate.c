@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -252,7 +254,7 @@ Test(evaluate, config_errors_name_the_key)
 static const float h5_X[3 * 2] = {1, 2, 3, 4, 5, 6}, h5_gen[6] = {0.5f, 1, 2, 3, 4, -5},
                    h5_true[9] = {9, 8, 7, 6, 5, 4, 3, 2, 1};
 
-static void write_table(char *path)
+static int write_h5ad(const char *path, ast_error *e)
 {
     static const int64_t set[3] = {0, 0, 1};
     static const double area[3] = {1.5, NAN, 3};
@@ -267,9 +269,14 @@ static void write_table(char *path)
     ast_h5ad_table t = {.n_cells = 3, .n_genes = 2, .X = h5_X, .genes = genes, .cells = cells, .n_obsm = 2,
                         .obsm = {{"spatial", h5_gen, 2}, {"spatial_true", h5_true, 3}}, .n_obs = 3, .obs = obs,
                         .uns_group = "alphast", .uns = uns};
+    return ast_h5ad_write(path, &t, e);
+}
+
+static void write_table(char *path)
+{
     close(mkstemp(path));
     ast_error e = {""};
-    cr_assert(ast_h5ad_write(path, &t, &e) == 0, "%s", e.msg);
+    cr_assert(write_h5ad(path, &e) == 0, "%s", e.msg);
 }
 
 Test(evaluate, h5ad_written_reads_back)
@@ -331,6 +338,43 @@ Test(evaluate, h5ad_written_is_read_by_anndata)
     int st = system(cmd);
     remove(path);
     cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "anndata refused the file (see above)");
+}
+
+/* A full disk (here a file size limit, which fails the write as ENOSPC
+ * does) is the system's reason, the file that was there is kept and no
+ * temporary is left; and the process still exits normally: libhdf5's
+ * exit handler crashed on the file its failed H5Fclose had left open. */
+Test(evaluate, h5ad_write_on_a_full_disk_fails_cleanly)
+{
+    char dir[] = "/tmp/alphast-h5full-XXXXXX", path[64], cmd[128];
+    cr_assert(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/x.h5ad", dir);
+    FILE *f = fopen(path, "w");
+    fputs("previous\n", f);
+    fclose(f);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct rlimit small = {1024, 1024};
+        signal(SIGXFSZ, SIG_IGN);
+        setrlimit(RLIMIT_FSIZE, &small);
+        ast_error e = {""};
+        int rc = write_h5ad(path, &e);
+        fprintf(stderr, "%s\n", e.msg);
+        exit(rc == -1 && strstr(e.msg, "x.h5ad: cannot write (File too large)") ? 0 : 3);
+    }
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the writer %s %d", WIFEXITED(st) ? "exited with" : "died of signal",
+              WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+    char kept[16] = "";
+    f = fopen(path, "r");
+    cr_assert(f && fgets(kept, sizeof kept, f), "%s is gone", path);
+    fclose(f);
+    cr_assert_str_eq(kept, "previous\n");
+    snprintf(cmd, sizeof cmd, "test \"$(ls -A %s)\" = x.h5ad", dir);
+    cr_assert_eq(system(cmd), 0, "a temporary file is left in %s", dir);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
 }
 
 /* alphast-run with args; its exit status, stdout in out. */
