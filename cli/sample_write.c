@@ -50,7 +50,7 @@ int sample_write_csv(const char *path, const sample_cells *g, const ast_dataset 
 typedef struct obs_frame {
     ast_h5ad_column *cols;
     int n;
-    char own[2][32]; /* the names of cell and set */
+    char **file_names; /* [n] the columns' names in the file */
     const char **names;
     char **numbered; /* the row numbers as names, when the source has none */
 } obs_frame;
@@ -71,13 +71,46 @@ static ast_h5ad_column gathered(const ast_obs_column *src, const sample_cells *g
     return c;
 }
 
-/* `name`, or alphast_<name> when the source has a column of that name. */
-static const char *own_name(const ast_dataset *d, const char *name, char *buf, size_t n)
+/* 1 if a column before j, or the index (obs/_index), has the name. */
+static int taken(const obs_frame *o, int j, const char *name)
 {
-    snprintf(buf, n, "%s", name);
-    for (int j = 0; j < d->n_obs; j++)
-        if (!strcmp(d->obs[j].name, name)) snprintf(buf, n, "alphast_%s", name);
-    return buf;
+    if (!strcmp(name, "_index")) return 1;
+    for (int k = 0; k < j; k++)
+        if (!strcmp(o->cols[k].name, name)) return 1;
+    return 0;
+}
+
+/* Column j's name in the file: each column is an HDF5 member of obs, so
+ * a '/' (a path there) becomes '_', and a name that is taken gets _2,
+ * _3, ... until it is free. */
+static const char *file_name(obs_frame *o, int j, const char *want)
+{
+    size_t room = strlen(want) + 16, len;
+    char *name = o->file_names[j] = ast_xmalloc(room);
+    snprintf(name, room, "%s", want);
+    for (char *c = name; (c = strchr(c, '/'));) *c = '_';
+    len = strlen(name);
+    for (int k = 2; taken(o, j, name); k++) snprintf(name + len, room - len, "_%d", k);
+    return name;
+}
+
+/* A source column keeps its name where it can, and says so where not. */
+static void name_source_column(obs_frame *o, int j, const char *path)
+{
+    const char *want = o->cols[j].name, *name = file_name(o, j, want);
+    if (strcmp(name, want))
+        ast_log(AST_LOG_WARN, "%s: obs column '%s' is written as '%s' (%s)", path, want, name,
+                strchr(want, '/') ? "'/' separates HDF5 groups" : "the name is taken");
+    o->cols[j].name = name;
+}
+
+/* cell and set, or alphast_cell and alphast_set where the source has
+ * those names (then _2, ... where it has those too). */
+static void own_column(obs_frame *o, int j, const char *name, const int64_t *v)
+{
+    char prefixed[32];
+    snprintf(prefixed, sizeof prefixed, "alphast_%s", name);
+    o->cols[j] = (ast_h5ad_column){file_name(o, j, taken(o, j, name) ? prefixed : name), AST_H5AD_INT, .ints = v};
 }
 
 static void obs_names(obs_frame *o, const sample_cells *g, const ast_dataset *d)
@@ -95,21 +128,26 @@ static void obs_names(obs_frame *o, const sample_cells *g, const ast_dataset *d)
     }
 }
 
-static void obs_frame_init(obs_frame *o, const sample_cells *g, const ast_dataset *d)
+static void obs_frame_init(obs_frame *o, const sample_cells *g, const ast_dataset *d, const char *path)
 {
     *o = (obs_frame){.n = d->n_obs + 2};
     o->cols = ast_xcalloc((size_t)o->n, sizeof *o->cols);
-    for (int j = 0; j < d->n_obs; j++) o->cols[j] = gathered(&d->obs[j], g);
-    o->cols[d->n_obs] = (ast_h5ad_column){own_name(d, "cell", o->own[0], 32), AST_H5AD_INT, .ints = g->cell};
-    o->cols[d->n_obs + 1] = (ast_h5ad_column){own_name(d, "set", o->own[1], 32), AST_H5AD_INT, .ints = g->set};
+    o->file_names = ast_xcalloc((size_t)o->n, sizeof *o->file_names);
+    for (int j = 0; j < d->n_obs; j++) {
+        o->cols[j] = gathered(&d->obs[j], g);
+        name_source_column(o, j, path);
+    }
+    own_column(o, d->n_obs, "cell", g->cell);
+    own_column(o, d->n_obs + 1, "set", g->set);
     obs_names(o, g, d);
 }
 
 static void obs_frame_free(obs_frame *o, int64_t n_cells)
 {
     for (int j = 0; j < o->n - 2; j++) free((void *)o->cols[j].numbers), free((void *)o->cols[j].codes);
+    for (int j = 0; j < o->n; j++) free(o->file_names[j]);
     for (int64_t r = 0; o->numbered && r < n_cells; r++) free(o->numbered[r]);
-    free(o->cols), free(o->names), free(o->numbered);
+    free(o->cols), free(o->file_names), free(o->names), free(o->numbered);
 }
 
 /* The first `dims` of each row's 3 coordinates. */
@@ -124,7 +162,7 @@ int sample_write_h5ad(const char *path, const sample_cells *g, const ast_dataset
                       ast_error *e)
 {
     obs_frame o;
-    obs_frame_init(&o, g, d);
+    obs_frame_init(&o, g, d, path);
     int dims = d->coord_dims;
     float *pos = coords(g->pos, g->n, dims), *pos_true = coords(g->pos_true, g->n, dims);
     ast_h5ad_table t = {.n_cells = g->n, .n_genes = g->G, .X = g->expr, .genes = (const char *const *)d->genes,

@@ -22,7 +22,9 @@ int sample_write_csv(const char *path, const sample_cells *g, const ast_dataset 
 
 /* .h5ad: X the expression, obs_names the source's (else the row numbers),
  * obs the source's columns then cell and set (alphast_cell / alphast_set
- * where the source has those names), obsm spatial and spatial_true, and
+ * where the source has those names; every name one HDF5 can hold and no
+ * other column has: '/' as '_', then _2, _3, ... for a name taken),
+ * obsm spatial and spatial_true, and
  * uns/alphast the strings of `provenance` (key, value, ..., NULL). */
 int sample_write_h5ad(const char *path, const sample_cells *g, const ast_dataset *d, const char *const *provenance,
                       ast_error *e);
