@@ -285,6 +285,17 @@ Test(anndata, a_matrix_that_is_not_there_is_named)
                                                  "data.use_raw: false");
 }
 
+Test(anndata, a_layer_or_raw_of_other_cells_is_named)
+{
+    /* It was "obsm/spatial is [6, 2]; expected [8, 2]", blaming the coordinates. */
+    ast_data_opts o = opts();
+    o.layer = "counts";
+    expect_error(ANNDATA "layer_rows.h5ad", &o, "layers/counts has 8 rows, obs has 6 (obs/_index); every matrix has "
+                                                "one row per cell");
+    o.layer = NULL, o.use_raw = 1;
+    expect_error(ANNDATA "layer_rows.h5ad", &o, "raw/X has 5 rows, obs has 6 (obs/_index)");
+}
+
 Test(anndata, data_layer_and_use_raw_are_config_keys)
 {
     ast_error e = {""};
@@ -333,6 +344,42 @@ Test(anndata, missing_parts_are_named_not_called_damage)
                                                       "file was written without it, or not by anndata)");
     expect_error(ANNDATA "var_index_missing.h5ad", &o, "var: its '_index' attribute names 'gene_symbol' as the "
                                                        "index, but there is no var/gene_symbol");
+}
+
+/* ---- what anndata refuses or warns about ----------------------------------------------- */
+
+Test(anndata, repeated_categories_are_refused)
+{
+    /* They trained as 2 slices both called s0, and sample wrote them into
+     * a file that anndata could not read back. */
+    ast_data_opts o = opts();
+    expect_error(ANNDATA "dup_categories.h5ad", &o, "obs/slice: category 's0' appears twice, which pandas refuses; "
+                                                    "merge the two or rename one");
+}
+
+Test(anndata, strings_that_are_not_utf8_are_refused)
+{
+    /* sample wrote them into a UTF-8 string dataset, which anndata could
+     * not decode. */
+    ast_data_opts o = opts();
+    expect_error(ANNDATA "not_utf8.h5ad", &o, "obs/_index: string 0 ('caf\\xe90') is not UTF-8 text, which anndata "
+                                              "cannot read either");
+}
+
+static void load_repeated_genes(void *d)
+{
+    ast_data_opts o = opts();
+    *(ast_dataset *)d = load(ANNDATA "dup_var_names.h5ad", &o);
+}
+
+Test(anndata, repeated_gene_names_are_a_warning)
+{
+    ast_dataset d;
+    const char *log = stderr_of(load_repeated_genes, &d);
+    cr_assert(strstr(log, "dup_var_names.h5ad: var: 1 gene name is repeated (the first: 'Gad1'); genes are "
+                          "matched by name") && strstr(log, "adata.var_names_make_unique()"), "%s", log);
+    cr_assert_eq(d.n_genes, 4, "and the file loads");
+    ast_dataset_free(&d);
 }
 
 /* ---- the reader child and the cache carry everything ------------------------------------ */

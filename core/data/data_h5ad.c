@@ -58,6 +58,25 @@ static int check_finite(h5ad *h, const char *key, const ast_dataset *d)
     return 1;
 }
 
+/* anndata warns about repeated gene names, and so does alphast: genes
+ * are matched by name (data.genes, training.init_from), which cannot
+ * tell two of one name apart. */
+static void warn_repeated_genes(h5ad *h, const char *var, const ast_dataset *d)
+{
+    char **names;
+    int n_names;
+    int *codes = ast_labels_of_strings(d->genes, d->n_genes, &names, &n_names);
+    int first = 0;
+    while (first < d->n_genes && codes[first] == first) first++;
+    if (n_names < d->n_genes)
+        ast_log(AST_LOG_WARN, "%s: %s: %d gene name%s repeated (the first: '%s'); genes are matched by name "
+                "(data.genes, training.init_from), which is ambiguous for them: make the names unique "
+                "(adata.var_names_make_unique()) and save the file again", h->path, var, d->n_genes - n_names,
+                d->n_genes - n_names == 1 ? " is" : "s are", d->genes[first]);
+    free(codes);
+    h5ad_free_strings(names, n_names);
+}
+
 static int read_genes(h5ad *h, const char *var, const char *key, ast_dataset *d)
 {
     h5ad_frame f;
@@ -70,15 +89,14 @@ static int read_genes(h5ad *h, const char *var, const char *key, ast_dataset *d)
         h5ad_free_strings(d->genes, n);
         d->genes = NULL;
     }
+    if (d->genes) warn_repeated_genes(h, var, d);
     return d->genes != NULL;
 }
 
-static int read_matrix(h5ad *h, const ast_data_opts *o, ast_dataset *d)
+static int read_matrix(h5ad *h, const char *key, const char *var, ast_dataset *d)
 {
-    char key[H5AD_PATH], var[H5AD_PATH];
     int64_t genes;
-    if (choose_matrix(h, o, key, var, sizeof key) < 0 || h5ad_read_matrix(h, key, &d->x, &d->n_cells, &genes) < 0)
-        return 0;
+    if (h5ad_read_matrix(h, key, &d->x, &d->n_cells, &genes) < 0) return 0;
     d->n_genes = (int)genes;
     return read_genes(h, var, key, d) && check_finite(h, key, d);
 }
@@ -167,15 +185,19 @@ static int read_coords(h5ad *h, const char *key, ast_dataset *d)
 /* ---- obs -------------------------------------------------------------------------- */
 
 /* obs: the cell names (its index) and every column alphast can read. A
- * file without obs (written by hand) has neither. */
-static int read_obs(h5ad *h, ast_dataset *d)
+ * file without obs (written by hand) has neither. The names are counted
+ * against the rows of the matrix at `key` before anything else is: a
+ * layer or raw/X of other cells is what is wrong then, not the obs
+ * columns or the coordinates. */
+static int read_obs(h5ad *h, const char *key, ast_dataset *d)
 {
     h5ad_frame f;
     if (!h5ad_exists(h, "obs")) return 1;
     if (h5ad_frame_open(h, "obs", &f) < 0) return 0;
     int64_t n = 0;
     if (h5ad_exists(h, f.index) && (d->cell_names = h5ad_frame_index(h, &f, d->n_cells, &n)) && n != d->n_cells) {
-        ast_error_set(h->e, "%s: %s has %lld names for %lld cells", h->path, f.index, (long long)n, (long long)d->n_cells);
+        ast_error_set(h->e, "%s: %s has %lld rows, obs has %lld (%s); every matrix has one row per cell: write the "
+                      "file again from the AnnData object", h->path, key, (long long)d->n_cells, (long long)n, f.index);
         h5ad_free_strings(d->cell_names, n);
         d->cell_names = NULL;
     }
@@ -240,7 +262,10 @@ static int read_slices(h5ad *h, const char *key, ast_dataset *d)
 
 static int read_all(h5ad *h, const ast_data_opts *o, ast_dataset *d)
 {
-    if (!read_matrix(h, o, d) || !read_coords(h, o->position_key, d) || !read_obs(h, d)) return 0;
+    char key[H5AD_PATH], var[H5AD_PATH];
+    if (choose_matrix(h, o, key, var, sizeof key) < 0 || !read_matrix(h, key, var, d) || !read_obs(h, key, d) ||
+        !read_coords(h, o->position_key, d))
+        return 0;
     if (o->slice_key && !read_slices(h, o->slice_key, d)) return 0;
     if (!o->slice_key) d->slice = ast_xcalloc((size_t)d->n_cells, sizeof *d->slice), d->n_slices = 1;
     /* Cell types are optional (docs/model.md §8.1): a missing column means none. */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/config.h"
 #include "data/data_h5ad.h"
 #include "data/data_labels.h"
 
@@ -128,15 +129,42 @@ static char **read_categories(h5ad *h, const char *path, int64_t *n)
     return out;
 }
 
-/* Codes at codes_path into categories at cats_path; a code outside the
- * categories (pandas writes -1 for NaN) is missing. */
-static int read_categorical(h5ad *h, const char *codes_path, const char *cats_path, int64_t n, ast_obs_column *out)
+/* pandas refuses a categorical whose categories repeat, so anndata
+ * cannot read the file, and the codes of the two could not be told
+ * apart (2 slices both called s0). */
+static int distinct_categories(h5ad *h, const char *column, char **cats, int64_t m)
+{
+    char **names;
+    int n_names;
+    int *codes = ast_labels_of_strings(cats, m, &names, &n_names);
+    int64_t twice = -1;
+    for (int64_t i = 0; i < m && twice < 0; i++)
+        if (codes[i] != i) twice = i;
+    if (twice >= 0) {
+        char shown[64];
+        ast_cfg_escape(cats[twice], shown, sizeof shown);
+        ast_error_set(h->e, "%s: %s: category '%s' appears twice, which pandas refuses; merge the two or rename one "
+                      "and save the file again", h->path, column, shown);
+    }
+    free(codes);
+    h5ad_free_strings(names, n_names);
+    return twice < 0;
+}
+
+/* Codes at codes_path into categories at cats_path, those of `column`; a
+ * code outside the categories (pandas writes -1 for NaN) is missing. */
+static int read_categorical(h5ad *h, const char *column, const char *codes_path, const char *cats_path, int64_t n,
+                            ast_obs_column *out)
 {
     int64_t m = 0;
     double *codes = read_numbers(h, codes_path, n);
     if (codes && (out->categories = read_categories(h, cats_path, &m)) && m > INT32_MAX) {
         ast_error_set(h->e, "%s: %s has %lld categories; at most %d are supported", h->path, cats_path, (long long)m,
                       INT32_MAX);
+        h5ad_free_strings(out->categories, m);
+        out->categories = NULL;
+    }
+    if (out->categories && !distinct_categories(h, column, out->categories, m)) {
         h5ad_free_strings(out->categories, m);
         out->categories = NULL;
     }
@@ -169,7 +197,7 @@ static int read_categorical_07(h5ad *h, const char *path, int64_t n, ast_obs_col
         ast_error_set(h->e, "%s: %s: attribute 'categories' is not a reference to the categories " DAMAGED, h->path, path);
         return -1;
     }
-    return read_categorical(h, path, cats, n, out);
+    return read_categorical(h, path, path, cats, n, out);
 }
 
 /* A string column: its distinct strings, in order of appearance, are the
@@ -216,7 +244,7 @@ static int read_group_column(h5ad *h, const char *path, int64_t n, ast_obs_colum
     if (!strcmp(enc, "categorical")) {
         h5ad_join(codes, path, "codes");
         h5ad_join(cats, path, "categories");
-        return read_categorical(h, codes, cats, n, out);
+        return read_categorical(h, path, codes, cats, n, out);
     }
     if (!strcmp(enc, "nullable-integer") || !strcmp(enc, "nullable-boolean")) return read_nullable(h, path, n, out);
     ast_log(AST_LOG_WARN, "%s: %s has encoding '%s', which alphast does not read; the column is left out", h->path,

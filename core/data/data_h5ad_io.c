@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config/config.h"
 #include "data/data_h5ad.h"
 
 /* ---- checked sizes --------------------------------------------------------- */
@@ -287,6 +288,37 @@ static char **read_fixed_strings(h5ad *h, hid_t d, hid_t t, const char *name, in
     return out;
 }
 
+/* 1 if s is UTF-8 text. ast_cfg_bad_text also stops at control
+ * characters, which are text here (anndata keeps an obs name "a\tb"). */
+static int is_utf8(const char *s)
+{
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n; i++) {
+        long bad = ast_cfg_bad_text(s + i, n - i);
+        if (bad < 0) return 1;
+        i += (size_t)bad;
+        if ((unsigned char)s[i] >= 0x20 && s[i] != 0x7f) return 0;
+    }
+    return 1;
+}
+
+/* anndata decodes every string it reads, and fails on the file at the
+ * first that is not UTF-8; alphast would write such a string into a file
+ * anndata cannot read. */
+static int utf8_strings(h5ad *h, const char *name, char *const *s, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (!is_utf8(s[i])) {
+            char shown[64];
+            ast_cfg_escape(s[i], shown, sizeof shown);
+            ast_error_set(h->e, "%s: %s: string %lld ('%s') is not UTF-8 text, which anndata cannot read either; "
+                          "write the strings as UTF-8 (e.g. decoded from latin-1 in Python) and save the file again",
+                          h->path, name, (long long)i, shown);
+            return 0;
+        }
+    return 1;
+}
+
 char **h5ad_read_strings(h5ad *h, const char *name, const char *want, int64_t *n)
 {
     extent x;
@@ -301,6 +333,10 @@ char **h5ad_read_strings(h5ad *h, const char *name, const char *want, int64_t *n
         out = read_vlen_strings(h, d, t, name, x.n);
     else
         out = read_fixed_strings(h, d, t, name, x.n);
+    if (out && !utf8_strings(h, name, out, x.n)) {
+        h5ad_free_strings(out, x.n);
+        out = NULL;
+    }
     if (out) *n = x.n;
     H5Tclose(t);
     H5Dclose(d);
@@ -398,12 +434,14 @@ char **h5ad_string_array_attr(h5ad *h, const char *name, const char *attr, int *
     hid_t a = open_attribute(h, name, attr, -1, H5T_STRING, "an array of strings", &count);
     if (a < 0) return NULL;
     hid_t t = H5Aget_type(a), mt = vlen_string_type(t), sp = H5Aget_space(a);
-    char **raw = count <= INT32_MAX ? h5ad_alloc(h, attr, count, sizeof *raw) : NULL, **out = NULL;
+    char where[H5AD_PATH + 64], **raw = count <= INT32_MAX ? h5ad_alloc(h, attr, count, sizeof *raw) : NULL, **out = NULL;
     if (raw && H5Tis_variable_str(t) > 0 && H5Aread(a, mt, raw) >= 0) {
         out = ast_xcalloc((size_t)count + 1, sizeof *out);
         for (hssize_t i = 0; i < count; i++) out[i] = ast_xstrdup(raw[i] ? raw[i] : "");
         H5Dvlen_reclaim(mt, sp, H5P_DEFAULT, raw);
         *n = (int)count;
+        snprintf(where, sizeof where, "%s: attribute '%s'", name, attr);
+        if (!utf8_strings(h, where, out, count)) h5ad_free_strings(out, count), out = NULL, *n = 0;
     } else if (!h->e->msg[0]) {
         ast_error_set(h->e, "%s: %s: attribute '%s' is not an array of variable-length strings " DAMAGED, h->path,
                       name, attr);

@@ -113,6 +113,48 @@ def var_index_missing():
         del f["var/gene_symbol"]
 
 
+def dup_categories():
+    """A categorical obs 'slice' whose categories are [s0, s0], which
+    pandas refuses (anndata cannot write it: the categories are replaced)."""
+    a = basic()
+    a.obs["slice"] = pd.Categorical(["s0"] * 3 + ["s1"] * 3)
+    a.write_h5ad(path("dup_categories.h5ad"))
+    with h5py.File(path("dup_categories.h5ad"), "r+") as f:
+        f["obs/slice/categories"][1] = "s0"
+
+
+def not_utf8():
+    """obs names of latin-1 bytes ('caf\xe90'...) in an ASCII string
+    dataset, which anndata cannot decode."""
+    a = basic()
+    a.write_h5ad(path("not_utf8.h5ad"))
+    with h5py.File(path("not_utf8.h5ad"), "r+") as f:
+        attrs = dict(f["obs/_index"].attrs)
+        del f["obs/_index"]
+        names = np.array([f"caf\xe9{c}".encode("latin-1") for c in range(N_CELLS)], dtype=object)
+        d = f["obs"].create_dataset("_index", data=names, dtype=h5py.string_dtype("ascii"))
+        d.attrs.update(attrs)
+
+
+def dup_var_names():
+    """var names with Gad1 twice (anndata warns 'Variable names are not
+    unique')."""
+    a = ad.AnnData(COUNTS, obs=pd.DataFrame(index=CELLS), var=pd.DataFrame(index=["Gad1", "Sst", "Gad1", "Pvalb"]))
+    a.obsm["spatial"] = XY
+    a.write_h5ad(path("dup_var_names.h5ad"))
+
+
+def layer_rows():
+    """layers['counts'] of 8 rows and raw/X of 5 for the 6 cells of obs."""
+    a = basic()
+    a.raw = a
+    a.write_h5ad(path("layer_rows.h5ad"))
+    with h5py.File(path("layer_rows.h5ad"), "r+") as f:
+        f["layers"].create_dataset("counts", data=np.ones((N_CELLS + 2, N_GENES), np.float32))
+        del f["raw/X"]
+        f["raw"].create_dataset("X", data=np.ones((N_CELLS - 1, N_GENES), np.float32))
+
+
 # ---- anndata 0.7 (written with h5py, as anndata 0.7's _io/h5ad.py did) ----
 
 VLEN = h5py.special_dtype(vlen=str)
@@ -186,5 +228,9 @@ if __name__ == "__main__":
     scanpy_state()
     x_without_indptr()
     var_index_missing()
+    dup_categories()
+    not_utf8()
+    dup_var_names()
+    layer_rows()
     anndata_07("anndata_0.7.h5ad", h5sparse=False, fmt="csr")
     anndata_07("anndata_0.7.0.h5ad", h5sparse=True, fmt="csc")
