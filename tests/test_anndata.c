@@ -382,6 +382,24 @@ Test(anndata, repeated_gene_names_are_a_warning)
     ast_dataset_free(&d);
 }
 
+Test(anndata, nullable_string_columns_are_read)
+{
+    /* anndata >= 0.11 writes string columns so; they were left out. */
+    ast_data_opts o = opts();
+    o.cell_type_key = "slice";
+    ast_dataset d = load(ANNDATA "nullable_strings.h5ad", &o);
+    cr_assert_eq(d.n_obs, 2);
+    const ast_obs_column *c = column(&d, "slice");
+    const int codes[6] = {0, 0, -1, 1, 1, 1};
+    cr_assert(c->kind == AST_OBS_CATEGORY && c->n_categories == 2);
+    cr_assert(!strcmp(c->categories[0], "s0") && !strcmp(c->categories[1], "s1"));
+    cr_assert_eq(memcmp(c->codes, codes, sizeof codes), 0, "the masked value is missing");
+    cr_assert_eq(memcmp(d.cell_type, codes, sizeof codes), 0, "a cell type key");
+    c = column(&d, "label");
+    cr_assert(c->kind == AST_OBS_CATEGORY && c->n_categories == 6 && !strcmp(c->categories[c->codes[4]], "id4"));
+    ast_dataset_free(&d);
+}
+
 /* ---- the reader child and the cache carry everything ------------------------------------ */
 
 static void expect_same_obs(const ast_dataset *a, const ast_dataset *b)

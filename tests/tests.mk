@@ -47,7 +47,7 @@ EXTRA_DIST += tests/data/anndata/README.md tests/data/anndata/make.py tests/data
 	tests/data/anndata/obs_columns.h5ad tests/data/anndata/scanpy_state.h5ad tests/data/anndata/x_without_indptr.h5ad \
 	tests/data/anndata/var_index_missing.h5ad tests/data/anndata/anndata_0.7.h5ad tests/data/anndata/anndata_0.7.0.h5ad \
 	tests/data/anndata/dup_categories.h5ad tests/data/anndata/not_utf8.h5ad tests/data/anndata/dup_var_names.h5ad \
-	tests/data/anndata/layer_rows.h5ad
+	tests/data/anndata/layer_rows.h5ad tests/data/anndata/nullable_strings.h5ad
 
 # The bf16 mode (training.precision: bf16-mixed): a training run's losses
 # against float32's (skips without oneDNN or AVX512-BF16 / AMX; the GEMM

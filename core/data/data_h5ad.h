@@ -102,8 +102,8 @@ void h5ad_frame_close(h5ad_frame *f);
  * *n), anything else read as a column of n_rows values. */
 char **h5ad_frame_index(h5ad *h, const h5ad_frame *f, int64_t n_rows, int64_t *n);
 /* Column `name` of n_rows values: categorical (anndata >= 0.8 groups,
- * 0.7 codes with a reference to __categories/<name>) and strings as
- * categories, numbers, booleans and nullable numbers as numbers. 1 on
+ * 0.7 codes with a reference to __categories/<name>) and strings
+ * (nullable ones too) as categories, numbers, booleans and nullable numbers as numbers. 1 on
  * success, 0 for an encoding alphast does not read (out->kind -1), -1
  * with the error set. */
 int h5ad_frame_column(h5ad *h, const h5ad_frame *f, const char *name, int64_t n_rows, ast_obs_column *out);

@@ -5,7 +5,8 @@
  * lists the columns; categorical columns as a group of codes and
  * categories (>= 0.8) or as a codes dataset whose "categories" attribute
  * is an object reference to __categories/<column> (0.7); strings,
- * numbers, booleans (an HDF5 enum) and nullable numbers (values + mask). */
+ * numbers, booleans (an HDF5 enum), nullable numbers and (anndata >=
+ * 0.11) nullable strings (values + mask). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,19 +202,23 @@ static int read_categorical_07(h5ad *h, const char *path, int64_t n, ast_obs_col
 }
 
 /* A string column: its distinct strings, in order of appearance, are the
- * categories. */
-static int read_string_column(h5ad *h, const char *path, int64_t n, ast_obs_column *out)
+ * categories. With a mask (anndata >= 0.11's nullable-string-array:
+ * values and mask, pandas' StringDtype) the masked ones are missing. */
+static int read_string_column(h5ad *h, const char *path, const char *mask, int64_t n, ast_obs_column *out)
 {
     int64_t m = 0;
     char **s = h5ad_read_strings(h, path, "a 1-D column", &m);
-    if (!s || !check_length(h, path, m, n)) {
-        h5ad_free_strings(s, m);
-        return -1;
+    double *missing = NULL;
+    int ok = s && check_length(h, path, m, n) && (!mask || (missing = read_numbers(h, mask, n)));
+    for (int64_t i = 0; ok && missing && i < n; i++)
+        if (missing[i] != 0) free(s[i]), s[i] = NULL;
+    if (ok) {
+        out->kind = AST_OBS_CATEGORY;
+        out->codes = ast_labels_of_strings(s, n, &out->categories, &out->n_categories);
     }
-    out->kind = AST_OBS_CATEGORY;
-    out->codes = ast_labels_of_strings(s, n, &out->categories, &out->n_categories);
     h5ad_free_strings(s, m);
-    return 1;
+    free(missing);
+    return ok ? 1 : -1;
 }
 
 /* anndata >= 0.8's nullable-integer and nullable-boolean: values with a
@@ -247,6 +252,12 @@ static int read_group_column(h5ad *h, const char *path, int64_t n, ast_obs_colum
         return read_categorical(h, path, codes, cats, n, out);
     }
     if (!strcmp(enc, "nullable-integer") || !strcmp(enc, "nullable-boolean")) return read_nullable(h, path, n, out);
+    if (!strcmp(enc, "nullable-string-array")) {
+        char values[H5AD_PATH], mask[H5AD_PATH];
+        h5ad_join(values, path, "values");
+        h5ad_join(mask, path, "mask");
+        return read_string_column(h, values, mask, n, out);
+    }
     ast_log(AST_LOG_WARN, "%s: %s has encoding '%s', which alphast does not read; the column is left out", h->path,
             path, enc[0] ? enc : "(none)");
     return 0;
@@ -261,7 +272,7 @@ static int read_dataset_column(h5ad *h, const char *path, int64_t n, ast_obs_col
     hid_t t = H5Dget_type(d);
     H5T_class_t cls = H5Tget_class(t);
     H5Tclose(t), H5Dclose(d);
-    if (cls == H5T_STRING) return read_string_column(h, path, n, out);
+    if (cls == H5T_STRING) return read_string_column(h, path, NULL, n, out);
     if (cls == H5T_INTEGER || cls == H5T_FLOAT || cls == H5T_ENUM) {
         out->kind = AST_OBS_NUMBER;
         return (out->numbers = read_numbers(h, path, n)) ? 1 : -1;

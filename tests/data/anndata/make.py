@@ -155,6 +155,25 @@ def layer_rows():
         f["raw"].create_dataset("X", data=np.ones((N_CELLS - 1, N_GENES), np.float32))
 
 
+def nullable_strings():
+    """anndata >= 0.11's nullable-string-array (pandas' StringDtype), which
+    anndata 0.8 cannot write: obs 'slice' with a missing value, 'label'
+    with none."""
+    a = basic()
+    a.write_h5ad(path("nullable_strings.h5ad"))
+    with h5py.File(path("nullable_strings.h5ad"), "r+") as f:
+        obs = f["obs"]
+        columns = {"slice": (["s0", "s0", "", "s1", "s1", "s1"], [False, False, True, False, False, False]),
+                   "label": ([f"id{c}" for c in range(N_CELLS)], [False] * N_CELLS)}
+        for name, (values, mask) in columns.items():
+            g = obs.create_group(name)
+            g.attrs["encoding-type"] = "nullable-string-array"
+            g.attrs["encoding-version"] = "0.1.0"
+            g.create_dataset("values", data=np.array(values, dtype=object), dtype=h5py.string_dtype())
+            g.create_dataset("mask", data=np.array(mask))
+        obs.attrs["column-order"] = np.array(list(columns), dtype=object)
+
+
 # ---- anndata 0.7 (written with h5py, as anndata 0.7's _io/h5ad.py did) ----
 
 VLEN = h5py.special_dtype(vlen=str)
@@ -232,5 +251,6 @@ if __name__ == "__main__":
     not_utf8()
     dup_var_names()
     layer_rows()
+    nullable_strings()
     anndata_07("anndata_0.7.h5ad", h5sparse=False, fmt="csr")
     anndata_07("anndata_0.7.0.h5ad", h5sparse=True, fmt="csc")
