@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "config/config.h"
+#include "io/safetensors.h"
 #include "sweep/ledger.h"
 #include "sweep/sweep.h"
 #include "train/schedule_table.h"
@@ -549,6 +550,41 @@ Test(sweep, a_schedule_table_holds_every_step_of_the_run)
     cr_assert_eq(ast_schedule_table_load(&t, ALPHAST_SOURCE_DIR "/tests/data/golden/baseline.io.safetensors", &e), -1);
     assert_has(e.msg, "baseline.io.safetensors: not a schedule table");
     ast_sweep_free(s);
+}
+
+/* A table of the given columns, 3 steps of 0.1 each, marked as a schedule table. */
+static void write_table(const char *path, const char *const *names, int n)
+{
+    static const float v[3] = {0.1f, 0.1f, 0.1f};
+    static const int64_t shape[1] = {3};
+    ast_st_writer *w = ast_st_writer_new();
+    for (int i = 0; i < n; i++) ast_st_writer_add(w, names[i], AST_ST_F32, 1, shape, v);
+    ast_st_writer_metadata(w, "alphast.schedule_table", "1");
+    ast_error e = {""};
+    cr_assert_eq(ast_st_writer_write(w, path, &e), 0, "%s", e.msg);
+    ast_st_writer_free(w);
+}
+
+/* A table the sweep did not write is refused before a column is read:
+ * 9 columns without lr overran the 8 named ones the table has room for
+ * (an out-of-bounds write, then a double free), and a name no schedule
+ * sets would have been published to plugins as a scheduled value. */
+Test(sweep, a_schedule_table_of_other_columns_is_refused)
+{
+    static const char *const nine[] = {"k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8"},
+                             *const unknown[] = {"lr", "masking.ratio", "k0"};
+    char *dir = tmp_dir(), path[512];
+    ast_schedule_table t;
+    ast_error e = {""};
+    snprintf(path, sizeof path, "%s/nine.safetensors", dir);
+    write_table(path, nine, 9);
+    cr_assert_eq(ast_schedule_table_load(&t, path, &e), -1);
+    assert_has(e.msg, "nine.safetensors: not a schedule table: 9 columns, at most 8 named ones and lr");
+    snprintf(path, sizeof path, "%s/unknown.safetensors", dir);
+    write_table(path, unknown, 3);
+    cr_assert_eq(ast_schedule_table_load(&t, path, &e), -1);
+    assert_has(e.msg, "unknown.safetensors: not a schedule table: column 'k0' is not a value a schedule sets (lr, "
+                      "masking.ratio, moe.load_balance_weight, moe.router_noise)");
 }
 
 Test(sweep, a_failing_schedule_stops_its_run_with_the_reason, .timeout = 60)

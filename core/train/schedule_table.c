@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/strlist.h"
 #include "io/safetensors.h"
 #include "train/schedule_table.h"
 
@@ -67,17 +68,61 @@ static int read_column(const ast_st_file *f, int i, int64_t steps, float **out, 
     return 0;
 }
 
+/* The named values a table may hold: those the sweep tabulates, by the
+ * names it publishes them under (sweep_schedule.c; the test
+ * a_schedule_table_holds_every_step_of_the_run loads all of them). */
+static const char *const scheduled[] = {"masking.ratio", "moe.load_balance_weight", "moe.router_noise"};
+#define N_SCHEDULED ((int)(sizeof scheduled / sizeof scheduled[0]))
+
+static int is_scheduled(const char *name)
+{
+    for (int k = 0; k < N_SCHEDULED; k++)
+        if (!strcmp(name, scheduled[k])) return 1;
+    return 0;
+}
+
+static int unknown_column(const char *path, const char *name, ast_error *e)
+{
+    ast_strlist known = {0};
+    char list[256];
+    ast_strlist_push(&known, LR_NAME);
+    for (int k = 0; k < N_SCHEDULED; k++) ast_strlist_push(&known, scheduled[k]);
+    ast_error_set(e, "%s: not a schedule table: column '%s' is not a value a schedule sets (%s); write the table "
+                     "again with alphast-run sweep", path, name, ast_strlist_join(&known, ", ", "", list, sizeof list));
+    ast_strlist_free(&known);
+    return -1;
+}
+
+/* Checked before anything is read: the table has room for lr and
+ * AST_MAX_SCHEDULED named columns, and each named one is a value a
+ * schedule sets. */
+static int check_columns(const ast_st_file *f, const char *path, ast_error *e)
+{
+    int count = ast_st_count(f), has_lr = 0;
+    if (!ast_st_metadata(f, "alphast.schedule_table")) {
+        ast_error_set(e, "%s: not a schedule table (alphast-run sweep writes them; a sweep script goes as "
+                         "--schedule SCRIPT.lua:RUN)", path);
+        return -1;
+    }
+    for (int i = 0; i < count; i++) has_lr |= !strcmp(ast_st_name(f, i), LR_NAME);
+    if (count - has_lr > AST_MAX_SCHEDULED) {
+        ast_error_set(e, "%s: not a schedule table: %d columns, at most %d named ones and " LR_NAME, path, count,
+                      AST_MAX_SCHEDULED);
+        return -1;
+    }
+    for (int i = 0; i < count; i++) {
+        const char *name = ast_st_name(f, i);
+        if (strcmp(name, LR_NAME) && !is_scheduled(name)) return unknown_column(path, name, e);
+    }
+    return 0;
+}
+
 int ast_schedule_table_load(ast_schedule_table *t, const char *path, ast_error *e)
 {
     memset(t, 0, sizeof *t);
     ast_st_file *f = ast_st_open(path, e);
     if (!f) return -1;
-    int count = ast_st_count(f), rc = 0;
-    if (!ast_st_metadata(f, "alphast.schedule_table") || count > AST_MAX_SCHEDULED + 1) {
-        ast_error_set(e, "%s: not a schedule table (alphast-run sweep writes them; a sweep script goes as "
-                         "--schedule SCRIPT.lua:RUN)", path);
-        rc = -1;
-    }
+    int count = ast_st_count(f), rc = check_columns(f, path, e);
     t->steps = count ? ast_st_numel(f, 0) : 0;
     for (int i = 0; i < count && rc == 0; i++) {
         int is_lr = !strcmp(ast_st_name(f, i), LR_NAME);
