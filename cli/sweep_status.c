@@ -49,7 +49,7 @@ static void print_jobs(const char *dir)
 {
     char path[4200], line[256];
     snprintf(path, sizeof path, "%s/slurm/jobs", dir);
-    FILE *f = fopen(path, "r");
+    FILE *f = ast_fopen_regular(path, NULL);
     if (!f) return;
     printf("Slurm job arrays submitted:");
     char job[64];

@@ -2,8 +2,11 @@
  * spec's sizes; every error is one located line; overrides; dump/reload. */
 #include <criterion/criterion.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "config/config.h"
 #include "config/config_impl.h" /* the tree API, to build what loading refuses */
@@ -310,8 +313,21 @@ Test(config, missing_file_names_the_path)
 {
     ast_error e = {{0}};
     cr_assert_null(ast_cfg_load_file("/nonexistent/run.yaml", &e));
-    cr_assert_str_eq(e.msg, "/nonexistent/run.yaml: cannot open the config: No such file or directory; check "
+    cr_assert_str_eq(e.msg, "/nonexistent/run.yaml: cannot open (No such file or directory); check "
                             "the path");
+}
+
+/* A FIFO named as the config (--config) blocked in open() for ever. */
+Test(config, a_fifo_is_not_read, .timeout = 10)
+{
+    char dir[] = "/tmp/alphast-config-XXXXXX", fifo[64];
+    cr_assert(mkdtemp(dir));
+    snprintf(fifo, sizeof fifo, "%s/run.yaml", dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    ast_error e = {{0}};
+    cr_assert_null(ast_cfg_load_file(fifo, &e));
+    unlink(fifo), rmdir(dir);
+    cr_assert(strstr(e.msg, "run.yaml: not a regular file (a FIFO)"), "%s", e.msg);
 }
 
 Test(config, model_errors_point_at_the_key)

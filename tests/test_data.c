@@ -296,6 +296,27 @@ Test(data_errors, empty_set)
     expect_error(tmp_path("nothing.csv"), &o, "empty file");
 }
 
+/* A FIFO blocked the CSV reader for ever and the .h5ad reader until its
+ * timeout ("damaged?"); a device would be read without end. */
+Test(data_errors, fifos_and_devices_are_not_regular_files, .timeout = 20)
+{
+    make_tmpdir();
+    ast_data_opts o;
+    ast_data_opts_default(&o);
+    const char *names[] = {"fifo.csv", "fifo.tsv.gz", "fifo.h5ad"};
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(mkfifo(tmp_path(names[i]), 0600), 0);
+        expect_error(tmp_path(names[i]), &o, ": not a regular file (a FIFO)");
+    }
+    expect_error("/dev/zero", &o, "not a regular file (a character device)");
+    o.genes_by_cells = 1;
+    o.coords_file = tmp_path("fifo.csv"); /* data.coords_file */
+    ast_dataset d;
+    ast_error e = {""};
+    cr_assert(ast_data_read(STARMAP "expr.txt.gz", &o, &d, &e) < 0);
+    cr_assert(strstr(e.msg, "fifo.csv: not a regular file (a FIFO)"), "%s", e.msg);
+}
+
 Test(data, csv_cells_by_genes_with_ids)
 {
     make_tmpdir();

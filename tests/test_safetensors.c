@@ -446,6 +446,17 @@ Test(st_malformed, missing_file)
     expect_open_error(in_tmp("absent.safetensors"), "cannot open (No such file or directory)");
 }
 
+/* Weights, checkpoints, training.init_from and --schedule all open through
+ * ast_st_open: a FIFO was opened and waited on for ever, a device read
+ * whole. The timeout turns a hang into a failure. */
+Test(st_malformed, fifo_and_device_are_refused_at_once, .timeout = 10)
+{
+    cr_assert_eq(mkfifo(in_tmp("fifo.safetensors"), 0600), 0, "%s", strerror(errno));
+    expect_open_error(in_tmp("fifo.safetensors"), "not a regular file (a FIFO)");
+    expect_open_error("/dev/zero", "not a regular file (a character device)");
+    expect_open_error(tmpdir, "not a regular file (a directory)");
+}
+
 /* A golden file with a NaN written over one value of a known tensor. */
 Test(st_malformed, nan_value)
 {

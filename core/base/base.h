@@ -66,6 +66,18 @@ int ast_make_dirs(const char *dir, ast_error *e);
 /* The index of s among the n names, or -1: the parse side of a name table. */
 int ast_name_index(const char *s, const char *const *names, int n);
 
+/* ---- reading files the user named ----------------------------------------- */
+
+/* Opens path for reading if it is a regular file: a FIFO, a device or a
+ * directory is refused at once ("PATH: not a regular file (a FIFO); ..."),
+ * never opened in a way that blocks, never read. The descriptor (close on
+ * exec, blocking), or -1 with e naming the path and the fix. */
+int ast_open_regular(const char *path, ast_error *e);
+/* The same as a stdio stream ("rb"), or NULL with e set. */
+FILE *ast_fopen_regular(const char *path, ast_error *e);
+/* The check alone, for a library that opens the path itself (HDF5): 0 or -1. */
+int ast_check_regular(const char *path, ast_error *e);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,6 +1,5 @@
 /* The config tree: libyaml's event stream into nodes that keep their key
  * path and file position, loading, and lookup by dotted path. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
@@ -392,11 +391,8 @@ fail:
 
 static char *read_file(const char *path, ast_error *e)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        ast_error_set(e, "%s: cannot open the config: %s; check the path", path, strerror(errno));
-        return NULL;
-    }
+    FILE *f = ast_fopen_regular(path, e);
+    if (!f) return NULL;
     size_t cap = 4096, len = 0, got;
     char *text = ast_xmalloc(cap);
     while ((got = fread(text + len, 1, cap - len - 1, f)) > 0) {

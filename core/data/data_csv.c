@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "data/data_csr.h"
@@ -44,8 +45,8 @@ static int stream_failed(reader *r)
     int err;
     const char *msg = gzerror(r->f, &err);
     if (err == Z_OK || err == Z_STREAM_END) return 0;
-    size_t n = strlen(r->path);
-    if (!strncmp(msg, r->path, n) && !strncmp(msg + n, ": ", 2)) msg += n + 2; /* zlib prefixes the path */
+    const char *end = strstr(msg, ">: ");
+    if (!strncmp(msg, "<fd:", 4) && end) msg = end + 3; /* zlib prefixes its name of the stream, "<fd:N>" */
     ast_error_set(r->e, "%s: read error: %s; the file is truncated or damaged (check it with gzip -t, or copy it "
                   "again)", r->path, err == Z_ERRNO ? strerror(errno) : msg);
     r->failed = 1;
@@ -155,8 +156,13 @@ static int open_reader(reader *r, const char *path, ast_error *e)
     memset(r, 0, sizeof *r);
     r->path = path;
     r->e = e;
-    r->f = gzopen(path, "rb");
-    if (!r->f) ast_error_set(e, "%s: cannot open for reading: %s", path, strerror(errno));
+    int fd = ast_open_regular(path, e);
+    if (fd < 0) return 0;
+    r->f = gzdopen(fd, "rb");
+    if (!r->f) {
+        ast_error_set(e, "%s: cannot open for reading: %s", path, strerror(errno));
+        close(fd);
+    }
     return r->f != NULL;
 }
 

@@ -280,6 +280,7 @@ int ast_data_read_h5ad_direct(const char *path, const ast_data_opts *o, ast_data
     e->msg[0] = 0;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* errors are reported once, by us */
     ast_data_register_lzf();
+    if (ast_check_regular(path, e) < 0) return -1;
     if (H5Fis_hdf5(path) <= 0) {
         ast_error_set(e, "%s: not an HDF5/AnnData file (missing, truncated or another format)", path);
         return -1;

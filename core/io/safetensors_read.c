@@ -41,14 +41,11 @@ struct ast_st_file {
 
 static unsigned char *read_all(const char *path, size_t *size, ast_error *e)
 {
-    FILE *in = fopen(path, "rb");
-    if (!in) {
-        ast_error_set(e, "%s: cannot open (%s); check the path", path, strerror(errno));
-        return NULL;
-    }
+    FILE *in = ast_fopen_regular(path, e);
+    if (!in) return NULL;
     struct stat st;
-    if (fstat(fileno(in), &st) != 0 || !S_ISREG(st.st_mode)) {
-        ast_error_set(e, "%s: not a regular file; give the path of a .safetensors file", path);
+    if (fstat(fileno(in), &st) != 0) {
+        ast_error_set(e, "%s: cannot read (%s); check the disk", path, strerror(errno));
         fclose(in);
         return NULL;
     }

@@ -1,6 +1,5 @@
 /* Reading a sweep directory: the ledger (JSON lines, the last line of a run
  * wins), then each run's directory, grouped by config in ledger order. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,12 +63,8 @@ static int read_ledger(rp_sweep *s, ast_error *e)
     char path[4096], *line = NULL;
     size_t cap = 0;
     snprintf(path, sizeof path, "%s/ledger.jsonl", s->dir);
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        ast_error_set(e, "%s: cannot open the sweep's ledger: %s; give a directory written by alphast-run sweep",
-                      path, strerror(errno));
-        return -1;
-    }
+    FILE *f = ast_fopen_regular(path, e);
+    if (!f) return -1;
     while (getline(&line, &cap, f) > 0) {
         if (strspn(line, " \t\r\n") == strlen(line)) continue;
         cJSON *o = cJSON_Parse(line);

@@ -27,7 +27,7 @@ void rp_series_free(rp_series *s)
 
 cJSON *rp_json_read_file(const char *path)
 {
-    FILE *f = fopen(path, "rb");
+    FILE *f = ast_fopen_regular(path, NULL);
     if (!f) return NULL;
     size_t cap = 4096, len = 0, got;
     char *text = ast_xmalloc(cap);
@@ -113,7 +113,7 @@ static void metrics_line(rp_run *r, const cJSON *o)
 
 static int read_metrics(rp_run *r, const char *path)
 {
-    FILE *f = fopen(path, "r");
+    FILE *f = ast_fopen_regular(path, NULL);
     if (!f) return -1;
     char *line = NULL;
     size_t cap = 0;

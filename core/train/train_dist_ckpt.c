@@ -194,7 +194,7 @@ static int check_marker(const ast_trainer *t, const ast_st_file *f, ast_error *e
 {
     char path[4200], want[160], got[160] = "";
     marker_text(t, t->step, want, sizeof want);
-    FILE *m = fopen(marker_file(t, t->step, path, sizeof path), "r");
+    FILE *m = ast_fopen_regular(marker_file(t, t->step, path, sizeof path), NULL);
     size_t n = m ? fread(got, 1, sizeof got - 1, m) : 0;
     got[n] = 0;
     if (m) fclose(m);
