@@ -797,6 +797,26 @@ Test(atomic_file, replaces_existing_file)
     cr_assert_eq(count_temp_files(tmpdir), 0);
 }
 
+/* A symbolic link planted at the temporary's name (PATH.tmp.<pid> was
+ * predictable) made the write go into the link's target and left PATH a
+ * link to it. */
+Test(atomic_file, a_planted_link_is_not_written_through)
+{
+    char link[600];
+    spill(in_tmp("victim"), OLD, strlen(OLD));
+    snprintf(link, sizeof link, "%s.tmp.%ld", in_tmp("f"), (long)getpid());
+    cr_assert_eq(symlink(in_tmp("victim"), link), 0, "%s", strerror(errno));
+    ast_error e = {{0}};
+    cr_assert_eq(ast_atomic_write_bytes(in_tmp("f"), "new", 3, &e), 0, "%s", e.msg);
+    assert_file_holds(in_tmp("victim"), OLD);
+    struct stat st;
+    cr_assert_eq(lstat(in_tmp("f"), &st), 0);
+    cr_assert(S_ISREG(st.st_mode), "the target became a link");
+    assert_file_holds(in_tmp("f"), "new");
+    cr_assert_eq(unlink(link), 0);
+    cr_assert_eq(count_temp_files(tmpdir), 0);
+}
+
 Test(atomic_file, missing_directory_fails_cleanly)
 {
     ast_error e = {{0}};

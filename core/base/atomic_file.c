@@ -4,9 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/atomic_file.h"
+#include "base/hash.h"
 
 static const char *hint_for(int err)
 {
@@ -19,6 +21,7 @@ static const char *hint_for(int err)
     case EPERM:
     case EROFS: return "check that the directory is writable";
     case EISDIR: return "the path names a directory; give a file name";
+    case EEXIST: return "files of others take every temporary name tried; check who writes in this directory";
     default: return "check the path and the disk";
     }
 }
@@ -47,6 +50,33 @@ static int sync_parent_dir(const char *path)
     return rc;
 }
 
+/* Creates PATH.tmp.<pid>.<random> for writing, as only a new file: with
+ * O_EXCL and O_NOFOLLOW a name someone planted (a symbolic link to a file
+ * of theirs or ours, in a directory others can write) is never written
+ * through; it only costs another name. The stream, or NULL with errno. */
+static FILE *create_temporary(const char *path, char *tmp, size_t n)
+{
+    static unsigned long calls;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    for (int attempt = 0; attempt < 100; attempt++) {
+        unsigned long seed[4] = {(unsigned long)getpid(), ++calls, (unsigned long)ts.tv_nsec, (unsigned long)attempt};
+        unsigned long suffix = (unsigned long)(ast_fnv1a(AST_FNV_OFFSET, seed, sizeof seed) & 0xffffffu);
+        if (snprintf(tmp, n, "%s.tmp.%ld.%06lx", path, (long)getpid(), suffix) >= (int)n) {
+            errno = ENAMETOOLONG;
+            return NULL;
+        }
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd >= 0) {
+            FILE *out = fdopen(fd, "wb");
+            if (!out) unlink(tmp), close(fd);
+            return out;
+        }
+        if (errno != EEXIST) return NULL;
+    }
+    return NULL; /* errno: EEXIST */
+}
+
 /* Fills, flushes, syncs and closes `out`; on failure returns the errno. */
 static int write_and_close(FILE *out, ast_write_fn fill, void *ud)
 {
@@ -73,9 +103,7 @@ int ast_atomic_write(const char *path, ast_write_fn fill, void *ud, ast_error *e
 {
     if (!strcmp(path, "-")) return write_stdout(fill, ud, e);
     char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
-        return fail(e, path, "cannot write", ENAMETOOLONG);
-    FILE *out = fopen(tmp, "wb");
+    FILE *out = create_temporary(path, tmp, sizeof tmp);
     if (!out) return fail(e, path, "cannot create the temporary file", errno);
 
     int err = write_and_close(out, fill, ud);

@@ -11,7 +11,9 @@
 /* Writes the new contents to `out`; returns 0, or -1 with errno set. */
 typedef int (*ast_write_fn)(FILE *out, void *ud);
 
-/* Writes through `fill` into PATH.tmp.<pid>, flushes and fsyncs it, renames
+/* Writes through `fill` into a new PATH.tmp.<pid>.<random> (created
+ * exclusively: a planted file or link of that name is never written
+ * through), flushes and fsyncs it, renames
  * it over `path` and fsyncs the directory. On any failure the temporary file
  * is removed, an existing `path` is left as it was, and e names the path and
  * the system's reason. Returns 0 or -1.
