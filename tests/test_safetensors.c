@@ -771,6 +771,14 @@ Test(st_params, gene_lists_must_match_in_order)
     cr_assert_eq(ast_st_check_genes(f, genes, 2, &e), -1);
     assert_message(&e, in_tmp("g.safetensors"), "gene 3 is 'Sst' there and '(none)' here");
     ast_st_close(f), ast_st_close(plain);
+    /* An alphast file whose gene list was stripped was accepted unchecked. */
+    const char *stripped[] = {AST_META_VERSION, "0.9", NULL};
+    cr_assert_eq(ast_params_save(p, in_tmp("stripped.safetensors"), stripped, &e), 0, "%s", e.msg);
+    f = open_ok(in_tmp("stripped.safetensors"));
+    cr_assert_eq(ast_st_check_genes(f, genes, 3, &e), -1);
+    assert_message(&e, in_tmp("stripped.safetensors"), "written by alphast 0.9, but its gene list (metadata 'genes') "
+                   "was removed");
+    ast_st_close(f);
     ast_params_free(p);
     free(json);
 }

@@ -130,9 +130,10 @@ int ast_params_load_from(ast_params *p, const ast_st_file *f, int flags, int n_r
 
 /* names[0..n) as a JSON array of strings; free() it. */
 char *ast_st_names_json(const char *const *names, int n);
-/* 0 if f has no gene list (a PyTorch state_dict) or one equal to
- * genes[0..n) in order; else -1 with e naming the file, the first gene
- * that differs and the fix. */
+/* 0 if f has a gene list equal to genes[0..n) in order, or none and no
+ * alphast version (a PyTorch state_dict: with a warning that the genes go
+ * unchecked); else -1 with e naming the file, the first gene that differs
+ * (or the missing list) and the fix. */
 int ast_st_check_genes(const ast_st_file *f, const char *const *genes, int n, ast_error *e);
 
 #endif

@@ -36,8 +36,21 @@ static int first_difference(const cJSON *a, const char *const *genes, int n)
 
 int ast_st_check_genes(const ast_st_file *f, const char *const *genes, int n, ast_error *e)
 {
-    const char *text = ast_st_metadata(f, AST_META_GENES);
-    if (!text) return 0;
+    const char *text = ast_st_metadata(f, AST_META_GENES), *version = ast_st_metadata(f, AST_META_VERSION);
+    /* alphast records the genes in every file it writes: one without them
+     * was altered. A PyTorch state_dict never has them: say what cannot be
+     * checked, since the input layer fits any gene list of the same size. */
+    if (!text && version) {
+        ast_error_set(e, "%s: written by alphast %s, but its gene list (metadata '%s') was removed, so its genes "
+                      "cannot be checked against the data's; restore the file from its run", ast_st_path(f), version,
+                      AST_META_GENES);
+        return -1;
+    }
+    if (!text) {
+        ast_log(AST_LOG_WARN, "%s has no gene list (metadata '%s'; a PyTorch state_dict has none): make sure it was "
+                "trained on the data's %d genes in the same order", ast_st_path(f), AST_META_GENES, n);
+        return 0;
+    }
     cJSON *a = cJSON_Parse(text);
     int bad = !cJSON_IsArray(a), at = bad ? 0 : first_difference(a, genes, n);
     if (bad)
