@@ -529,6 +529,83 @@ Test(data_cache, damaged_cache_is_ignored_and_reparsed)
     ast_dataset_free(&again), ast_dataset_free(&first);
 }
 
+/* The cache file rewritten valid, its metadata kept, with every position
+ * moved by 1000 (the round-3 reproducer's poison.py pos_shifted). */
+static void poison_positions(const char *file)
+{
+    ast_error e = {""};
+    ast_st_file *f = ast_st_open(file, &e);
+    cr_assert(f, "%s", e.msg);
+    ast_st_writer *w = ast_st_writer_new();
+    int at = ast_st_find(f, "pos");
+    cr_assert_geq(at, 0);
+    int64_t n = ast_st_shape(f, at)[0];
+    float *pos = ast_xmalloc((size_t)n * sizeof *pos);
+    memcpy(pos, ast_st_data(f, at), (size_t)n * sizeof *pos);
+    for (int64_t i = 0; i < n; i++) pos[i] += 1000.0f;
+    for (int i = 0; i < ast_st_count(f); i++)
+        ast_st_writer_add(w, ast_st_name(f, i), ast_st_dtype_of(f, i), ast_st_ndim(f, i), ast_st_shape(f, i),
+                          i == at ? pos : ast_st_data(f, i));
+    for (int i = 0; i < ast_st_metadata_count(f); i++)
+        ast_st_writer_metadata(w, ast_st_metadata_key(f, i), ast_st_metadata_value(f, i));
+    cr_assert(ast_st_writer_write(w, file, &e) == 0, "%s", e.msg);
+    ast_st_writer_free(w);
+    ast_st_close(f);
+    free(pos);
+}
+
+/* Both were served from the cache: a valid file with other data in it,
+ * and an edit of the source that kept its size and mtime (`touch -r`). */
+Test(data_cache, a_poisoned_cache_or_a_source_edited_in_place_is_reparsed)
+{
+    make_tmpdir();
+    char cache[300], file[600];
+    snprintf(cache, sizeof cache, "%s/cache", tmpdir);
+    ast_data_opts o;
+    ast_data_opts_default(&o);
+    ast_dataset first = load_ok(&o, cache);
+    only_file(file, sizeof file);
+    poison_positions(file);
+    ast_dataset again = load_ok(&o, cache);
+    expect_same(&first, &again);
+    ast_dataset_free(&first), ast_dataset_free(&again);
+
+    const char *csv = tmp_path("cells.csv");
+    write_text(csv, "x,y,Gad1,Vip\n1,2,3,4\n2,1,5,1\n3,3,2,7\n4,1,1,1\n");
+    struct stat st;
+    cr_assert_eq(stat(csv, &st), 0);
+    ast_error e = {""};
+    cr_assert(ast_data_load(csv, &o, cache, &first, &e) == 0, "%s", e.msg);
+    write_text(csv, "x,y,Gad1,Vip\n1,2,3,4\n2,1,5,1\n3,3,2,7\n4,1,9,1\n");
+    cr_assert_eq(utimensat(AT_FDCWD, csv, (struct timespec[]){st.st_atim, st.st_mtim}, 0), 0);
+    cr_assert(ast_data_load(csv, &o, cache, &again, &e) == 0, "%s", e.msg);
+    ast_dataset fresh = read_ok(csv, &o);
+    cr_assert(ast_data_preprocess(&fresh, &o, &e) == 0, "%s", e.msg);
+    expect_same(&fresh, &again);
+    ast_dataset_free(&first), ast_dataset_free(&again), ast_dataset_free(&fresh);
+}
+
+/* Whoever may write the cache directory can plant a valid cache: one that
+ * group or others may write is not used, unless sticky like /tmp. */
+Test(data_cache, a_cache_directory_others_may_write_is_not_used)
+{
+    make_tmpdir();
+    char cache[300], cmd[400];
+    snprintf(cache, sizeof cache, "%s/cache", tmpdir);
+    cr_assert_eq(mkdir(cache, 0700), 0);
+    cr_assert_eq(chmod(cache, 0775), 0);
+    ast_data_opts o;
+    ast_data_opts_default(&o);
+    ast_dataset d = load_ok(&o, cache);
+    ast_dataset_free(&d);
+    snprintf(cmd, sizeof cmd, "test -z \"$(ls %s)\"", cache);
+    cr_assert_eq(system(cmd), 0, "a group-writable cache directory was written");
+    cr_assert_eq(chmod(cache, 01777), 0);
+    d = load_ok(&o, cache);
+    ast_dataset_free(&d);
+    cr_assert_neq(system(cmd), 0, "a sticky cache directory is used");
+}
+
 /* ---- X stays sparse (issue 12 item 2) ------------------------------------ */
 
 #define VISIUM ALPHAST_SOURCE_DIR "/data/visium_prostate/visium_prostate.h5ad"

@@ -1,12 +1,18 @@
-/* base/hash.h: FNV-1a, the hash that names sweep runs and data caches. */
+/* base/hash.h: FNV-1a, the hash that names sweep runs and data caches and
+ * checks what a data cache holds. */
 #ifndef ALPHAST_HASH_H
 #define ALPHAST_HASH_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/base.h"
+
 /* FNV-1a 64-bit, continuing from h (start with AST_FNV_OFFSET). */
 #define AST_FNV_OFFSET 0xcbf29ce484222325ull
 uint64_t ast_fnv1a(uint64_t h, const void *data, size_t n);
+/* The same over the bytes of a regular file (ast_open_regular), continuing
+ * from *h: 0, or -1 with e naming the file. */
+int ast_fnv1a_file(const char *path, uint64_t *h, ast_error *e);
 
 #endif
