@@ -22,7 +22,9 @@ static void list_commands(FILE *out)
     for (int i = 0; i < cli_n_commands; i++) fprintf(out, "  %-12s %s\n", cli_commands[i].name, cli_commands[i].summary);
     fprintf(out, "\nRun '%s COMMAND --help' for a command's options.\n"
                  "\nEnvironment:\n"
-                 "  ALPHAST_PLUGIN_PATH  colon-separated plugin directories, searched first\n"
+                 "  ALPHAST_PLUGIN_PATH  colon-separated absolute plugin directories, searched first\n"
+                 "  ALPHAST_BUILD_DIR    a build tree whose plugins/<kind>/ replace the installed plugins\n"
+                 "                       (a directory or plugin file others can write is skipped, warned)\n"
                  "  ALPHAST_LOG          debug, info, warn or error (default info)\n",
             CLI_PROG);
 }

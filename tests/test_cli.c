@@ -73,6 +73,7 @@ Test(cli, help_lists_commands_and_options)
     assert_has(r->out, "Usage: alphast-run");
     assert_has(r->out, "--list-plugins");
     assert_has(r->out, "  plugins ");
+    assert_has(r->out, "  ALPHAST_BUILD_DIR    a build tree");
 }
 
 Test(cli, every_command_has_help)

@@ -22,6 +22,9 @@ static const char *const module_ext[] = {".la", ".so"};
 #define PATH_BUF 4096
 
 static ast_strlist dirs_of[AST_KIND_MONITOR + 1];
+/* How many directories of each list come from ALPHAST_PLUGIN_PATH (the
+ * rest are the built-in plugins'). */
+static int n_path_dirs;
 
 static int is_dir(const char *path)
 {
@@ -29,26 +32,42 @@ static int is_dir(const char *path)
     return !stat(path, &st) && S_ISDIR(st.st_mode);
 }
 
-/* Anyone who can write a plugin directory can replace the code alphast
- * runs, so say so once per directory (a sticky /tmp-like directory still
- * lets every user add new files). */
-static void warn_if_world_writable(const char *dir)
+/* Anyone who can write a plugin directory or file can replace the code
+ * alphast runs: one that its group or every user may write (a sticky
+ * /tmp-like directory still lets them add files), or that belongs to
+ * another user than root and us, is skipped with a warning naming it. */
+static int untrusted(const char *path)
 {
     struct stat st;
-    if (stat(dir, &st) || !(st.st_mode & S_IWOTH)) return;
-    ast_log(AST_LOG_WARN, "plugin directory %s is writable by every user, so anyone can replace the code alphast "
-            "loads from it; run chmod o-w '%s' or move the plugins", dir, dir);
+    if (stat(path, &st)) return 0; /* missing: nothing to load from it */
+    const char *what = S_ISDIR(st.st_mode) ? "directory" : "file", *fix = "run chmod o-w";
+    char who[64] = "";
+    if (st.st_mode & S_IWOTH) snprintf(who, sizeof who, "is writable by every user");
+    else if (st.st_mode & S_IWGRP) snprintf(who, sizeof who, "is writable by its group"), fix = "run chmod g-w";
+    else if (st.st_uid && st.st_uid != geteuid())
+        snprintf(who, sizeof who, "belongs to another user (uid %ld)", (long)st.st_uid), fix = "copy it to a place of yours";
+    if (!who[0]) return 0;
+    ast_log(AST_LOG_WARN, "ignoring plugin %s %s: it %s, who could replace the code alphast loads; %s '%s' or move "
+            "the plugins", what, path, who, fix, path);
+    return 1;
 }
 
+/* ALPHAST_PLUGIN_PATH's directories: one that is not a directory is an
+ * error; a relative one (found from whatever the current directory is) or
+ * an untrusted one is skipped with a warning. */
 static int add_env_dirs(ast_strlist *dirs, ast_error *e)
 {
     const char *env = getenv("ALPHAST_PLUGIN_PATH");
     char *copy = ast_xstrdup(env ? env : ""), *save = NULL;
     int ok = 1;
     for (char *d = strtok_r(copy, ":", &save); d && ok; d = strtok_r(NULL, ":", &save)) {
-        ok = is_dir(d);
-        if (ok) warn_if_world_writable(d), ast_strlist_push(dirs, d);
-        else ast_error_set(e, "ALPHAST_PLUGIN_PATH: '%s' is not a directory; set it to a colon-separated list of plugin directories", d);
+        if (!(ok = is_dir(d)))
+            ast_error_set(e, "ALPHAST_PLUGIN_PATH: '%s' is not a directory; set it to a colon-separated list of plugin directories", d);
+        else if (d[0] != '/')
+            ast_log(AST_LOG_WARN, "ALPHAST_PLUGIN_PATH: ignoring the relative directory '%s', which would change with "
+                    "the current directory; give it as an absolute path", d);
+        else if (!untrusted(d))
+            ast_strlist_push(dirs, d);
     }
     free(copy);
     return ok;
@@ -62,12 +81,15 @@ int ast_search_init(ast_error *e)
         ast_strlist_free(&env);
         return 0;
     }
+    n_path_dirs = env.n;
+    /* ALPHAST_BUILD_DIR names the built-in plugins' place: checked as the path is */
+    int build_ok = !build || !untrusted(build);
     for (int k = AST_KIND_ATTENTION; k <= AST_KIND_MONITOR; k++) {
         char dir[PATH_BUF];
         for (int i = 0; i < env.n; i++) ast_strlist_push(&dirs_of[k], env.v[i]);
         if (build) snprintf(dir, sizeof dir, "%s/plugins/%s", build, ast_kind_name((ast_plugin_kind)k));
         else snprintf(dir, sizeof dir, "%s", ALPHAST_PLUGIN_DIR);
-        ast_strlist_push(&dirs_of[k], dir);
+        if (build_ok && !untrusted(dir)) ast_strlist_push(&dirs_of[k], dir);
     }
     ast_strlist_free(&env);
     return 1;
@@ -104,24 +126,46 @@ static int plugin_name_of(const char *file, const char *prefix, char name[AST_PL
     return 0;
 }
 
+/* The file lt_dlopenext would open for stem (the first extension there),
+ * if any and trusted. */
 static int has_module(const char *stem)
 {
     for (int i = 0; i < N_EXT; i++) {
         char path[PATH_BUF + 8];
         struct stat st;
         snprintf(path, sizeof path, "%s%s", stem, module_ext[i]);
-        if (!stat(path, &st) && S_ISREG(st.st_mode)) return 1;
+        if (!stat(path, &st) && S_ISREG(st.st_mode)) return !untrusted(path);
     }
     return 0;
+}
+
+/* A plugin on ALPHAST_PLUGIN_PATH replaces a built-in one of its name:
+ * on purpose or not, say so (once: a loaded plugin is not looked up again). */
+static void warn_if_shadowing(const ast_strlist *dirs, int found, const char *file, const char *stem)
+{
+    if (found >= n_path_dirs) return; /* it is the built-in one */
+    for (int i = n_path_dirs; i < dirs->n; i++) {
+        char builtin[PATH_BUF];
+        snprintf(builtin, sizeof builtin, "%s/%s", dirs->v[i], file);
+        if (has_module(builtin)) {
+            ast_log(AST_LOG_WARN, "plugin %s (from ALPHAST_PLUGIN_PATH) is used instead of the built-in %s", stem,
+                    builtin);
+            return;
+        }
+    }
 }
 
 char *ast_search_find(ast_plugin_kind kind, const char *name)
 {
     const ast_strlist *dirs = &dirs_of[kind];
+    char file[AST_PLUGIN_NAME_MAX + 32]; /* prefix_name */
+    snprintf(file, sizeof file, "%s_%s", ast_kind_prefix(kind), name);
     for (int i = 0; i < dirs->n; i++) {
         char stem[PATH_BUF];
-        snprintf(stem, sizeof stem, "%s/%s_%s", dirs->v[i], ast_kind_prefix(kind), name);
-        if (has_module(stem)) return ast_xstrdup(stem);
+        snprintf(stem, sizeof stem, "%s/%s", dirs->v[i], file);
+        if (!has_module(stem)) continue;
+        warn_if_shadowing(dirs, i, file, stem);
+        return ast_xstrdup(stem);
     }
     return NULL;
 }
@@ -133,9 +177,12 @@ void ast_search_list(ast_plugin_kind kind, ast_strlist *out)
         DIR *d = opendir(dirs->v[i]);
         struct dirent *ent;
         char name[AST_PLUGIN_NAME_MAX + 1];
-        while (d && (ent = readdir(d)))
-            if (plugin_name_of(ent->d_name, ast_kind_prefix(kind), name))
-                ast_strlist_insert_sorted(out, name);
+        while (d && (ent = readdir(d))) {
+            char stem[PATH_BUF];
+            if (!plugin_name_of(ent->d_name, ast_kind_prefix(kind), name)) continue;
+            snprintf(stem, sizeof stem, "%s/%s_%s", dirs->v[i], ast_kind_prefix(kind), name);
+            if (has_module(stem)) ast_strlist_insert_sorted(out, name);
+        }
         if (d) closedir(d);
     }
 }
