@@ -199,7 +199,7 @@ Test(slurm, a_script_names_its_executor_and_slurm_options)
     cr_assert_str_eq(s->slurm_opts.mem, "1G");
     cr_assert_eq(s->slurm_opts.cpus_per_task, 1);
     cr_assert_eq(s->slurm_opts.n_sbatch, 2);
-    cr_assert_str_eq(s->slurm_opts.sbatch[1], "--nice=0");
+    cr_assert_str_eq(s->slurm_opts.sbatch[1], "--ntasks=1");
     ast_sweep_free(s);
     s = ast_sweep_load(write_script("executor = 'local'"), &e);
     cr_assert(s && !s->slurm, "%s", e.msg);

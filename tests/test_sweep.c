@@ -935,6 +935,17 @@ static int exists(const char *dir, const char *name)
     return access(path, F_OK) == 0;
 }
 
+/* DIR/NAME holding text; its path, in buf (512 bytes). */
+static const char *write_file(char *buf, const char *dir, const char *name, const char *text)
+{
+    snprintf(buf, 512, "%s/%s", dir, name);
+    FILE *f = fopen(buf, "w");
+    cr_assert(f, "%s", buf);
+    fputs(text, f);
+    fclose(f);
+    return buf;
+}
+
 Test(sweep, a_restricted_script_cannot_start_processes_or_write_files)
 {
     char *dir = scratch();
@@ -986,6 +997,49 @@ Test(sweep, a_restricted_script_has_no_way_around_the_restriction)
         cr_assert_null(ast_sweep_load_limited(script, &l, &e), "%s was allowed", attempts[i][0]);
         assert_has(e.msg, attempts[i][1]);
     }
+}
+
+/* The batch script runs as the submitter: a restricted script's sbatch
+ * options may ask for resources, not choose files, environment or user. */
+Test(sweep, a_restricted_script_asks_slurm_for_resources_only)
+{
+    static const char *const refused[] = {
+        "--export=ALL,LD_PRELOAD=/tmp/evil.so", "--output=/tmp/CHOSEN_OUTPUT.txt", "-o/tmp/x", "--error=/tmp/x",
+        "-e/tmp/x", "--input=/etc/passwd", "--chdir=/tmp", "-D/tmp", "--get-user-env", "--container=/c",
+        "--bb=capacity=1G", "--bbf=/tmp/bb", "--uid=0", "--gid=0", "--exp=ALL", "--export-file=/tmp/env",
+        "-pgpu",
+    };
+    static const char *const resources =
+        "'--qos=high', '--account=lab', '--gres=gpu:1', '--constraint=a100', '--nodes=1', '--ntasks-per-node=1'";
+    char *dir = tmp_dir(), script[512], text[1024], want[256];
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        snprintf(text, sizeof text, "require('alphast').sweep{base = '" SCRIPTS "tiny.yaml',\n"
+                 "  executor = {kind = 'slurm', sbatch = {%s, '%s'}}}\n", resources, refused[i]);
+        write_file(script, dir, "escape.lua", text);
+        ast_sweep_limits l = limits(0);
+        ast_error e = {""};
+        load_limited_fails(script, &l, &e);
+        snprintf(want, sizeof want, "escape.lua:1: sweep: executor.sbatch: '%.*s' does more than ask for resources",
+                 (int)strcspn(refused[i], "="), refused[i]);
+        assert_has(e.msg, want);
+        assert_has(e.msg, "in their long form); a restricted sweep script may give only those; for a script you "
+                          "trust, run `alphast-run sweep --trust-script`");
+        l = limits(1);
+        ast_sweep *s = ast_sweep_load_limited(script, &l, &e);
+        cr_assert(s, "trusted: %s", e.msg);
+        cr_assert_eq(s->slurm_opts.n_sbatch, 7);
+        cr_assert_str_eq(s->slurm_opts.sbatch[6], refused[i]);
+        ast_sweep_free(s);
+    }
+    snprintf(text, sizeof text, "require('alphast').sweep{base = '" SCRIPTS "tiny.yaml', executor = {kind = "
+             "'slurm', partition = 'gpu', time = '10', sbatch = {%s, '--time=20', '--mem=8G'}}}\n", resources);
+    write_file(script, dir, "resources.lua", text);
+    ast_sweep_limits l = limits(0);
+    ast_error e = {""};
+    ast_sweep *s = ast_sweep_load_limited(script, &l, &e);
+    cr_assert(s, "%s", e.msg);
+    cr_assert_eq(s->slurm_opts.n_sbatch, 8);
+    ast_sweep_free(s);
 }
 
 Test(sweep, a_trusted_script_has_the_full_library, .timeout = 30)

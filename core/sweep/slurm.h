@@ -34,6 +34,11 @@ typedef struct ast_slurm_opts {
  * limit: ...", for the caller to prefix with where it was given). sbatch
  * takes one or more options separated by blanks and adds them. */
 int ast_slurm_opt_set(ast_slurm_opts *o, const char *key, const char *value, ast_error *e);
+/* 0 if o's sbatch options only ask for resources (--partition, --qos,
+ * --gres, --time, ...: what a restricted sweep script may give, in their
+ * long form), else -1 with e naming the first that does more (--export,
+ * --output, --chdir, ...). */
+int ast_slurm_check_resources_only(const ast_slurm_opts *o, ast_error *e);
 /* The options `over` sets replace o's (the command line over the script). */
 void ast_slurm_opts_override(ast_slurm_opts *o, const ast_slurm_opts *over);
 void ast_slurm_opts_free(ast_slurm_opts *o);

@@ -15,6 +15,11 @@
 #define SWEEP_DIST_MT "alphast.dist"     /* a.uniform(...) etc.: {kind=, lo=, hi=} */
 #define SWEEP_RUNS_KEY "alphast.runs"    /* registry: the runs sweep{} built */
 
+/* How to lift the restriction, for the errors of what a restricted script may not do. */
+#define TRUST_HINT                                                                                              \
+    "for a script you trust, run `alphast-run sweep --trust-script` (train: --trust-script) or set "           \
+    "ALPHAST_TRUST_SWEEP=1 (docs/sweeps.md)"
+
 struct ast_sweep_lua {
     lua_State *L;
     char *dir;        /* the script's directory, for relative config paths and require */

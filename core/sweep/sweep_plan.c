@@ -125,6 +125,11 @@ static void read_executor(lua_State *L, int t, ast_sweep *s)
         lua_pop(L, 2);
     }
     lua_pop(L, 2);
+    /* The batch script runs on the cluster as the submitter: options that
+     * set its files or environment are code execution by other means. */
+    ast_error e = {""};
+    if (!s->trusted && ast_slurm_check_resources_only(&s->slurm_opts, &e) < 0)
+        luaL_error(L, "sweep: executor.sbatch: %s; a restricted sweep script may give only those; " TRUST_HINT, e.msg);
 }
 
 static void read_options(lua_State *L, int t, ast_sweep *s)

@@ -19,9 +19,6 @@
 
 #define HOOK_EVERY 10000                /* instructions between two looks at the budget */
 #define MODULES_KEY "alphast.modules"   /* registry: what a restricted require loaded */
-#define TRUST_HINT                                                                                              \
-    "for a script you trust, run `alphast-run sweep --trust-script` (train: --trust-script) or set "           \
-    "ALPHAST_TRUST_SWEEP=1 (docs/sweeps.md)"
 
 /* ---- limits ------------------------------------------------------------------ */
 

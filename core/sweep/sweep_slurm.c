@@ -150,6 +150,39 @@ int ast_slurm_opt_set(ast_slurm_opts *o, const char *key, const char *value, ast
     return -1;
 }
 
+/* The sbatch options that only ask for resources (or label the job:
+ * --comment), which a restricted sweep script may give. The others choose
+ * files (--output, --error, --input, --chdir), the tasks' environment
+ * (--export, --get-user-env), what runs them (--container, --bb), whom
+ * they run as (--uid, --gid) or their priority (--nice, negative for root).
+ * Long names only, matched whole: sbatch reads clustered short options
+ * ("-Ho/tmp/x" is -H -o /tmp/x) and abbreviations of long ones (--exp is
+ * --export). */
+static const char *const resource_options[] = {
+    "--partition", "--qos", "--account", "--reservation", "--time", "--time-min", "--mem", "--mem-per-cpu",
+    "--mem-per-gpu", "--cpus-per-task", "--cpus-per-gpu", "--gres", "--gpus", "--gpus-per-node", "--gpus-per-task",
+    "--gpus-per-socket", "--constraint", "--nodes", "--ntasks", "--ntasks-per-node", "--ntasks-per-core",
+    "--ntasks-per-socket", "--ntasks-per-gpu", "--sockets-per-node", "--cores-per-socket", "--threads-per-core",
+    "--exclusive", "--tmp", "--licenses", "--hint", "--comment",
+};
+
+int ast_slurm_check_resources_only(const ast_slurm_opts *o, ast_error *e)
+{
+    for (int i = 0; i < o->n_sbatch; i++) {
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(o->sbatch[i], "="), o->sbatch[i]);
+        if (ast_name_index(name, resource_options, (int)(sizeof resource_options / sizeof *resource_options)) >= 0)
+            continue;
+        char shown[128];
+        ast_cfg_escape(name, shown, sizeof shown);
+        ast_error_set(e, "'%s' does more than ask for resources (the options that only ask: --partition, --qos, "
+                         "--account, --time, --mem, --gres, --gpus, --constraint, --cpus-per-task, --nodes, --ntasks "
+                         "and the like, in their long form)", shown);
+        return -1;
+    }
+    return 0;
+}
+
 static void take_text(char **field, const char *over)
 {
     if (!over) return;

@@ -8,6 +8,6 @@ a.sweep{
   configs = {Baseline = {}, Gated = {attention = "gated"}},
   seeds = {1, 2},
   executor = {kind = "slurm", partition = "debug", time = "0:10:00", mem = "1G", cpus_per_task = 1,
-              sbatch = {"--comment=from-the-script", "--nice=0"}},
+              sbatch = {"--comment=from-the-script", "--ntasks=1"}},
   report = true,
 }
