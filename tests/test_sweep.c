@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -970,7 +971,7 @@ Test(sweep, a_restricted_script_cannot_start_processes_or_write_files)
     ast_sweep_free(s);
 }
 
-Test(sweep, a_restricted_script_has_no_way_around_the_restriction)
+Test(sweep, a_restricted_script_has_no_way_around_the_restriction, .timeout = 30)
 {
     static const char *const attempts[][2] = {
         {"debug.sethook()", "debug.sethook is not available to a sweep script"},
@@ -983,6 +984,11 @@ Test(sweep, a_restricted_script_has_no_way_around_the_restriction)
         {"setmetatable({}, {__gc = function() end})", "setmetatable: __gc finalizers are not available"},
         {"require '../escape'", "require '../escape': not a module name"},
         {"print(getmetatable(io).__index)", "attempt to index a boolean value"},
+        {"local f = io.open('" SCRIPTS "tiny.yaml'); getmetatable(f).__gc = function() while true do end end",
+         "attempt.lua:2: getmetatable(userdata): the metatables of strings and file handles are not available to a "
+         "sweep script (__gc finalizers put there run outside the instruction budget); for a script you trust"},
+        {"getmetatable('').__index = {}", "getmetatable(string): the metatables of strings and file handles"},
+        {"getmetatable(a.config('tiny.yaml')).__gc = print", "attempt to index a boolean value"},
     };
     char *dir = tmp_dir(), script[512], tiny[512];
     snprintf(script, sizeof script, "%s/attempt.lua", dir);
@@ -1122,7 +1128,9 @@ Test(sweep, an_endless_schedule_fails_its_run_and_hangs_nothing, .timeout = 60)
 
 /* The pattern backtracks inside one C call for hours: the wall-clock
  * backstop ends the process with a message. In a child, which it ends. */
-Test(sweep, a_library_call_that_never_returns_meets_the_wall_clock, .timeout = 30)
+/* child(script) in a child process, its stderr into msg; its exit status,
+ * and in *peak_kb the most memory it held (ru_maxrss). */
+static int in_child(void (*child)(const char *), const char *script, char *msg, size_t n, long *peak_kb)
 {
     int err[2];
     cr_assert_eq(pipe(err), 0);
@@ -1130,19 +1138,99 @@ Test(sweep, a_library_call_that_never_returns_meets_the_wall_clock, .timeout = 3
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive a test that timed out */
         dup2(err[1], STDERR_FILENO);
-        ast_sweep_limits l = limits(0);
-        l.script_seconds = 1;
-        ast_error e = {""};
-        ast_sweep_load_limited(SCRIPTS "pattern_bomb.lua", &l, &e);
-        _exit(0); /* not reached */
+        child(script);
+        _exit(0);
     }
     close(err[1]);
-    char msg[1024] = "";
-    ssize_t n = read(err[0], msg, sizeof msg - 1);
-    msg[n > 0 ? n : 0] = '\0';
-    cr_assert_eq(wait_status(pid), 1);
+    size_t used = 0;
+    ssize_t got;
+    while (used < n - 1 && (got = read(err[0], msg + used, n - 1 - used)) > 0) used += (size_t)got;
+    msg[used] = '\0';
+    close(err[0]);
+    int status;
+    struct rusage ru;
+    cr_assert_eq(wait4(pid, &status, 0, &ru), pid);
+    *peak_kb = ru.ru_maxrss;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Loads a script, trusted, with a one-second wall clock and a 16 MiB Lua
+ * heap, then closes it. */
+static void load_and_close(const char *script)
+{
+    ast_sweep_limits l = limits(1);
+    l.script_seconds = 1;
+    l.memory_bytes = 16 << 20;
+    ast_error e = {""};
+    ast_sweep_free(ast_sweep_load_limited(script, &l, &e));
+}
+
+Test(sweep, a_library_call_that_never_returns_meets_the_wall_clock, .timeout = 30)
+{
+    char msg[1024];
+    long peak_kb;
+    cr_assert_eq(in_child(load_and_close, SCRIPTS "pattern_bomb.lua", msg, sizeof msg, &peak_kb), 1);
     assert_has(msg, "pattern_bomb.lua: the sweep script ran for more than 1 s, stuck inside a library function (a "
                     "string pattern that backtracks without end?); stopped");
+}
+
+/* Lua runs finalizers with hooks off, where no instruction budget counts:
+ * a trusted script's, left for when the state closes, still meets the
+ * memory cap and the wall clock. */
+Test(sweep, finalizers_run_within_the_limits_while_the_state_closes, .timeout = 60)
+{
+    char *dir = tmp_dir(), script[512], msg[1024];
+    long peak_kb, before_kb;
+    struct rusage self;
+    getrusage(RUSAGE_SELF, &self);
+    before_kb = self.ru_maxrss;
+    write_file(script, dir, "bomb.lua",
+               "keep = setmetatable({}, {__gc = function() local t = {}\n"
+               "  for i = 1, 256 do t[i] = string.rep('x', 1 << 20) .. i end end})\n"
+               "require('alphast').sweep{base = '" SCRIPTS "tiny.yaml'}\n");
+    cr_assert_eq(in_child(load_and_close, script, msg, sizeof msg, &peak_kb), 0, "%s", msg);
+    cr_assert_lt(peak_kb - before_kb, 128 << 10, "the finalizer held %ld MiB past the 16 MiB cap",
+                 (peak_kb - before_kb) >> 10);
+    write_file(script, dir, "spin.lua",
+               "keep = setmetatable({}, {__gc = function() while true do end end})\n"
+               "require('alphast').sweep{base = '" SCRIPTS "tiny.yaml'}\n");
+    cr_assert_eq(in_child(load_and_close, script, msg, sizeof msg, &peak_kb), 1);
+    assert_has(msg, "spin.lua: closing the script's Lua state (its __gc finalizers) ran for more than 1 s");
+}
+
+Test(sweep, an_error_value_that_is_no_message_says_where_and_what_it_is)
+{
+    static const char *const raised[][2] = {{"error(nil)", "nil"}, {"error({})", "table"}, {"error(true)", "boolean"}};
+    char *dir = tmp_dir(), script[512], text[256], want[256];
+    for (size_t i = 0; i < sizeof raised / sizeof *raised; i++) {
+        snprintf(text, sizeof text, "local function f()\n  %s\nend\nf()\n", raised[i][0]);
+        write_file(script, dir, "raise.lua", text);
+        ast_error e = {""};
+        load_fails(script, &e);
+        snprintf(want, sizeof want, "raise.lua:2: error with a %s value instead of a message; call error with a string",
+                 raised[i][1]);
+        assert_has(e.msg, want);
+        assert_has(e.msg, "raise.lua:4: in main chunk");
+    }
+}
+
+/* A read from a FIFO blocks until someone writes, where no budget sees it. */
+Test(sweep, a_fifo_is_refused_at_once_as_config_module_or_script, .timeout = 30)
+{
+    char *dir = tmp_dir(), path[512], script[512];
+    ast_error e = {""};
+    snprintf(path, sizeof path, "%s/fifo.yaml", dir);
+    cr_assert_eq(mkfifo(path, 0600), 0);
+    load_fails(write_file(script, dir, "config.lua", "require('alphast').config('fifo.yaml')\n"), &e);
+    assert_has(e.msg, "config.lua:1: config 'fifo.yaml': ");
+    assert_has(e.msg, "/fifo.yaml is not a regular file (a FIFO, device or directory); name a YAML file");
+    snprintf(path, sizeof path, "%s/lib.lua", dir);
+    cr_assert_eq(mkfifo(path, 0600), 0);
+    load_fails(write_file(script, dir, "module.lua", "require 'lib'\n"), &e);
+    assert_has(e.msg, "module.lua:1: require('");
+    assert_has(e.msg, "/lib.lua'): a restricted sweep script reads regular files only");
+    load_fails(path, &e);
+    assert_has(e.msg, "/lib.lua: not a regular file (a FIFO, device or directory); give the sweep script, a Lua file");
 }
 
 Test(sweep, sweep_names_that_are_not_a_directory_name_are_refused)

@@ -49,6 +49,12 @@ void sweep_phase_begin(ast_sweep_lua *sl, const char *what, int64_t budget, cons
 /* Ends the phase; adds the memory hint to e when `failed` for memory. */
 void sweep_phase_end(ast_sweep_lua *sl, int failed, ast_error *e);
 
+/* Closes sl's Lua state within the script's memory cap and wall clock:
+ * finalizers run there, with hooks off. */
+void sweep_close_state(ast_sweep_lua *sl);
+/* Pushes "file:line: " of the innermost Lua function running, or "". */
+void sweep_push_where(lua_State *L);
+
 /* The sweep being loaded (sweep{} fills it). */
 ast_sweep *sweep_of(lua_State *L);
 

@@ -7,6 +7,7 @@
 #include <lualib.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sweep_internal.h"
@@ -21,10 +22,18 @@ ast_sweep *sweep_of(lua_State *L)
     return s;
 }
 
+/* The message handler. Lua puts the place of an error in string messages
+ * only; error(nil) or error({}) would otherwise say "nil" or "table: 0x..."
+ * and nothing of where. */
 static int traceback(lua_State *L)
 {
-    const char *msg = lua_tostring(L, 1);
-    luaL_traceback(L, L, msg ? msg : luaL_tolstring(L, 1, NULL), 1);
+    const char *msg = lua_type(L, 1) == LUA_TSTRING ? lua_tostring(L, 1) : NULL;
+    if (!msg) {
+        sweep_push_where(L);
+        msg = lua_pushfstring(L, "%serror with a %s value instead of a message; call error with a string "
+                              "(error(\"what went wrong\"))", lua_tostring(L, -1), luaL_typename(L, 1));
+    }
+    luaL_traceback(L, L, msg, 1);
     return 1;
 }
 
@@ -65,6 +74,22 @@ void sweep_push_config(lua_State *L, const char *file, int ovr_idx)
     luaL_setmetatable(L, SWEEP_CONFIG_MT);
 }
 
+/* An existing file that is not a regular one: reading a FIFO or a device
+ * blocks for as long as no one writes to it, where no instruction budget
+ * sees it. */
+static int special_file(const char *path)
+{
+    struct stat st;
+    return !stat(path, &st) && !S_ISREG(st.st_mode);
+}
+
+static void check_regular(lua_State *L, const char *name, const char *path)
+{
+    if (special_file(path))
+        luaL_error(L, "config '%s': %s is not a regular file (a FIFO, device or directory); name a YAML file", name,
+                   path);
+}
+
 void sweep_push_config_path(lua_State *L, const char *name)
 {
     const ast_sweep *s = sweep_of(L);
@@ -72,7 +97,10 @@ void sweep_push_config_path(lua_State *L, const char *name)
         lua_pushstring(L, name);
     else
         lua_pushfstring(L, "%s/%s", s->lua->dir, name);
-    if (!access(lua_tostring(L, -1), R_OK) || strchr(name, '/')) return;
+    if (!access(lua_tostring(L, -1), R_OK) || strchr(name, '/')) {
+        check_regular(L, name, lua_tostring(L, -1));
+        return;
+    }
     char shipped[4096], rel[1024];
     snprintf(rel, sizeof rel, "configs/%s%s", name, strstr(name, ".yaml") ? "" : ".yaml");
     ast_shipped_file(rel, shipped, sizeof shipped);
@@ -159,9 +187,18 @@ static const luaL_Reg module_fns[] = {
     {NULL, NULL},
 };
 
+/* Puts the metatable on top out of getmetatable's reach: a __gc the script
+ * put there would make every later config or distribution a finalizer. */
+static void seal(lua_State *L)
+{
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "__metatable");
+}
+
 static int open_module(lua_State *L)
 {
     luaL_newmetatable(L, SWEEP_CONFIG_MT);
+    seal(L);
     lua_pushcfunction(L, l_config_tostring);
     lua_setfield(L, -2, "__tostring");
     lua_createtable(L, 0, 1); /* methods: cfg:override{...} */
@@ -169,6 +206,7 @@ static int open_module(lua_State *L)
     lua_setfield(L, -2, "override");
     lua_setfield(L, -2, "__index");
     luaL_newmetatable(L, SWEEP_DIST_MT);
+    seal(L);
     lua_pop(L, 2);
     luaL_newlib(L, module_fns);
     return 1;
@@ -287,6 +325,12 @@ ast_sweep *ast_sweep_load_limited(const char *script, const ast_sweep_limits *li
         ast_error_set(e, "%s: cannot open the sweep script: %s", script, strerror(errno));
         return NULL;
     }
+    if (special_file(abs)) {
+        ast_error_set(e, "%s: not a regular file (a FIFO, device or directory); give the sweep script, a Lua file",
+                      script);
+        free(abs);
+        return NULL;
+    }
     ast_sweep *s = sweep_new(abs, limits);
     free(abs);
     if (evaluate(s, script, e) < 0 || read_runs(s, e) < 0 || check_default_name(s, e) < 0) {
@@ -362,7 +406,7 @@ void ast_sweep_free(ast_sweep *s)
         free(r->overrides), free(r->config_name), free(r->id), free(r->base), free(r->yaml), free(r->device);
     }
     free(s->runs);
-    lua_close(s->lua->L);
+    sweep_close_state(s->lua);
     free(s->lua->dir), free(s->lua);
     free(s->script), free(s->name);
     ast_slurm_opts_free(&s->slurm_opts);

@@ -60,15 +60,15 @@ lua_State *sweep_new_state(ast_sweep_lua *sl)
     return L;
 }
 
-/* Where the running Lua code is ("file:line:"), for errors raised from the
- * hook, where luaL_error's level 1 would be the caller of the looping function. */
-static void push_where(lua_State *L)
+void sweep_push_where(lua_State *L)
 {
     lua_Debug ar;
-    if (lua_getstack(L, 0, &ar) && lua_getinfo(L, "Sl", &ar) && ar.currentline > 0)
-        lua_pushfstring(L, "%s:%d: ", ar.short_src, ar.currentline);
-    else
-        lua_pushliteral(L, "");
+    for (int level = 0; lua_getstack(L, level, &ar); level++)
+        if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
+            lua_pushfstring(L, "%s:%d: ", ar.short_src, ar.currentline);
+            return;
+        }
+    lua_pushliteral(L, "");
 }
 
 /* Once over budget the hook fires at every instruction, so a pcall in the
@@ -81,7 +81,7 @@ static void count_hook(lua_State *L, lua_Debug *ar)
     sl->used += lua_gethookcount(L);
     if (sl->phase && sl->used <= sl->budget) return;
     lua_sethook(L, count_hook, LUA_MASKCOUNT, 1);
-    push_where(L);
+    sweep_push_where(L);
     if (!sl->phase)
         lua_pushliteral(L, "Lua code ran outside the sweep script and its schedules (a __gc finalizer?); remove it");
     else
@@ -206,6 +206,16 @@ void sweep_phase_end(ast_sweep_lua *sl, int failed, ast_error *e)
     disarm_watchdog();
 }
 
+void sweep_close_state(ast_sweep_lua *sl)
+{
+    sweep_phase_begin(sl, "closing the script's Lua state (its __gc finalizers)", sl->limits.script_instructions,
+                      "ALPHAST_SWEEP_INSTRUCTIONS", sl->limits.script_seconds);
+    lua_close(sl->L);
+    sl->L = NULL;
+    sl->phase = NULL;
+    disarm_watchdog();
+}
+
 /* ---- the restricted library -------------------------------------------------- */
 
 /* A function or library a restricted script may not use: the error names
@@ -264,6 +274,16 @@ static void restrict_library(lua_State *L, const char *name, const char *const *
     lua_remove(L, full);
 }
 
+/* Calls the function a wrapper stands for (its upvalue 1) with the
+ * wrapper's arguments; returns its results. */
+static int call_wrapped(lua_State *L)
+{
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
+}
+
 /* Opens a standard library without making it global and leaves it on the stack. */
 static void open_quietly(lua_State *L, const char *name, lua_CFunction open)
 {
@@ -294,10 +314,7 @@ static int restricted_open(lua_State *L)
                           TRUST_HINT, path, mode);
     check_readable(L, "io.open", path);
     lua_settop(L, 2);
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_insert(L, 1);
-    lua_call(L, 2, LUA_MULTRET);
-    return lua_gettop(L);
+    return call_wrapped(L);
 }
 
 /* io.lines(path, ...): upvalue 1 is the full library's io.lines; without a
@@ -306,10 +323,7 @@ static int restricted_lines(lua_State *L)
 {
     const char *path = luaL_checkstring(L, 1);
     check_readable(L, "io.lines", path);
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_insert(L, 1);
-    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
-    return lua_gettop(L);
+    return call_wrapped(L);
 }
 
 /* load(chunk [, name [, mode [, env]]]) in text mode: binary chunks are
@@ -324,10 +338,7 @@ static int restricted_load(lua_State *L)
     lua_settop(L, n);
     lua_pushliteral(L, "t");
     lua_replace(L, 3);
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_insert(L, 1);
-    lua_call(L, n, LUA_MULTRET);
-    return lua_gettop(L);
+    return call_wrapped(L);
 }
 
 static int has_gc(lua_State *L, int idx)
@@ -348,10 +359,22 @@ static int restricted_setmetatable(lua_State *L)
     if (lua_type(L, 2) == LUA_TTABLE && has_gc(L, 2))
         return luaL_error(L, "setmetatable: __gc finalizers are not available to a sweep script (they run outside "
                           "the instruction budget); " TRUST_HINT);
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_insert(L, 1);
-    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
-    return lua_gettop(L);
+    return call_wrapped(L);
+}
+
+/* getmetatable(v) of tables only (other values have none a script set).
+ * Strings share one metatable, and file handles one whose __gc (the io
+ * library's, marked on every handle) Lua calls with hooks off: a script
+ * that replaced it would run code no budget reaches, and at any allocation
+ * or while the state closes. Upvalue 1: getmetatable. */
+static int restricted_getmetatable(lua_State *L)
+{
+    luaL_checkany(L, 1);
+    if (lua_type(L, 1) != LUA_TTABLE && lua_getmetatable(L, 1))
+        return luaL_error(L, "getmetatable(%s): the metatables of strings and file handles are not available to a "
+                          "sweep script (__gc finalizers put there run outside the instruction budget); " TRUST_HINT,
+                          luaL_typename(L, 1));
+    return call_wrapped(L);
 }
 
 static void wrap_field(lua_State *L, int lib, const char *key, lua_CFunction wrapper)
@@ -390,6 +413,7 @@ static void load_module(lua_State *L, const char *name)
     luaL_addstring(&b, ".lua");
     luaL_pushresult(&b);
     const char *path = lua_tostring(L, -1);
+    check_readable(L, "require", path);
     if (luaL_loadfilex(L, path, "t") != LUA_OK)
         luaL_error(L, "require '%s': %s (a restricted sweep script requires the alphast module, the standard "
                    "libraries and Lua files next to it)", name, lua_tostring(L, -1));
@@ -440,7 +464,8 @@ static const char *const io_keep[] = {"open", "lines", "type", NULL};
 
 /* Pure libraries in full; os and io cut down; debug and package refused
  * by name (debug.sethook would remove the instruction budget, package
- * loads native code); dofile and loadfile refused, load text-only. */
+ * loads native code); dofile and loadfile refused, load text-only, no
+ * finalizers (setmetatable without __gc, getmetatable of tables only). */
 static void open_restricted(lua_State *L)
 {
     static const luaL_Reg pure[] = {{LUA_GNAME, luaopen_base}, {LUA_STRLIBNAME, luaopen_string},
@@ -470,6 +495,7 @@ static void open_restricted(lua_State *L)
     lua_setfield(L, -2, "loadfile");
     wrap_field(L, lua_gettop(L), "load", restricted_load);
     wrap_field(L, lua_gettop(L), "setmetatable", restricted_setmetatable);
+    wrap_field(L, lua_gettop(L), "getmetatable", restricted_getmetatable);
     lua_pushcfunction(L, restricted_require);
     lua_setfield(L, -2, "require");
     lua_pop(L, 1);
