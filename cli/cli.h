@@ -12,6 +12,10 @@
 /* Exit statuses: 1 = the command failed, 2 = it was called wrongly. */
 enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2, CLI_CONTINUE = -1 };
 
+/* KEY=VALUE overrides a command takes at most, after its RUN_DIR or
+ * CONFIG.yaml: more is a usage error that names this limit. */
+#define CLI_MAX_OVERRIDES 64
+
 typedef struct cli_option {
     const char *name;  /* long name without "--" */
     char letter;       /* short name, 0 for none */
@@ -25,7 +29,7 @@ typedef struct cli_spec {
     const char *about; /* one or more lines for --help */
     const cli_option *options; /* --help/-h is implied */
     int n_options;
-    int max_args;      /* positional arguments accepted */
+    int max_args;      /* positional arguments accepted: a few, or those before the overrides + CLI_MAX_OVERRIDES */
     void (*more_help)(FILE *out); /* extra --help section, may be NULL */
 } cli_spec;
 

@@ -85,6 +85,9 @@ int cli_parse(const cli_spec *s, int argc, char **argv, const char **value, cons
             if (rc != CLI_CONTINUE) return rc;
         } else if (n < s->max_args) {
             args[n++] = arg;
+        } else if (s->max_args >= CLI_MAX_OVERRIDES) {
+            return cli_usage_error(s->name, "more than %d overrides: '%s' is one too many; put the settings in a "
+                                            "config file instead", CLI_MAX_OVERRIDES, arg);
         } else {
             return cli_usage_error(s->name, "unexpected argument '%s'", arg);
         }

@@ -32,7 +32,7 @@ static const cli_spec spec = {
              "--device cuda samples on a GPU (docs/gpu.md).",
     .options = options,
     .n_options = N_OPTS,
-    .max_args = 64,
+    .max_args = 1 + CLI_MAX_OVERRIDES,
 };
 
 static int eval(const char **v, const char **args, int n_args, ast_error *e)
@@ -52,7 +52,7 @@ static int eval(const char **v, const char **args, int n_args, ast_error *e)
 
 int cmd_eval(int argc, char **argv)
 {
-    const char *v[N_OPTS], *args[64];
+    const char *v[N_OPTS], *args[1 + CLI_MAX_OVERRIDES];
     int n_args;
     int rc = cli_parse(&spec, argc, argv, v, args, &n_args);
     if (rc != CLI_CONTINUE) return rc;

@@ -22,7 +22,7 @@ static const cli_spec spec = {
              "Overrides change the config first, as for train (docs/config.md).",
     .options = options,
     .n_options = N_OPTS,
-    .max_args = 65,
+    .max_args = 1 + CLI_MAX_OVERRIDES,
 };
 
 /* 1234567 -> "1,234,567" */
@@ -72,7 +72,7 @@ static int parse_genes(const char *text, int *out)
 
 int cmd_params(int argc, char **argv)
 {
-    const char *value[N_OPTS], *args[65];
+    const char *value[N_OPTS], *args[1 + CLI_MAX_OVERRIDES];
     int n_args, genes = 0;
     int rc = cli_parse(&spec, argc, argv, value, args, &n_args);
     if (rc != CLI_CONTINUE) return rc;

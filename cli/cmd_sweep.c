@@ -86,7 +86,7 @@ static const cli_spec spec = {
              "a time on each; --jobs then defaults to GPUs x runs per GPU (docs/gpu.md).",
     .options = options,
     .n_options = N_OPTS,
-    .max_args = 64,
+    .max_args = CLI_MAX_OVERRIDES,
 };
 
 static int positive(const char *text, const char *name, int *out)
@@ -341,7 +341,7 @@ static int check_args(const char **v, const char **args, int n_args)
 
 int cmd_sweep(int argc, char **argv)
 {
-    const char *v[N_OPTS], *args[64];
+    const char *v[N_OPTS], *args[CLI_MAX_OVERRIDES];
     int n_args;
     int rc = cli_parse(&spec, argc, argv, v, args, &n_args);
     if (rc != CLI_CONTINUE) return rc;

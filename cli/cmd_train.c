@@ -47,7 +47,7 @@ static const cli_spec spec = {
              "--device cuda (or device: cuda) trains on a GPU (docs/gpu.md).",
     .options = options,
     .n_options = N_OPTS,
-    .max_args = 64,
+    .max_args = CLI_MAX_OVERRIDES,
 };
 
 /* --schedule FILE.safetensors: the table `alphast-run sweep` wrote into
@@ -211,7 +211,7 @@ static void fail_on_rank(const ast_error *e)
 
 int cmd_train(int argc, char **argv)
 {
-    const char *v[N_OPTS], *args[64];
+    const char *v[N_OPTS], *args[CLI_MAX_OVERRIDES];
     int n_args;
     int rc = cli_parse(&spec, argc, argv, v, args, &n_args);
     if (rc != CLI_CONTINUE) return rc;

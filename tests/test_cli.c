@@ -30,7 +30,7 @@ static void slurp(const char *path, char *buf, size_t n)
 static run_result *run_in(const char *plugin_path, const char *args)
 {
     static run_result r;
-    char cmd[1024], out[] = "/tmp/alphast-cli-out-XXXXXX", err[] = "/tmp/alphast-cli-err-XXXXXX";
+    char cmd[4096], out[] = "/tmp/alphast-cli-out-XXXXXX", err[] = "/tmp/alphast-cli-err-XXXXXX";
     close(mkstemp(out));
     close(mkstemp(err));
     snprintf(cmd, sizeof cmd, "ALPHAST_PLUGIN_PATH=%s %s/alphast-run %s >%s 2>%s", plugin_path, ALPHAST_BUILD_DIR, args,
@@ -206,6 +206,20 @@ Test(cli, overrides_fail_with_the_override_s_column)
     cr_assert_eq(r->status, 1);
     cr_assert_str_eq(r->err, "alphast-run: override:1:2: training.patience: the config does not set it, so there is "
                              "nothing to delete (it is at its default, 10)\n");
+}
+
+/* The limit used to show as "unexpected argument" without a number. */
+Test(cli, more_overrides_than_the_limit_name_the_limit)
+{
+    char args[2048];
+    int n = snprintf(args, sizeof args, "train --cfg --config " TINY);
+    for (int i = 1; i <= 64; i++) n += snprintf(args + n, sizeof args - (size_t)n, " seed.value=%d", i);
+    run_result *r = run(args);
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    assert_has(r->out, "seed:\n  value: 64\n");
+    snprintf(args + n, sizeof args - (size_t)n, " seed.value=65");
+    assert_usage_error(run(args), "alphast-run train: more than 64 overrides: 'seed.value=65' is one too many; put "
+                                  "the settings in a config file instead", "Try 'alphast-run train --help'");
 }
 
 /* The reference's file loads and asks for bf16, which train takes (where

@@ -636,6 +636,60 @@ Test(config, sweep_overrides_split_into_values)
                              "attention=linear,gated), KEY=range(1,4) or KEY=choice(a,b)");
 }
 
+/* Hydra refuses a nested sweep; splitting it at its commas made values of
+ * "choice(2" and "3)". */
+Test(config, a_sweep_inside_a_sweep_is_an_error_at_its_column)
+{
+    sweep_fails("training.epochs=choice(1,choice(2,3))",
+                "override:1:26: training.epochs: a sweep inside a sweep ('choice(2,3)'): sweeps do not nest; list "
+                "every value in one sweep (KEY=a,b,c or KEY=choice(a,b,c))");
+    sweep_fails("training.epochs=1, choice(2,3)",
+                "override:1:20: training.epochs: a sweep inside a sweep ('choice(2,3)'): sweeps do not nest; list "
+                "every value in one sweep (KEY=a,b,c or KEY=choice(a,b,c))");
+    sweep_fails("training.epochs=range(1,range(2,3))",
+                "override:1:25: training.epochs: a sweep inside a sweep ('range(2,3)'): sweeps do not nest; list "
+                "every value in one sweep (KEY=a,b,c or KEY=choice(a,b,c))");
+    assert_sweep("data.slice_key=choice('choice(a,b)',c)", "data.slice_key", 2,
+                 (const char *const[]){"'choice(a,b)'", "c"});
+}
+
+/* Doubles have 53 bits: counted in them, this range printed
+ * 9223372036854774784, a number no one wrote. */
+Test(config, an_integer_range_counts_in_integers)
+{
+    assert_sweep("seed.value=range(9223372036854775000,9223372036854775807,200)", "seed.value", 5,
+                 (const char *const[]){"9223372036854775000", "9223372036854775200", "9223372036854775400",
+                                       "9223372036854775600", "9223372036854775800"});
+    assert_sweep("seed.value=range(-9223372036854775808,-9223372036854775806)", "seed.value", 2,
+                 (const char *const[]){"-9223372036854775808", "-9223372036854775807"});
+    assert_sweep("seed.value=range(9223372036854775807,-9223372036854775808,-9223372036854775808)", "seed.value", 2,
+                 (const char *const[]){"9223372036854775807", "-1"});
+    sweep_fails("seed.value=range(-9223372036854775808,9223372036854775807)",
+                "override:1:12: seed.value: range(-9223372036854775808,9223372036854775807) gives no values or more "
+                "than 100000; check START, STOP and STEP");
+    sweep_fails("seed.value=range(1,5,0)",
+                "override:1:12: seed.value: range(1,5,0) gives no values or more than 100000; check START, STOP and "
+                "STEP");
+}
+
+/* KEY= is YAML's empty value, null (it read as an empty mapping), and a
+ * Hydra mapping nested past the limit says so (libyaml stopped first). */
+Test(config, an_empty_value_is_null_and_deep_hydra_mappings_name_the_limit)
+{
+    ast_cfg *cfg = load("training:\n  epochs: 5\ndata:\n  cache_dir: cache\n");
+    override_fails(cfg, "training.epochs=",
+                   "override:1:17: training.epochs: expected an integer, got nothing (null); write a whole number "
+                   "like 100");
+    overrides(cfg, "data.cache_dir=");
+    cr_assert_eq(ast_cfg_get(cfg, "data.cache_dir")->kind, AST_CFG_NULL);
+    char value[400] = "data.loading=";
+    for (int i = 0; i < 100; i++) strcat(value, "{a:");
+    /* data.loading sits at level 2: its value may open 62 more; the 63rd '{' is column 14 + 62 x 3 */
+    override_fails(cfg, value, "override:1:200: nesting deeper than 64 levels; a config needs a few levels (plugin "
+                               "options one or two more): check for unclosed brackets or flatten the value");
+    ast_cfg_free(cfg);
+}
+
 /* The reference's file loads and asks for bf16 mixed precision, which
  * alphast has (whether this machine runs it is train's to say); float16
  * it has not: a run refuses that, as it does wandb and several processes,

@@ -48,12 +48,14 @@ static void insert_space(scan *sc)
     emit(sc, ' ');
 }
 
-/* Levels past the config's nesting limit are never marked as mappings:
- * the parser refuses such a value anyway. */
+/* Levels past the config's nesting limit are not recorded: the parser
+ * refuses such a value, naming the limit, once libyaml reads that deep.
+ * So that it does, each ':' there counts as a key's ({a:{a:... would stop
+ * libyaml with "unexpected ':'" at the first level past the limit). */
 static int in_key(const scan *sc)
 {
     int d = sc->depth - 1;
-    return d >= 0 && d < AST_CFG_MAX_DEPTH && sc->map[d] && sc->key[d];
+    return d >= AST_CFG_MAX_DEPTH || (d >= 0 && sc->map[d] && sc->key[d]);
 }
 
 static void set_key(scan *sc, int v)

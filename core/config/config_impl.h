@@ -43,7 +43,8 @@ void cfg_node_free(ast_cfg_node *n);
 ast_cfg_node *cfg_child(const ast_cfg_node *map, const char *key);
 /* YAML 1.1 null when unquoted: empty, ~ or null. */
 int cfg_text_is_null(const char *text);
-/* Parses one YAML document of any shape (empty text: an empty MAP) whose
+/* Parses one YAML document of any shape (empty text: an empty MAP, or null
+ * for a value at a non-empty `path`, as KEY= gives) whose
  * root will sit at key path `path` ("" for a whole config). `place` maps
  * positions back to an override's text; NULL: the text is the file. */
 ast_cfg_node *cfg_parse(const char *text, size_t len, const char *file, const char *path, const cfg_place *place,

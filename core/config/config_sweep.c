@@ -1,6 +1,7 @@
 /* Sweep overrides, Hydra's multirun syntax: KEY=a,b,c, KEY=range(...) and
  * KEY=choice(...) as the list of values `alphast-run sweep -m` and
  * alphast.grid cross (docs/config.md). */
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,21 +21,29 @@ static char *trimmed(const char *s, size_t n)
     return cfg_copy_n(b, n);
 }
 
-/* FN(...) at s: the text inside the parentheses, which must close at the
- * end; NULL if s is no such call. */
-static char *call_args(const char *s, const char *fn)
+/* Does s start a call of FN, "FN(" ? */
+static int calls(const char *s, const char *fn)
 {
-    s = skip_blanks(s);
     size_t n = strlen(fn);
-    if (strncmp(s, fn, n) || s[n] != '(') return NULL;
-    const char *open = s + n + 1, *close = strrchr(open, ')');
+    return !strncmp(s, fn, n) && s[n] == '(';
+}
+
+/* FN(...) at s: the text inside the parentheses, which must close at the
+ * end, and in *at its offset in s; NULL if s is no such call. */
+static char *call_args(const char *s, const char *fn, size_t *at)
+{
+    const char *start = skip_blanks(s);
+    if (!calls(start, fn)) return NULL;
+    const char *open = start + strlen(fn) + 1, *close = strrchr(open, ')');
     if (!close || *skip_blanks(close + 1)) return NULL;
+    *at = (size_t)(open - s);
     return cfg_copy_n(open, (size_t)(close - open));
 }
 
 int cfg_is_sweep(const char *value)
 {
-    char *r = call_args(value, "range"), *c = call_args(value, "choice");
+    size_t at;
+    char *r = call_args(value, "range", &at), *c = call_args(value, "choice", &at);
     int sweep = r || c || value[cfg_hydra_item(value)] == ',';
     free(r);
     free(c);
@@ -62,11 +71,20 @@ static int fail(ast_error *e, const where *w, const char *msg, const char *text)
     return -1;
 }
 
-/* The items of a,b,c (commas outside quotes and brackets), trimmed. */
-static int split(const char *list, ast_cfg_sweep *s, const where *w, ast_error *e)
+/* The items of a,b,c (commas outside quotes and brackets), trimmed; col:
+ * the list's column in the override. A sweep among them is refused, as
+ * Hydra refuses it: splitting choice(b,c) at its comma gave the values
+ * "choice(b" and "c)". */
+static int split(const char *list, int col, ast_cfg_sweep *s, const where *w, ast_error *e)
 {
     for (const char *p = list;;) {
         size_t len = cfg_hydra_item(p);
+        const char *item = skip_blanks(p);
+        if (calls(item, "choice") || calls(item, "range")) {
+            where at = {w->key, col + cfg_columns(list, (size_t)(item - list))};
+            return fail(e, &at, "a sweep inside a sweep ('%s'): sweeps do not nest; list every value in one sweep "
+                        "(KEY=a,b,c or KEY=choice(a,b,c))", item);
+        }
         add_value(s, trimmed(p, len));
         if (s->n > MAX_SWEEP_VALUES) return fail(e, w, "more than 100000 values in '%s'", list);
         if (!p[len]) break;
@@ -77,34 +95,64 @@ static int split(const char *list, ast_cfg_sweep *s, const where *w, ast_error *
     return 0;
 }
 
+/* An integer range's values, counted in integers (as doubles, 53 bits,
+ * range(9223372036854775000, ...) printed numbers the user never wrote);
+ * -1 when it has none or more than MAX_SWEEP_VALUES. Unsigned arithmetic:
+ * the span of two int64 values may not fit in one. */
+static int int_range(const int64_t a[3], ast_cfg_sweep *s)
+{
+    uint64_t span, step;
+    if (a[2] > 0 && a[1] > a[0])
+        span = (uint64_t)a[1] - (uint64_t)a[0], step = (uint64_t)a[2];
+    else if (a[2] < 0 && a[1] < a[0])
+        span = (uint64_t)a[0] - (uint64_t)a[1], step = 0 - (uint64_t)a[2];
+    else
+        return -1;
+    uint64_t count = span / step + (span % step != 0);
+    if (count > MAX_SWEEP_VALUES) return -1;
+    for (uint64_t i = 0; i < count; i++) {
+        uint64_t v = a[2] > 0 ? (uint64_t)a[0] + i * step : (uint64_t)a[0] - i * step;
+        char buf[32];
+        snprintf(buf, sizeof buf, "%" PRId64, (int64_t)v);
+        add_value(s, ast_xstrdup(buf));
+    }
+    return 0;
+}
+
+/* A range with a fractional bound or step: its values as doubles. */
+static int float_range(const double a[3], ast_cfg_sweep *s)
+{
+    double count = ceil((a[1] - a[0]) / a[2]);
+    if (!(count >= 1 && count <= MAX_SWEEP_VALUES)) return -1;
+    for (long i = 0; i < (long)count; i++) {
+        char buf[40];
+        snprintf(buf, sizeof buf, "%.15g", a[0] + (double)i * a[2]);
+        add_value(s, ast_xstrdup(buf));
+    }
+    return 0;
+}
+
 /* range(STOP), range(START, STOP) or range(START, STOP, STEP), STOP
  * excluded as in Python (and Hydra); integers unless a bound is not. */
-static int range_values(const char *args, ast_cfg_sweep *s, const where *w, ast_error *e)
+static int range_values(const char *args, int col, ast_cfg_sweep *s, const where *w, ast_error *e)
 {
     ast_cfg_sweep nums = {0};
-    double a[3] = {0, 0, 1};
-    int ints = 1, rc = split(args, &nums, w, e);
+    int64_t n[3] = {0, 0, 1};
+    double x[3] = {0, 0, 1};
+    int ints = 1, rc = split(args, col, &nums, w, e);
     if (rc == 0 && (nums.n > 3 || !*nums.values[0]))
         rc = fail(e, w, "range(%s) takes 1 to 3 numbers: range(STOP), range(START, STOP) or range(START, STOP, STEP)", args);
     for (int i = 0; rc == 0 && i < nums.n; i++) {
-        int64_t v;
-        if (ast_yaml_int(nums.values[i], &v) == 0)
-            a[i] = (double)v;
-        else if (ast_yaml_float(nums.values[i], &a[i]) == 0 && isfinite(a[i]))
+        if (ast_yaml_int(nums.values[i], &n[i]) == 0)
+            x[i] = (double)n[i];
+        else if (ast_yaml_float(nums.values[i], &x[i]) == 0 && isfinite(x[i]))
             ints = 0;
         else
             rc = fail(e, w, "range(): '%s' is not a number", nums.values[i]);
     }
-    if (nums.n == 1) a[1] = a[0], a[0] = 0;
-    double count = rc ? 0 : ceil((a[1] - a[0]) / a[2]);
-    if (rc == 0 && !(count >= 1 && count <= MAX_SWEEP_VALUES))
+    if (nums.n == 1) n[1] = n[0], n[0] = 0, x[1] = x[0], x[0] = 0;
+    if (rc == 0 && (ints ? int_range(n, s) : float_range(x, s)) < 0)
         rc = fail(e, w, "range(%s) gives no values or more than 100000; check START, STOP and STEP", args);
-    for (long i = 0; rc == 0 && i < (long)count; i++) {
-        char buf[40];
-        double v = a[0] + (double)i * a[2];
-        snprintf(buf, sizeof buf, ints ? "%.0f" : "%.15g", v);
-        add_value(s, ast_xstrdup(buf));
-    }
     ast_cfg_sweep_free(&nums);
     return rc;
 }
@@ -126,8 +174,10 @@ int ast_cfg_sweep_parse(const char *override, ast_cfg_sweep *out, ast_error *e)
         ast_cfg_sweep_free(out);
         return -1;
     }
-    char *range = call_args(eq + 1, "range"), *choice = call_args(eq + 1, "choice");
-    int rc = range ? range_values(range, out, &w, e) : split(choice ? choice : eq + 1, out, &w, e);
+    size_t at = 0;
+    char *range = call_args(eq + 1, "range", &at), *choice = range ? NULL : call_args(eq + 1, "choice", &at);
+    int col = w.col + cfg_columns(eq + 1, at);
+    int rc = range ? range_values(range, col, out, &w, e) : split(choice ? choice : eq + 1, col, out, &w, e);
     free(range);
     free(choice);
     if (rc < 0) ast_cfg_sweep_free(out);

@@ -328,9 +328,12 @@ static ast_cfg_node *parse_document(parser *ps)
 {
     yaml_event_t ev;
     if (skip_to(ps, YAML_DOCUMENT_START_EVENT, &ev) < 0) return NULL;
-    if (ev.type == YAML_STREAM_END_EVENT) { /* empty text: no keys */
+    if (ev.type == YAML_STREAM_END_EVENT) { /* empty text: a config without keys, or an override's null (KEY=) */
+        ast_cfg_node *n = cfg_node_new(*ps->base ? AST_CFG_NULL : AST_CFG_MAP, ps->file, 1, col_of(ps, &ev));
         yaml_event_delete(&ev);
-        return cfg_node_new(AST_CFG_MAP, ps->file, 1, 1);
+        free((char *)n->path);
+        n->path = ast_xstrdup(ps->base);
+        return n;
     }
     yaml_event_delete(&ev);
     if (next_event(ps, &ev, "") < 0) return NULL;
