@@ -501,6 +501,37 @@ static int resume_in(const char *dir, char *msg, size_t n)
     return rc;
 }
 
+/* Issue 25: a run whose checkpoint was deleted started over without a
+ * word, writing its metrics over the old run's. Resuming refuses, naming
+ * the checkpoint, what shows a run trained here and the fix. A log of an
+ * attempt killed before its first checkpoint ended is no such run. */
+Test(train, a_deleted_checkpoint_is_refused_not_trained_over, .timeout = 60)
+{
+    char *dir = train_tmp_dir("train"), ckpt[256], path[256];
+    int64_t n;
+    ast_train_result r;
+    free(train_in(dir, 2, &n, &r));
+    snprintf(ckpt, sizeof ckpt, "%s/checkpoint.safetensors", dir);
+    cr_assert_eq(remove(ckpt), 0);
+    char msg[1024];
+    cr_assert_eq(resume_in(dir, msg, sizeof msg), -1);
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    cr_assert(strstr(msg, ckpt) && strstr(msg, " is missing, but ") && strstr(msg, path) &&
+                  strstr(msg, "--fresh") && strstr(msg, "--out"),
+              "%s", msg);
+    cr_assert_eq(remove(path), 0);
+    cr_assert_eq(resume_in(dir, msg, sizeof msg), -1);
+    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    cr_assert(strstr(msg, path), "a log past the first epoch: %s", msg);
+    /* Cut after the first epoch line: an attempt killed before its checkpoint was saved. */
+    char *log = slurp(dir, "metrics.jsonl"), *first = strstr(log, "\"kind\":\"epoch\"");
+    cr_assert(first);
+    FILE *f = fopen(path, "w");
+    cr_assert(f && fwrite(log, 1, (size_t)(strchr(first, '\n') + 1 - log), f) > 0 && fclose(f) == 0);
+    free(log);
+    cr_assert_eq(resume_in(dir, msg, sizeof msg), 0, "%s", msg);
+}
+
 static long file_size(const char *dir, const char *name)
 {
     char path[256];

@@ -110,7 +110,10 @@ int ast_trainer_add_monitors(ast_trainer *t, const ast_cfg *cfg, ast_error *e);
 /* Continue from run_dir/checkpoint.safetensors if it exists (1), start
  * fresh if it does not (0), or fail (-1, e set) on an unusable one: every
  * metadata field is range-checked against the others, the config's model
- * and metrics.jsonl, and the error names the file and the field. */
+ * and metrics.jsonl, and the error names the file and the field. A missing
+ * checkpoint in a directory that a run trained in (summary.json, or
+ * metrics.jsonl past its first epoch) fails too, rather than start over
+ * on top of that run's metrics. */
 int ast_trainer_resume(ast_trainer *t, ast_error *e);
 
 /* Trains until the epochs, early stopping, the time limit or a signal

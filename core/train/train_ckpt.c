@@ -333,10 +333,44 @@ int ast_trainer_load(ast_trainer *t, const char *path, ast_error *e)
     return rc;
 }
 
+/* 1 when metrics.jsonl has a line after its first epoch line: the epoch's
+ * checkpoint is saved before the next line is logged, so such a log
+ * outlived a checkpoint. Lines up to the first epoch's end are an attempt
+ * killed before its first checkpoint, which a fresh start overwrites. */
+static int logged_past_a_checkpoint(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char *line = NULL;
+    size_t cap = 0;
+    int epochs = 0, past = 0;
+    while (f && !past && getline(&line, &cap, f) > 0) {
+        past = epochs > 0 && line[0] != '\n';
+        epochs += strstr(line, "\"kind\":\"epoch\"") != NULL;
+    }
+    free(line);
+    if (f) fclose(f);
+    return past;
+}
+
+/* No checkpoint, yet the directory holds what only a run that wrote one
+ * leaves (summary.json comes after the last checkpoint): starting over would
+ * overwrite its metrics without a word. -1 with e set then, else 0. */
+static int check_no_earlier_run(const ast_trainer *t, const char *ckpt, ast_error *e)
+{
+    char path[4096];
+    if (access(ast_trainer_file(t, "summary.json", path, sizeof path), F_OK) &&
+        !logged_past_a_checkpoint(ast_trainer_file(t, "metrics.jsonl", path, sizeof path)))
+        return 0;
+    ast_error_set(e, "%s is missing, but %s is from a run that trained here: starting over would overwrite its "
+                     "metrics; put the checkpoint back, start over with --fresh, or train into another --out",
+                  ckpt, path);
+    return -1;
+}
+
 int ast_trainer_resume(ast_trainer *t, ast_error *e)
 {
     char path[4096];
     ast_trainer_file(t, CKPT_FILE, path, sizeof path);
-    if (access(path, F_OK)) return 0;
+    if (access(path, F_OK)) return check_no_earlier_run(t, path, e);
     return ast_trainer_load(t, path, e) < 0 ? -1 : 1;
 }
