@@ -172,8 +172,11 @@ static int train(const char **v, const char **args, int n_args, ast_error *e)
                 ranks_note(&tc, rank_words, sizeof rank_words));
     ast_train_result r;
     if (ast_trainer_run(t, &r, e) < 0) goto done;
-    if (!strcmp(r.stop_reason, "signal")) { /* preempted, or Ctrl-C: the work is saved, evaluation waits for the end */
-        int sig = ast_dist_max(r.stop_signal); /* the ranks stopped together, perhaps for one's signal */
+    /* Preempted, or Ctrl-C, in the loop or after it (the last validation, the
+     * summary): the work is saved, evaluation waits for the end. A signal
+     * during the evaluation lets it finish: the run is then complete. */
+    if (!strcmp(r.stop_reason, "signal") || ast_dist_any(ast_train_stop_signal())) {
+        int sig = ast_dist_max(ast_train_stop_signal()); /* the ranks stop together, perhaps for one's signal */
         if (ast_dist_rank() == 0)
             fprintf(stderr, "alphast: %s: stopped by signal %d (%s) after step %lld, checkpoint written; run the "
                     "same command again to continue\n", dir, sig, strsignal(sig), (long long)r.steps);
@@ -217,7 +220,9 @@ int cmd_train(int argc, char **argv)
     if (rc != CLI_CONTINUE) return rc;
     ast_error e = {""};
     if (ast_dist_start(&e) < 0) return cli_fail(&e);
+    ast_train_stop_catch(); /* the whole command, not only the loop: train_stop.h */
     rc = train(v, args, n_args, &e);
+    ast_train_stop_release();
     if (rc < 0) {
         fail_on_rank(&e);
         return CLI_FAILED;

@@ -391,3 +391,41 @@ Test(mpi, a_failure_on_one_rank_ends_the_run)
     free(log);
     cr_assert_lt(time(NULL) - start, 120);
 }
+
+/* Issue 25: a signal reaching one rank after the training loop ended (the
+ * summary, the held-out evaluation) killed that rank by the signal, and
+ * with it the run. Now it is handled as in the loop: the ranks stop
+ * together before the evaluation (exit 75; run again, the run is
+ * evaluated), or, with the evaluation under way, let it finish. */
+Test(mpi, a_signal_after_the_loop_does_not_kill_a_rank)
+{
+    const char *args = "training.epochs=2 sampling.num_steps=20";
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cd %s && " MPI_ENV "exec " MPIRUN_CMD RUN " train -q --config run.yaml --out late %s "
+             ">late.log 2>&1", tmp, args);
+    pid_t mpirun = fork();
+    cr_assert_geq(mpirun, 0);
+    if (mpirun == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    struct timespec tick = {0, 5 * 1000 * 1000};
+    for (int i = 0; i < 24000 && access(in_tmp("late", "summary.json"), F_OK); i++) nanosleep(&tick, NULL);
+    pid_t ranks[8];
+    int n = children(mpirun, ranks, 8);
+    cr_assert_eq(n, 2, "mpirun has %d children:\n%s", n, test_slurp(log_of("late")));
+    cr_assert_eq(kill(ranks[1], SIGUSR1), 0);
+    int st;
+    cr_assert_eq(waitpid(mpirun, &st, 0), mpirun);
+    char *log = test_slurp(log_of("late"));
+    cr_assert(WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 75) && !strstr(log, "exited on signal"),
+              "status %d:\n%s", st, log);
+    if (WEXITSTATUS(st) == 75) {
+        cr_log_info("stopped before the evaluation");
+        cr_assert(strstr(log, "stopped by signal 10 (User defined signal 1)"), "%s", log);
+        cr_assert_eq(access(in_tmp("late", "eval.json"), F_OK), -1, "evaluated although stopped");
+        train_ok(MPIRUN, "late", args);
+    }
+    free(log);
+    cr_assert_eq(access(in_tmp("late", "eval.json"), F_OK), 0, "the run was never evaluated");
+}

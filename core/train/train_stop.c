@@ -13,7 +13,7 @@ static const int caught[] = {SIGUSR1, SIGTERM, SIGINT};
 #define N_CAUGHT (sizeof caught / sizeof caught[0])
 static struct sigaction saved[N_CAUGHT];
 static int replaced[N_CAUGHT];
-static int installed;
+static int installed; /* catches not yet released: the command's and the loop's nest */
 
 static void on_stop(int sig)
 {
@@ -22,7 +22,7 @@ static void on_stop(int sig)
 
 void ast_train_stop_catch(void)
 {
-    if (installed) return;
+    if (installed++) return;
     stop_signal = 0;
     for (size_t i = 0; i < N_CAUGHT; i++) {
         /* A signal ignored from the start stays ignored (nohup, `cmd &`). */
@@ -34,15 +34,13 @@ void ast_train_stop_catch(void)
         sigemptyset(&sa.sa_mask);
         sigaction(caught[i], &sa, NULL);
     }
-    installed = 1;
 }
 
 void ast_train_stop_release(void)
 {
-    if (!installed) return;
+    if (!installed || --installed) return;
     for (size_t i = 0; i < N_CAUGHT; i++)
         if (replaced[i]) sigaction(caught[i], &saved[i], NULL);
-    installed = 0;
 }
 
 int ast_train_stop_signal(void) { return stop_signal; }

@@ -16,9 +16,13 @@
 
 /* Installs the handlers of SIGUSR1, SIGTERM and SIGINT, which only record
  * the signal. A second SIGTERM or SIGINT is not caught: it ends the process
- * as before, for when a step takes too long. */
+ * as before, for when a step takes too long. Calls nest: `alphast-run
+ * train` catches for the whole command (over MPI a rank killed by a signal
+ * before or after the loop would end the run of every rank without a
+ * checkpoint), ast_trainer_run for its loop. */
 void ast_train_stop_catch(void);
-/* Puts back the dispositions ast_train_stop_catch replaced. */
+/* Puts back the dispositions ast_train_stop_catch replaced, at the
+ * release that matches the first catch. */
 void ast_train_stop_release(void);
 /* The first signal received since ast_train_stop_catch, or 0. */
 int ast_train_stop_signal(void);
