@@ -2,7 +2,8 @@
 # Builds and runs alphast's libFuzzer targets (tests/fuzz/README.md).
 #
 #   scripts/fuzz.sh [TARGET...]       every target, or those named (config, override,
-#                                     safetensors, csv, h5ad, sweep)
+#                                     safetensors, csv, h5ad, sweep, h5ad_write,
+#                                     sweep_values, schedule, ledger)
 #
 # The targets need clang and its sanitizer/fuzzer runtime (libclang-rt-14-dev), so
 # they build in a tree of their own, configured with CC=clang and instrumented
@@ -29,7 +30,7 @@
 #   FUZZ_CC        the compiler (default clang)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-all_targets=(config override safetensors csv h5ad sweep)
+all_targets=(config override safetensors csv h5ad sweep h5ad_write sweep_values schedule ledger)
 targets=("$@")
 ((${#targets[@]})) || targets=("${all_targets[@]}")
 for t in "${targets[@]}"; do

@@ -11,7 +11,7 @@ repro=${1:-$top/../shared/repro}
 out=$here/corpus
 cd "$top"
 rm -rf "$out"
-mkdir -p "$out"/{config,override,safetensors,csv,h5ad,sweep}
+mkdir -p "$out"/{config,override,safetensors,csv,h5ad,sweep,h5ad_write,sweep_values,schedule,ledger}
 
 # config: every YAML file of the tree, the reproducers' configs.
 for f in configs/*.yaml bench/configs/*.yaml tests/data/reference_config.yaml tests/data/model/*.yaml \
@@ -122,6 +122,70 @@ with open(os.path.join(top, 'data/starmap3d/loc.txt')) as f:
 matrix = ' '.join(rows[0][:6]) + '\n' + ''.join(' '.join(r) + '\n' for r in rows[1:])
 csv('starmap_genes_by_cells.txt', 2 | 16, matrix + '\0' + loc)
 csv('starmap_genes_by_cells.txt.gz', 2 | 4 | 16, matrix + '\0' + loc)
+
+# sweep_values: one sweep override per line (Hydra's multirun values).
+put('sweep_values', 'lists', 'attention=linear,gated\nffn=choice(dense, moe)\n~monitors\n'
+    'attention={name: gated, gate_type: headwise},linear\nmonitors=[grad_norm],[]\n'
+    "data.path='a,b.h5ad',\"c,d\"\n+logging.note=x, y ,z\n")
+put('sweep_values', 'ranges', 'training.epochs=range(1,4)\ntraining.learning_rate=range(0.001, 0.004, 0.001)\n'
+    'seed.value=range(3)\ntraining.batch_size=range(8, 0, -2)\n')
+put('sweep_values', 'errors', 'noequals\ntraining.epochs=range(a)\nx=1,,2\n=1\nx=range(1,2,3,4)\nx=range(0)\n')
+
+# schedule: tables as alphast-run sweep writes them, and damaged ones.
+table = {'alphast.schedule_table': '1', 'run': 'Gated-0123456789abcdef'}
+put('schedule', 'lr', st([('lr', 'F32', [4], f32(1e-3, 8e-4, 5e-4, 1e-4))], table))
+put('schedule', 'lr_and_named', st([('lr', 'F32', [3], f32(1e-3, 1e-3, 5e-4)),
+                                    ('moe.router_noise', 'F32', [3], f32(1, 0.5, 0)),
+                                    ('masking.ratio', 'F32', [3], f32(0.1, 0.2, 0.3))], table))
+# the most columns a table holds: one renamed from lr is one too many
+put('schedule', 'eight_named_and_lr', st([('lr', 'F32', [2], f32(1e-3, 1e-3))] +
+                                          [('k%d' % i, 'F32', [2], f32(0.1, 0.2)) for i in range(8)], table))
+put('schedule', 'named_only', st([('moe.load_balance_weight', 'F32', [2], f32(0.01, 0.02))], table))
+put('schedule', 'lengths_differ', st([('lr', 'F32', [2], f32(1, 2)), ('masking.ratio', 'F32', [3], f32(1, 2, 3))], table))
+put('schedule', 'negative', st([('lr', 'F32', [2], f32(1e-3, -1))], table))
+put('schedule', 'no_metadata', st([('lr', 'F32', [1], f32(1e-3))]))
+put('schedule', 'f64_column', st([('lr', 'F64', [2], struct.pack('<2d', 1e-3, 2e-3))], table))
+
+# ledger: ledger.jsonl as runners append it, a torn last line, lines to skip.
+def line(**kw):
+    return json.dumps(kw, separators=(',', ':')) + '\n'
+a = dict(run='Gated-8c1f0e2d9a3b4c5d', config_name='Gated', seed=1, hash='8c1f0e2d9a3b4c5d', dir='runs/Gated-8c1f0e2d9a3b4c5d')
+b = dict(run='Base-0123456789abcdef', config_name='Base', seed=2, hash='0123456789abcdef', dir='runs/Base-0123456789abcdef')
+put('ledger', 'sweep', line(time=1712345670.0, state='pending', **a) + line(time=1712345670.5, state='pending', **b) +
+    line(time=1712345671.0, state='running', pid=4242, host='node3', job='1234_5', start=1712345671.0, gpu='1', **a) +
+    line(time=1712345690.25, state='done', pid=4242, host='node3', job='1234_5', start=1712345671.0, end=1712345690.25,
+         exit=0, **a) +
+    line(time=1712345691.0, state='running', pid=4243, host='node3', **b) +
+    line(time=1712345699.0, state='pending', reason='preempted', signal=10, exit=75, **b))
+put('ledger', 'torn', line(time=1.0, state='running', pid=7, **a) + '{"time":2.0,"run":"Gated-8c1f0e2d9a3b4c5d","st')
+put('ledger', 'skipped', '\n' + line(time=1.0, state='finished', **a) + '{"run":5,"state":"done"}\n[1,2]\n' +
+    '{"run":"x","state":"failed","reason":"exit status 1","exit":1,"pid":1e300}\n')
+
+# h5ad_write: frames in the target's byte layout (fuzz_h5ad_write.c).
+def text(s):
+    s = s.encode()
+    return bytes([len(s)]) + s
+def frame(cells, genes, dims, obs, obsm=None, uns=None):
+    n, g = len(cells), len(genes)
+    out = bytes([(n - 1) + 8 * (g - 1)]) + b''.join(map(text, genes)) + b''.join(map(text, cells))
+    out += bytes((3 * i + k) % 64 for i in range(n) for k in range(g))
+    out += bytes([(dims - 2) | (2 if obsm else 0) | (8 if uns else 0) | len(obs) << 4])
+    out += bytes((7 * i + 3) % 256 for i in range(3 * n))
+    if obsm:
+        out += text(obsm)
+    if uns:
+        out += text(uns[0]) + text(uns[1])
+    for name, kind, cats, values in obs:
+        out += text(name) + bytes([kind, len(cats) - 1]) + b''.join(map(text, cats)) + bytes(values)
+    return out
+cells = ['c%d' % i for i in range(4)]
+put('h5ad_write', 'plain_2d', frame(cells, ['Gja1', 'Vip', 'Sst'], 2, []))
+put('h5ad_write', 'as_sample_writes', frame(cells, ['Gja1', 'Vip'], 3,
+    [('region', 2, ['cortex', 'striatum'], [1, 2, 0, 1]), ('area', 1, ['-'], [4, 255, 8, 1]),
+     ('cell', 0, ['-'], [0, 1, 2, 3]), ('set', 0, ['-'], [0, 0, 1, 1])],
+    obsm='spatial_true', uns=('version', '0.1.0')))
+put('h5ad_write', 'odd_names', frame(['\u00e9', '', 'a b', 'x\ty'], ['G\u00fcn', 'A,B'], 2,
+    [('slice', 2, ['s 1', '\u00fc', ''], [1, 2, 3, 0])]))
 if os.path.isdir(repro):
     for name in ('c10_negative_counts_nan.csv', 'c15_dup_x_col.csv'):
         csv('repro_' + name, 0, open(os.path.join(repro, 'csv', name), 'rb').read())
