@@ -422,6 +422,32 @@ Test(sweep, a_command_line_grid_is_the_lua_grid_of_its_overrides)
                             "has no loggers: every metric goes to the run's metrics.jsonl; leave logging.logger out");
 }
 
+/* -m's seed= values are the sweep's seeds, as in a script: each config runs
+ * once per seed (the report pools them), not each seed a config of its own. */
+Test(sweep, a_command_line_grid_s_seeds_are_seeds_of_each_config)
+{
+    static const char *const axes[] = {"attention=linear,gated", "seed=range(1,3)"};
+    ast_error e = {""};
+    ast_sweep *m = grid(axes, 2, &e), *lua = load(SCRIPTS "multirun_seeds.lua");
+    cr_assert(m, "%s", e.msg);
+    cr_assert_eq(m->n_runs, 4);
+    cr_assert_eq(m->n_runs, lua->n_runs);
+    for (int i = 0; i < m->n_runs; i++) {
+        cr_assert_str_eq(m->runs[i].id, lua->runs[i].id);
+        cr_assert_str_eq(m->runs[i].config_name, i < 2 ? "attention=linear" : "attention=gated");
+        cr_assert_eq(m->runs[i].seed, i % 2 + 1);
+    }
+    ast_sweep_free(m);
+    ast_sweep_free(lua);
+    static const char *const bad[] = {"seed.value=1,x"};
+    cr_assert_null(grid(bad, 1, &e));
+    cr_assert_str_eq(e.msg, "seed.value=1,x: 'x' is not an integer seed; give integers, e.g. seed=1,2,3 or "
+                            "seed=range(1,4)");
+    static const char *const twice[] = {"seed=1,2", "seed.value=3"};
+    cr_assert_null(grid(twice, 2, &e));
+    cr_assert_str_eq(e.msg, "seed.value=3: the seeds are given twice; give them once, e.g. seed=range(1,4)");
+}
+
 Test(sweep, multirun_runs_the_grid_and_cfg_prints_each_run_s_config, .timeout = 60)
 {
     ast_sweep *lua = load(SCRIPTS "multirun.lua");

@@ -19,4 +19,4 @@ EXTRA_DIST += docs/sweeps.md tests/data/sweeps/tiny.yaml tests/data/sweeps/ablat
 	tests/data/sweeps/endless_loop.lua tests/data/sweeps/endless_pcall_loop.lua tests/data/sweeps/endless_schedule.lua \
 	tests/data/sweeps/name_dotdot.lua tests/data/sweeps/count_evals.lua tests/data/sweeps/bad_utf8_key.lua \
 	tests/data/sweeps/pattern_bomb.lua tests/data/sweeps/pure_library.lua tests/data/sweeps/helpers/util.lua \
-	tests/data/sweeps/hydra.lua tests/data/sweeps/multirun.lua
+	tests/data/sweeps/hydra.lua tests/data/sweeps/multirun.lua tests/data/sweeps/multirun_seeds.lua

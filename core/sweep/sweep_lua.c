@@ -340,15 +340,72 @@ ast_sweep *ast_sweep_load_limited(const char *script, const ast_sweep_limits *li
     return s;
 }
 
+/* Is the override seed=... or seed.value=... (+ prefixes aside)? */
+static int is_seed_override(const char *s)
+{
+    s += strspn(s, "+");
+    size_t n = strcspn(s, "=");
+    return s[n] == '=' && ((n == 4 && !strncmp(s, "seed", 4)) || (n == 10 && !strncmp(s, "seed.value", 10)));
+}
+
+/* Pushes the seeds of a seed override as sweep{seeds = ...} takes them;
+ * raises unless every value is an integer. */
+static void push_seed_values(lua_State *L, const char *override)
+{
+    ast_cfg_sweep sw;
+    ast_error e = {""};
+    if (ast_cfg_sweep_parse(override, &sw, &e) < 0) luaL_error(L, "%s", e.msg);
+    lua_createtable(L, sw.n, 0);
+    for (int k = 0; k < sw.n; k++) {
+        char *end;
+        errno = 0;
+        long long seed = strtoll(sw.values[k], &end, 10);
+        if (end == sw.values[k] || *end || errno) {
+            lua_pushfstring(L, "%s: '%s' is not an integer seed; give integers, e.g. seed=1,2,3 or seed=range(1,4)",
+                            override, sw.values[k]);
+            ast_cfg_sweep_free(&sw);
+            lua_error(L);
+        }
+        lua_pushinteger(L, (lua_Integer)seed);
+        lua_rawseti(L, -2, k + 1);
+    }
+    ast_cfg_sweep_free(&sw);
+}
+
+/* Splits the overrides array at idx into the grid's overrides (pushed
+ * first) and its seeds (pushed next, nil without a seed override): -m's
+ * seeds are seeds, as in a script, so the report pools each config's
+ * seeds instead of comparing one seed with another. */
+static void split_seeds(lua_State *L, int idx)
+{
+    lua_newtable(L);
+    lua_pushnil(L);
+    int grid = lua_gettop(L) - 1, seeds = grid + 1;
+    for (lua_Integer i = 1; i <= (lua_Integer)lua_rawlen(L, idx); i++) {
+        const char *s = (lua_rawgeti(L, idx, i), lua_tostring(L, -1));
+        if (!is_seed_override(s)) {
+            lua_rawseti(L, grid, (lua_Integer)lua_rawlen(L, grid) + 1);
+            continue;
+        }
+        if (!lua_isnil(L, seeds)) luaL_error(L, "%s: the seeds are given twice; give them once, e.g. seed=range(1,4)", s);
+        push_seed_values(L, s);
+        lua_replace(L, seeds);
+        lua_pop(L, 1);
+    }
+}
+
 /* grid_main(config, {overrides...}): the script ast_sweep_grid stands for. */
 static int grid_main(lua_State *L)
 {
+    split_seeds(L, 2);
     lua_pushcfunction(L, sweep_grid);
-    lua_pushvalue(L, 2);
+    lua_pushvalue(L, 3);
     lua_call(L, 1, 1);
-    lua_createtable(L, 0, 2);
+    lua_createtable(L, 0, 3);
     lua_insert(L, -2);
     lua_setfield(L, -2, "configs");
+    lua_pushvalue(L, 4);
+    lua_setfield(L, -2, "seeds");
     lua_pushvalue(L, 1);
     lua_setfield(L, -2, "base");
     lua_pushcfunction(L, sweep_declare);
