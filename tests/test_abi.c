@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "plugin/loader.h"
+#include "test_files.h"
 
 #define FIXTURES ALPHAST_BUILD_DIR "/tests/plugins"
 
@@ -98,4 +99,23 @@ Test(abi, the_host_table_reads_and_writes_tensor_data)
     const float want[6] = {0.0f, 0.0f, 1.5f, -2.0f, 0.25f, 0.0f};
     cr_assert_arr_eq(out, want, sizeof want);
     ast_ctx_free(c);
+}
+
+/* The README states the ABI plugin.h defines: "ABI (M.m)" and "(ABI M.m)"
+ * said 2.3 after 2.4 had appended rng_key and stats_wanted. */
+Test(abi, the_readme_states_the_current_abi)
+{
+    char *text = test_read_file(ALPHAST_SOURCE_DIR "/README.md");
+    static const char *const marks[] = {"ABI (", "(ABI "};
+    int seen = 0;
+    for (int m = 0; m < 2; m++)
+        for (const char *at = strstr(text, marks[m]); at; at = strstr(at + 1, marks[m])) {
+            unsigned major, minor;
+            cr_assert_eq(sscanf(at + strlen(marks[m]), "%u.%u", &major, &minor), 2, "%.40s", at);
+            cr_assert(major == AST_ABI_MAJOR && minor == AST_ABI_MINOR, "README.md says %.40s; plugin.h defines %d.%d",
+                      at, AST_ABI_MAJOR, AST_ABI_MINOR);
+            seen++;
+        }
+    cr_assert_geq(seen, 2);
+    free(text);
 }

@@ -53,7 +53,7 @@ tests_test_plugin_faults_LDADD = $(TEST_LIBS)
 EXTRA_DIST += tests/data/faults/tiny.yaml
 
 check_PROGRAMS += tests/test_abi
-tests_test_abi_SOURCES = tests/test_abi.c
+tests_test_abi_SOURCES = tests/test_abi.c tests/test_files.c tests/test_files.h
 tests_test_abi_CFLAGS = $(TEST_CC)
 tests_test_abi_LDADD = $(TEST_LIBS)
 
