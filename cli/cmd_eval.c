@@ -29,6 +29,8 @@ static const cli_spec spec = {
              "cells, and reports sample diversity and the score by step count. Cells, sets and\n"
              "noise come from evaluation.seed. KEY=VALUE overrides sampling.* and evaluation.*\n"
              "keys (evaluation.max_set_size=256, sampling.return=z0). See docs/evaluation.md.\n"
+             "The dataset is the one the run trained on: config.yaml's data.path (the config's,\n"
+             "or train's --data FILE, written there as an absolute path).\n"
              "--device cuda samples on a GPU (docs/gpu.md).",
     .options = options,
     .n_options = N_OPTS,

@@ -38,6 +38,8 @@ static const cli_spec spec = {
              "and obs columns the data's (joined by cell), then obs cell (row in the data) and\n"
              "set, obsm/spatial = positions (generated or given), obsm/spatial_true, and\n"
              "uns/alphast = config, checkpoint, version and command.\n"
+             "The dataset is the one the run trained on: config.yaml's data.path (the config's,\n"
+             "or train's --data FILE, written there as an absolute path).\n"
              "--device cuda samples on a GPU (docs/gpu.md).",
     .options = options,
     .n_options = N_OPTS,

@@ -84,6 +84,21 @@ Test(cli, every_command_has_help)
     assert_has(r->out, "-k, --kind KIND");
 }
 
+/* --data is train's; eval and sample, which read the dataset again, say
+ * which one: the run's, as train's --data or the config gave it. */
+Test(cli, every_command_reading_the_dataset_says_where_it_comes_from)
+{
+    run_result *r = run("train --help");
+    cr_assert_eq(r->status, 0);
+    assert_has(r->out, "-d, --data FILE");
+    static const char *const readers[] = {"eval --help", "sample --help"};
+    for (int i = 0; i < 2; i++) {
+        r = run(readers[i]);
+        cr_assert_eq(r->status, 0);
+        assert_has(r->out, "config.yaml's data.path (the config's,\nor train's --data FILE");
+    }
+}
+
 Test(cli, version_names_the_abi)
 {
     char want[128];
