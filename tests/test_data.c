@@ -341,6 +341,32 @@ Test(data, csv_cells_by_genes_with_ids)
     ast_dataset_free(&d);
 }
 
+/* Quoted fields as RFC 4180 writes them (pandas, R, spreadsheets): the
+ * separator inside quotes is text and "" is a quote. "a,b" was split in two
+ * (a field count error), and "" stayed doubled. */
+Test(data, csv_quoted_fields_hold_separators_and_quotes)
+{
+    make_tmpdir();
+    write_text(tmp_path("quoted.csv"), "cell,\"Gad1,a\",x,y,\"Sst \"\"b\"\"\"\n\"c1,left\",1,0.5,2,4\n"
+                                       "\"c2 \"\"x\"\"\",0,\"1.5\",3,5\n");
+    ast_data_opts o;
+    ast_data_opts_default(&o);
+    ast_dataset d = read_ok(tmp_path("quoted.csv"), &o);
+    cr_assert_eq(d.n_cells, 2);
+    cr_assert_eq(d.n_genes, 2);
+    cr_assert_str_eq(d.genes[0], "Gad1,a");
+    cr_assert_str_eq(d.genes[1], "Sst \"b\"");
+    cr_assert_str_eq(d.cell_names[0], "c1,left");
+    cr_assert_str_eq(d.cell_names[1], "c2 \"x\"");
+    cr_assert_eq(d.pos[3], 1.5f);
+    ast_dataset_free(&d);
+    write_text(tmp_path("open.csv"), "cell,x,y,Gad1\n\"c1,1,2,3\n");
+    expect_error(tmp_path("open.csv"), &o, "open.csv:2: column 1: a quoted field is not closed; end it with \" on the "
+                                           "same line");
+    write_text(tmp_path("after.tsv"), "cell\tx\ty\tGad1\n\"c1\"a\t1\t2\t3\n");
+    expect_error(tmp_path("after.tsv"), &o, "after.tsv:2: column 1: text after the closing quote");
+}
+
 /* ---- malformed CSV (issue 11 item 7; tests/data/csv_bad from its reproducers) ---- */
 
 #define CSV_BAD ALPHAST_SOURCE_DIR "/tests/data/csv_bad/"

@@ -82,10 +82,36 @@ static char *next_line(reader *r)
     return r->buf;
 }
 
-/* Splits s in place into fields, stripping surrounding quotes; returns
- * the count. With a real separator, empty fields count ("a,,b" has 3). */
-static int split(char *s, char sep, char ***fields, int *cap)
+static int is_sep(char sep, char c) { return sep == ' ' ? isspace((unsigned char)c) : c == sep; }
+
+/* The quoted field at p, unquoted in place as RFC 4180 reads it: the
+ * separator inside quotes is text ("a,b") and "" is one quote. Sets
+ * *after past the closing quote; returns the end of the field's text, or
+ * NULL when the quote never closes (a field does not span lines). */
+static char *unquote(char *p, char **after)
 {
+    char *w = p;
+    for (p++; *p != '"' || p[1] == '"'; p++) {
+        if (!*p) return NULL;
+        if (*p == '"') p++;
+        *w++ = *p;
+    }
+    *after = p + 1;
+    return w;
+}
+
+static int split_failed(const reader *r, int field, const char *why)
+{
+    ast_error_set(r->e, "%s:%ld: column %d: %s", r->path, r->line, field + 1, why);
+    return -1;
+}
+
+/* Splits s in place into fields at r->sep, unquoting quoted ones; returns
+ * the count, or -1 with r->e set for a quote left open or text after a
+ * closing quote. With a real separator, empty fields count ("a,,b" has 3). */
+static int split(const reader *r, char *s, char ***fields, int *cap)
+{
+    char sep = r->sep;
     int n = 0;
     char *p = s;
     if (sep == ' ')
@@ -93,19 +119,23 @@ static int split(char *s, char sep, char ***fields, int *cap)
     for (;;) {
         if (sep == ' ' && !*p) break;
         if (n == *cap) *fields = ast_xrealloc(*fields, (size_t)(*cap = *cap ? *cap * 2 : 64) * sizeof **fields);
-        char *start = p;
-        while (*p && (sep == ' ' ? !isspace((unsigned char)*p) : *p != sep)) p++;
-        char *end = p;
+        char *start = p, *end;
+        if (*p == '"') {
+            if (!(end = unquote(p, &p)))
+                return split_failed(r, n, "a quoted field is not closed; end it with \" on the same line");
+            if (*p && !is_sep(sep, *p))
+                return split_failed(r, n, "text after the closing quote; quote the whole field and write a quote "
+                                          "inside it as \"\"");
+        } else {
+            while (*p && !is_sep(sep, *p)) p++;
+            end = p;
+        }
         int more = *p != 0;
         if (sep == ' ')
             while (isspace((unsigned char)*p)) *p++ = 0;
         else if (more)
             *p++ = 0;
         *end = 0;
-        if (*start == '"' && end > start + 1 && end[-1] == '"') {
-            start++;
-            end[-1] = 0;
-        }
         (*fields)[n++] = start;
         if (sep != ' ' && !more) break;
     }
@@ -307,7 +337,10 @@ static int read_cells_by_genes(reader *r, ast_dataset *d, ast_error *e)
     }
     r->sep = detect_sep(line);
     table tb = {.coord_col = {-1, -1, -1}};
-    tb.nh = split(line, r->sep, &f, &cap);
+    if ((tb.nh = split(r, line, &f, &cap)) < 0) {
+        free(f);
+        return 0;
+    }
     tb.header = ast_xcalloc((size_t)tb.nh + 1, sizeof *tb.header);
     tb.genes = ast_xcalloc((size_t)tb.nh + 1, sizeof *tb.genes);
     tb.gene_col = ast_xcalloc((size_t)tb.nh + 1, sizeof *tb.gene_col);
@@ -318,7 +351,8 @@ static int read_cells_by_genes(reader *r, ast_dataset *d, ast_error *e)
     if (find_coords(r, &tb, e) < 0) goto done;
     while ((line = next_line(r))) {
         if (!*line) continue;
-        int n = split(line, r->sep, &f, &cap);
+        int n = split(r, line, &f, &cap);
+        if (n < 0) goto done;
         if (n != tb.nh) {
             ast_error_set(e, "%s:%ld: %d fields, but the header has %d", r->path, r->line, n, tb.nh);
             goto done;
@@ -351,11 +385,12 @@ static int read_genes_by_cells(reader *r, ast_dataset *d, ast_error *e)
         return 0;
     }
     r->sep = detect_sep(line);
-    int64_t cells = split(line, r->sep, &f, &cap), n_names = 0;
+    int64_t cells = split(r, line, &f, &cap), n_names = 0;
     ast_csr_builder t = {{0}, 0, 0, 0}; /* genes x cells: X by column */
     float *x = ast_xmalloc((size_t)(cells > 0 ? cells : 1) * sizeof *x);
     char **genes = NULL, **names = NULL;
     int ng = 0;
+    if (cells < 0) goto fail;
     if (cells < 1 || (cells == 1 && !*f[0])) {
         ast_error_set(e, "%s:1: line 1 names no cells; the genes x cells layout starts with a line of cell ids",
                       r->path);
@@ -364,7 +399,8 @@ static int read_genes_by_cells(reader *r, ast_dataset *d, ast_error *e)
     for (int64_t c = 0; c < cells; c++) push_name(&names, &n_names, f[c]);
     while ((line = next_line(r))) {
         if (!*line) continue;
-        int n = split(line, r->sep, &f, &cap);
+        int n = split(r, line, &f, &cap);
+        if (n < 0) goto fail;
         if (n != cells + 1) {
             ast_error_set(e, "%s:%ld: gene row has %d counts, but line 1 names %lld cells", r->path, r->line, n - 1,
                           (long long)cells);
@@ -404,8 +440,10 @@ static int read_coords_file(const char *path, ast_dataset *d, ast_error *e)
     while (ok && (line = next_line(&r))) {
         if (!*line) continue;
         if (!r.sep) r.sep = detect_sep(line);
-        int n = split(line, r.sep, &f, &cap);
-        if (i >= d->n_cells) {
+        int n = split(&r, line, &f, &cap);
+        if (n < 0) {
+            ok = 0;
+        } else if (i >= d->n_cells) {
             ast_error_set(e, "%s:%ld: more coordinate rows than the %lld cells of the expression file", path, r.line,
                           (long long)d->n_cells);
             ok = 0;
