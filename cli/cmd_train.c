@@ -41,7 +41,7 @@ static const cli_spec spec = {
              "The run directory gets config.yaml, metrics.jsonl, checkpoint.safetensors,\n"
              "best.safetensors and summary.json; running again resumes from the checkpoint.\n"
              "Afterwards the best weights are evaluated on the held-out test cells next to the\n"
-             "baselines (eval.json; see alphast-run eval).\n"
+             "baselines (eval.json; see alphast-run eval), unless evaluation.after_train=false.\n"
              "Started by mpirun -np R (or srun) in a build configured --with-mpi, R processes\n"
              "train the one run together, each on its share of every batch (docs/cluster.md).\n"
              "--device cuda (or device: cuda) trains on a GPU (docs/gpu.md).",
@@ -97,13 +97,16 @@ static void print_summary(const char *dir, const ast_train_result *r, const ast_
 
 /* The held-out evaluation of the weights with the best validation loss,
  * which are restored first (the last epoch's may be worse), into
- * DIR/eval.json. Skipped without a test split. */
+ * DIR/eval.json. Skipped without a test split, or when the config says so. */
 static int evaluate(const ast_cfg *cfg, ast_model *m, const ast_dataset *d, const ast_split sp[3], const char *dir,
                     ast_error *e)
 {
     char json[4096 + 16]; /* dir is at most 4095 bytes */
-    if (sp[AST_SPLIT_TEST].n < 1) {
-        if (ast_dist_rank() == 0) printf("  no test split (data.split_ratio.test is 0): evaluation skipped\n");
+    const char *skip = !ast_cfg_bool(cfg, "evaluation.after_train") ? "evaluation.after_train is false"
+                       : sp[AST_SPLIT_TEST].n < 1                    ? "no test split (data.split_ratio.test is 0)"
+                                                                     : NULL;
+    if (skip) {
+        if (ast_dist_rank() == 0) printf("  %s: evaluation skipped (alphast-run eval %s runs it)\n", skip, dir);
         return 0;
     }
     snprintf(json, sizeof json, "%s/eval.json", dir);

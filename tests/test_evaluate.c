@@ -417,6 +417,14 @@ Test(evaluate, train_eval_and_sample_commands, .timeout = 120)
     snprintf(args, sizeof args, "%s/run/eval.json", dir);
     cr_assert(count_lines(args) > 10, "train writes eval.json");
 
+    /* evaluation.after_train=false: training ends without the evaluation, and says so */
+    snprintf(args, sizeof args, "train -q --config %s --out %s/noeval training.epochs=1 evaluation.after_train=false",
+             cfg, dir);
+    cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
+    cr_assert(strstr(out, "evaluation.after_train is false: evaluation skipped") && !strstr(out, "knn_k5"), "%s", out);
+    snprintf(args, sizeof args, "%s/noeval/eval.json", dir);
+    cr_assert_neq(access(args, F_OK), 0, "no eval.json without the evaluation");
+
     /* ALPHAST_PROFILE=1: the command ends with the per-op table of its steps */
     setenv("ALPHAST_PROFILE", "1", 1);
     snprintf(args, sizeof args, "train -q --config %s --out %s/profiled training.epochs=1 evaluation.sets=2", cfg, dir);

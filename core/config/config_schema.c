@@ -190,6 +190,7 @@ static const cfg_key schema[] = {
     INT("evaluation.max_set_size", "1024", CFG_POSITIVE),
     INT("evaluation.seed", "0", CFG_FREE),                   /* alphast: eval cells, sets and noise; not seed.value */
     INT("evaluation.noise_seeds", "2", CFG_POSITIVE),        /* alphast: samples per set for the diversity score */
+    BOOL("evaluation.after_train", "true"),                  /* alphast: train ends with the held-out evaluation */
 };
 
 #define N_KEYS ((int)(sizeof schema / sizeof schema[0]))
