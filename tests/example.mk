@@ -13,5 +13,5 @@ tests_test_example_plugin_CPPFLAGS = $(AM_CPPFLAGS) -DAST_TEST_CC='"$(CC)"' -DAS
 # libalphast-plugintest: built with the sanitizers when that library is.
 tests_test_example_plugin_CPPFLAGS += -DAST_TEST_SANITIZER_FLAGS='"$(SANITIZER_FLAGS)"'
 EXTRA_DIST += examples/attn_distbias/test_distbias.c
-tests_test_example_plugin_CFLAGS = $(TEST_CC)
+tests_test_example_plugin_CFLAGS = $(TEST_CC) $(CJSON_CFLAGS)
 tests_test_example_plugin_LDADD = $(TEST_LIBS) $(LTDL_LIBS)

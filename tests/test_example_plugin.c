@@ -15,6 +15,7 @@
 #include "model/model.h"
 #include "plugin/loader.h"
 #include "engine/sink.h"
+#include "train/metrics_jsonl.h"
 #include "train/train.h"
 #include "distbias_reference.h"
 #include "plugin_fixture.h"
@@ -361,7 +362,7 @@ Test(example, monitor_writes_the_mean_and_warns_once_on_collapse)
     char *text = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&text, &len);
-    ast_sink *sink = ast_sink_new(out, "distbias");
+    ast_sink *sink = ast_sink_new(out, ast_metrics_write_monitor, "distbias");
     const float heads[2] = {0.25f, 1.75f};
     ast_stat stat = {"distbias.attended_distance", 1, 2, heads};
     for (int step = 1; step <= 4; step++) {

@@ -22,6 +22,7 @@
 #include "model/model.h"
 #include "plugin/loader.h"
 #include "engine/sink.h"
+#include "train/metrics_jsonl.h"
 #include "train/train.h"
 #include "model_fixture.h"
 #include "test_files.h"
@@ -63,7 +64,7 @@ static void rig_open(rig *r, const char *name, const char *const *opts, int n_op
     r->self = r->d->create(&(ast_create_args){.host = ast_host_table(), .opts = v}, err, sizeof err);
     cr_assert_not_null(r->self, "%s", err);
     r->out = open_memstream(&r->text, &r->len);
-    r->sink = ast_sink_new(r->out, name);
+    r->sink = ast_sink_new(r->out, ast_metrics_write_monitor, name);
 }
 
 static void rig_close(rig *r)
@@ -144,6 +145,36 @@ static double value_of(const char *text, const char *monitor, const char *metric
         cr_expect(fabs(got_ - (want)) <= TOL, "%s at step %d layer %d: %.9g, want %.9g", metric, step, \
                   layer, got_, (double)(want));                                                         \
     } while (0)
+
+/* ---- metrics.jsonl lines ------------------------------------------------ */
+
+static int is_train_line(const cJSON *j, void *ud)
+{
+    const cJSON *v = cJSON_GetObjectItem(j, ud);
+    return cJSON_IsNumber(v) && v->valuedouble == 0.25;
+}
+
+/* A name with a quote (a plugin's metric, a schedule's value) was printed
+ * as it was, and the line, then the file, was no JSON: cJSON escapes it. */
+Test(metrics_jsonl, names_with_quotes_and_backslashes_stay_json)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    ast_sink *sink = ast_sink_new(out, ast_metrics_write_monitor, "mon\"itor");
+    ast_sink_set_step(sink, 3, 1);
+    ast_sink_emit(sink, "a\"b\\c", 2, 0.5);
+    cJSON *line = ast_metrics_line("train", 4, 1);
+    ast_metrics_add(line, "sched\"uled", "%.6g", 0.25);
+    ast_metrics_add(line, "loss", "%.9g", NAN);
+    ast_metrics_write(out, line);
+    ast_sink_free(sink);
+    fclose(out);
+    cr_assert_float_eq(value_of(text, "mon\"itor", "a\"b\\c", 3, 2), 0.5, TOL);
+    cr_assert_eq(each_record(text, is_train_line, "sched\"uled"), 1, "%s", text);
+    cr_assert(strstr(text, "\"loss\":null}"), "a loss that is not finite is null: %s", text);
+    free(text);
+}
 
 /* ---- expert_load -------------------------------------------------------- */
 

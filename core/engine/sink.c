@@ -1,7 +1,6 @@
-/* Monitor output: one JSON object per metric value (kind "monitor", the
- * wall-clock time, step, epoch, monitor, metric, layer, value), and each
- * warning printed once per run when it first fires. */
-#include <math.h>
+/* Monitor output: each metric value to the writer of the file it goes to
+ * (a run's metrics.jsonl), and each warning printed once per run when it
+ * first fires. */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 
 struct ast_sink {
     FILE *out;
+    ast_sink_write_fn write;
     char *tag;
     long long step;
     int epoch;
@@ -18,10 +18,11 @@ struct ast_sink {
     int n_warned;
 };
 
-ast_sink *ast_sink_new(FILE *out, const char *tag)
+ast_sink *ast_sink_new(FILE *out, ast_sink_write_fn write, const char *tag)
 {
     ast_sink *s = ast_xcalloc(1, sizeof *s);
     s->out = out;
+    s->write = write;
     s->tag = ast_xstrdup(tag ? tag : "");
     return s;
 }
@@ -43,16 +44,7 @@ void ast_sink_set_step(ast_sink *s, long long step, int epoch)
 
 void ast_sink_emit(ast_sink *s, const char *name, int layer, double value)
 {
-    if (!s->out) return;
-    /* kind and time as on the training loop's lines: one table in pandas */
-    fprintf(s->out,
-            "{\"kind\":\"monitor\",\"time\":%.3f,\"step\":%lld,\"epoch\":%d,\"monitor\":\"%s\",\"metric\":\"%s\","
-            "\"layer\":%d,\"value\":",
-            ast_wall_clock(), s->step, s->epoch, s->tag, name, layer);
-    if (isfinite(value))
-        fprintf(s->out, "%.9g}\n", value);
-    else
-        fprintf(s->out, "null}\n");
+    if (s->out) s->write(s->out, s->tag, s->step, s->epoch, name, layer, value);
 }
 
 void ast_sink_warn_once(ast_sink *s, const char *key, const char *fmt, ...)

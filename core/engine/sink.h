@@ -7,9 +7,15 @@
 
 #include "alphast/plugin.h"
 
-/* Lines are appended to `out` (may be NULL: warnings only); `tag` prefixes
- * each record (e.g. the monitor's name). */
-ast_sink *ast_sink_new(FILE *out, const char *tag);
+/* Writes one value of monitor `tag` to out, in the format of the file out
+ * is: the trainer's ast_metrics_write_monitor, a line of metrics.jsonl
+ * that cJSON writes (the engine links no cJSON, so the file's owner does). */
+typedef void (*ast_sink_write_fn)(FILE *out, const char *tag, long long step, int epoch, const char *metric, int layer,
+                                  double value);
+
+/* Values go to `out` through `write` (out may be NULL: warnings only);
+ * `tag` names each record's source (the monitor's name). */
+ast_sink *ast_sink_new(FILE *out, ast_sink_write_fn write, const char *tag);
 void ast_sink_free(ast_sink *s);
 void ast_sink_set_step(ast_sink *s, long long step, int epoch);
 void ast_sink_emit(ast_sink *s, const char *name, int layer, double value);

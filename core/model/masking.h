@@ -129,14 +129,18 @@ void ast_masking_inputs(ast_masking *mk, ast_ctx *c, ast_tensor **expr, ast_tens
 ast_tensor *ast_masking_loss(ast_masking *mk, ast_ctx *c, const ast_model_out *pred, ast_tensor *clean_expr,
                              ast_tensor *clean_pos, ast_tensor *input_expr, ast_tensor *input_pos);
 
-/* Appends this step's members to a JSON object being written to f —
- * ,"masked_expr_reconstruction":R,"masked_pos_reconstruction":R,"masking_applied":A
- * — as means over the batches drawn since the last call (0 for unmasked
- * ones; A is the share of masked batches), then starts counting afresh.
- * Nothing when mk is NULL. */
-void ast_masking_write_metrics(ast_masking *mk, FILE *f);
+/* A step's masking figures for metrics.jsonl (masked_expr_reconstruction,
+ * masked_pos_reconstruction, masking_applied): means over the batches
+ * drawn since the last ast_masking_take_metrics (R is 0 for unmasked ones;
+ * applied is the share of masked batches). */
+typedef struct ast_masking_metrics {
+    double expr_reconstruction, pos_reconstruction, applied;
+} ast_masking_metrics;
+/* Fills out with this step's figures, then starts counting afresh; 0
+ * (out untouched) when mk is NULL, else 1. */
+int ast_masking_take_metrics(ast_masking *mk, ast_masking_metrics *out);
 /* Adds the last ast_masking_loss's R values to the metrics' sums (also done
- * by ast_masking_write_metrics): call after each micro-batch's backward,
+ * by ast_masking_take_metrics): call after each micro-batch's backward,
  * where its loss comes to the host too (one synchronisation), before its
  * context is reset. Nothing when mk is NULL or no loss is pending. */
 void ast_masking_collect(ast_masking *mk);

@@ -147,13 +147,13 @@ void ast_masking_collect(ast_masking *mk)
     mk->r_expr = mk->r_pos = NULL;
 }
 
-void ast_masking_write_metrics(ast_masking *mk, FILE *f)
+int ast_masking_take_metrics(ast_masking *mk, ast_masking_metrics *out)
 {
-    if (!mk) return;
+    if (!mk) return 0;
     ast_masking_collect(mk);
     double n = mk->draws > 0 ? mk->draws : 1;
-    fprintf(f, ",\"masked_expr_reconstruction\":%.9g,\"masked_pos_reconstruction\":%.9g,\"masking_applied\":%.6g",
-            mk->sum_expr / n, mk->sum_pos / n, mk->applied / n);
+    *out = (ast_masking_metrics){mk->sum_expr / n, mk->sum_pos / n, mk->applied / n};
     mk->sum_expr = mk->sum_pos = 0.0;
     mk->draws = mk->applied = 0;
+    return 1;
 }

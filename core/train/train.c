@@ -10,6 +10,7 @@
 #include "base/progress.h"
 #include "engine/blas_coretype.h"
 #include "io/safetensors.h"
+#include "train/metrics_jsonl.h"
 #include "train/train_dist.h"
 #include "train/train_stop.h"
 #include "train_internal.h"
@@ -296,11 +297,18 @@ static double micro_step(ast_trainer *t)
 static void log_step(ast_trainer *t, double loss, double gnorm)
 {
     const ast_schedule_values *v = &t->scheduled;
-    fprintf(t->metrics, "{\"kind\":\"train\",\"time\":%.3f,\"step\":%lld,\"epoch\":%d,\"loss\":%.9g,\"grad_norm\":%.6g,"
-            "\"lr\":%.6g", ast_wall_clock(), (long long)t->step, t->epoch, loss, gnorm, v->lr);
-    for (int i = 0; i < v->n; i++) fprintf(t->metrics, ",\"%s\":%.6g", v->named[i].name, v->named[i].value);
-    ast_masking_write_metrics(t->masking, t->metrics);
-    fputs("}\n", t->metrics);
+    cJSON *line = ast_metrics_line("train", (long long)t->step, t->epoch);
+    ast_metrics_add(line, "loss", "%.9g", loss);
+    ast_metrics_add(line, "grad_norm", "%.6g", gnorm);
+    ast_metrics_add(line, "lr", "%.6g", v->lr);
+    for (int i = 0; i < v->n; i++) ast_metrics_add(line, v->named[i].name, "%.6g", v->named[i].value);
+    ast_masking_metrics mm;
+    if (ast_masking_take_metrics(t->masking, &mm)) {
+        ast_metrics_add(line, "masked_expr_reconstruction", "%.9g", mm.expr_reconstruction);
+        ast_metrics_add(line, "masked_pos_reconstruction", "%.9g", mm.pos_reconstruction);
+        ast_metrics_add(line, "masking_applied", "%.6g", mm.applied);
+    }
+    ast_metrics_write(t->metrics, line);
 }
 
 /* The step's learning rate and scheduled values, set before its forward
@@ -374,8 +382,10 @@ static int end_epoch(ast_trainer *t, double train_loss, ast_error *e)
     train_monitors_observe(t, AST_PHASE_EPOCH_END);
     double val = ast_trainer_val_loss(t);
     t->last_val = val, t->last_train = train_loss;
-    fprintf(t->metrics, "{\"kind\":\"epoch\",\"time\":%.3f,\"step\":%lld,\"epoch\":%d,\"train_loss\":%.9g,"
-            "\"val_loss\":%.9g}\n", ast_wall_clock(), (long long)t->step, t->epoch, train_loss, val);
+    cJSON *line = ast_metrics_line("epoch", (long long)t->step, t->epoch);
+    ast_metrics_add(line, "train_loss", "%.9g", train_loss);
+    ast_metrics_add(line, "val_loss", "%.9g", val);
+    ast_metrics_write(t->metrics, line);
     char path[4096];
     if (val < t->best_val) {
         t->best_val = val, t->best_epoch = t->epoch, t->bad_epochs = 0;

@@ -5,7 +5,7 @@ libalphast_la_SOURCES += core/train/train.h core/train/train_internal.h core/tra
 	core/train/schedule_table.h core/train/schedule_table.c \
 	core/train/optim.h core/train/optim.c core/train/train_graph.h core/train/train_graph.c \
 	core/train/train_dist.h core/train/train_dist_launch.c core/train/train_dist_loop.h core/train/train_dist_loop.c \
-	core/train/train_ckpt.h core/train/train_dist_ckpt.c
+	core/train/train_ckpt.h core/train/train_dist_ckpt.c core/train/metrics_jsonl.h core/train/metrics_jsonl.c
 # The ranks of a run: over MPI (configure --with-mpi), else this process alone.
 if HAVE_MPI
 libalphast_la_SOURCES += core/train/train_dist_mpi.c

@@ -20,6 +20,7 @@
 #include "base/crash.h"
 #include "plugin/loader.h"
 #include "engine/sink.h"
+#include "train/metrics_jsonl.h"
 #include "train_internal.h"
 
 typedef struct train_monitor {
@@ -97,7 +98,7 @@ void train_monitors_observe(ast_trainer *t, ast_phase phase)
     }
     for (int i = 0; i < tm->n; i++) {
         train_monitor *m = &tm->items[i];
-        if (!m->sink) m->sink = ast_sink_new(t->metrics, m->desc->name);
+        if (!m->sink) m->sink = ast_sink_new(t->metrics, ast_metrics_write_monitor, m->desc->name);
         ast_sink_set_step(m->sink, o.step, o.epoch);
         o.sink = m->sink;
         ast_crash_scope saved;
