@@ -253,8 +253,9 @@ Test(cli, train_refuses_keys_it_accepts_but_does_not_implement)
     cr_assert_eq(r->status, 0, "%s", r->err);
     r = run("train --config " TINY " logging.logger=wandb");
     cr_assert_eq(r->status, 1);
-    cr_assert_str_eq(r->err, "alphast-run: override:1:16: logging.logger: 'wandb' is not supported: alphast has no "
-                             "loggers: every metric goes to the run's metrics.jsonl; leave logging.logger out\n");
+    cr_assert_str_eq(r->err, "alphast-run: override:1:16: logging.logger: 'wandb' is not supported: alphast logs to "
+                             "TensorBoard, not to Weights & Biases: write logging.logger: tensorboard (the default) or "
+                             "none\n");
     r = run("train --config " TINY " distributed.num_nodes=2");
     cr_assert_eq(r->status, 1);
     assert_has(r->err, "override:1:23: distributed.num_nodes: '2' is not supported: alphast does not read "

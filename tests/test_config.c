@@ -708,8 +708,10 @@ Test(config, keys_accepted_but_not_implemented_stop_a_run)
     cr_assert_eq(ast_cfg_check_supported(cfg, &e), 0, "%s", e.msg);
     overrides(cfg, "logging.logger=wandb");
     cr_assert_eq(ast_cfg_check_supported(cfg, &e), -1);
-    cr_assert_str_eq(e.msg, "override:1:16: logging.logger: 'wandb' is not supported: alphast has no loggers: every "
-                            "metric goes to the run's metrics.jsonl; leave logging.logger out");
+    cr_assert_str_eq(e.msg, "override:1:16: logging.logger: 'wandb' is not supported: alphast logs to TensorBoard, "
+                            "not to Weights & Biases: write logging.logger: tensorboard (the default) or none");
+    overrides(cfg, "logging.logger=none");
+    cr_assert_eq(ast_cfg_check_supported(cfg, &e), 0, "%s", e.msg);
     overrides(cfg, "~logging.logger");
     overrides(cfg, "distributed.enabled=no"); /* false: the default */
     cr_assert_eq(ast_cfg_check_supported(cfg, &e), 0, "%s", e.msg);

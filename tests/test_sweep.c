@@ -419,7 +419,8 @@ Test(sweep, a_command_line_grid_is_the_lua_grid_of_its_overrides)
     static const char *const unsupported[] = {"logging.logger=wandb"};
     cr_assert_null(grid(unsupported, 1, &e));
     cr_assert_str_eq(e.msg, "sweep: configs.grid: override:1:16: logging.logger: 'wandb' is not supported: alphast "
-                            "has no loggers: every metric goes to the run's metrics.jsonl; leave logging.logger out");
+                            "logs to TensorBoard, not to Weights & Biases: write logging.logger: tensorboard (the "
+                            "default) or none");
 }
 
 /* -m's seed= values are the sweep's seeds, as in a script: each config runs

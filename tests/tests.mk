@@ -36,6 +36,13 @@ tests_test_join_LDADD = $(TEST_LIBS) $(CJSON_LIBS)
 TESTS += tests/test_anndata_roundtrip.sh
 EXTRA_DIST += tests/test_anndata_roundtrip.sh tests/anndata_roundtrip.py
 
+# logging.logger: tensorboard (issue 24 item 6): a resumed run's events files
+# decoded by protoc's classes of TensorBoard's Event, CRCs included, against
+# its metrics.jsonl (skips without Debian's protobuf-compiler and
+# python3-protobuf).
+TESTS += tests/test_tensorboard.sh
+EXTRA_DIST += tests/test_tensorboard.sh tests/tensorboard_events.py tests/proto/event.proto tests/proto/summary.proto
+
 # AnnData files as the anndata library writes them, 0.7 to 0.10 (issue 12
 # item 1): tests/data/anndata, made by its make.py.
 check_PROGRAMS += tests/test_anndata

@@ -1,5 +1,6 @@
 /* base/hash.h: FNV-1a, the hash that names sweep runs and data caches and
- * checks what a data cache holds. */
+ * checks what a data cache holds, and CRC-32C, the checksum of
+ * TensorBoard's event records. */
 #ifndef ALPHAST_HASH_H
 #define ALPHAST_HASH_H
 
@@ -14,5 +15,9 @@ uint64_t ast_fnv1a(uint64_t h, const void *data, size_t n);
 /* The same over the bytes of a regular file (ast_open_regular), continuing
  * from *h: 0, or -1 with e naming the file. */
 int ast_fnv1a_file(const char *path, uint64_t *h, ast_error *e);
+
+/* CRC-32C (Castagnoli, reflected polynomial 0x82f63b78) of n bytes:
+ * "123456789" gives 0xe3069283. */
+uint32_t ast_crc32c(const void *data, size_t n);
 
 #endif

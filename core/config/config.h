@@ -103,10 +103,11 @@ void ast_cfg_sweep_free(ast_cfg_sweep *s);
 
 /* Keys alphast accepts, so that the reference's config.yaml loads, but
  * does not implement in full: training.precision (float32 and bf16-mixed,
- * no float16), distributed.* (one process) and logging.* (metrics.jsonl).
- * A value other than the default (or 32 and bf16-mixed for precision;
- * whether this machine runs bf16 is ast_precision_from_cfg's to say) is an
- * error located at the value, saying
+ * no float16), distributed.* (one process) and logging.* (TensorBoard or
+ * none, besides metrics.jsonl).
+ * A value other than the default (or 32 and bf16-mixed for precision, none
+ * for the logger; whether this machine runs bf16 is ast_precision_from_cfg's
+ * to say) is an error located at the value, saying
  * what is not supported and what to write instead. Train and sweep call
  * it before a run starts. 0, or -1 with e set. */
 int ast_cfg_check_supported(const ast_cfg *cfg, ast_error *e);

@@ -172,7 +172,7 @@ static const cfg_key schema[] = {
     ENUM("sampling.return", "x0", "x0|z0"),                  /* alphast: last x0 prediction, or the reference's noisy z0 */
 
     MAP("logging"),
-    ENUM("logging.logger", "tensorboard", "tensorboard|wandb"),
+    ENUM("logging.logger", "tensorboard", "tensorboard|wandb|none"), /* alphast: none, no events file */
     STR("logging.wandb_project", "alphastomics"),
     INT("logging.log_every_n_steps", "10", CFG_POSITIVE),
     INT("logging.save_top_k", "3", CFG_FREE),

@@ -19,8 +19,8 @@ static const unsupported table[] = {
     {"distributed.", NULL,
      "alphast does not read Lightning's distributed settings: one run over several processes is mpirun -np R "
      "alphast-run train (built --with-mpi, docs/cluster.md); leave distributed.* at its defaults or out"},
-    {"logging.logger", NULL,
-     "alphast has no loggers: every metric goes to the run's metrics.jsonl; leave logging.logger out"},
+    {"logging.logger", "none",
+     "alphast logs to TensorBoard, not to Weights & Biases: write logging.logger: tensorboard (the default) or none"},
     {"logging.", NULL,
      "alphast logs every step to the run's metrics.jsonl and keeps checkpoint.safetensors and "
      "best.safetensors in the run directory (--out); leave logging.* at its defaults or out"},

@@ -1,8 +1,10 @@
 # io: file formats alphast writes and reads besides the data: safetensors
-# (weights, golden dumps, checkpoints; cJSON headers) and the .h5ad writer.
+# (weights, golden dumps, checkpoints; cJSON headers), the .h5ad writer and
+# TensorBoard's event files.
 libalphast_la_SOURCES += core/io/safetensors.h core/io/safetensors_dtype.c core/io/safetensors_read.c \
 	core/io/safetensors_values.c core/io/safetensors_write.c core/io/safetensors_params.c \
-	core/io/safetensors_meta.c core/io/h5ad_write.h core/io/h5ad_internal.h core/io/h5ad_write.c core/io/h5ad_frame.c
+	core/io/safetensors_meta.c core/io/h5ad_write.h core/io/h5ad_internal.h core/io/h5ad_write.c core/io/h5ad_frame.c \
+	core/io/tfevents.h core/io/tfevents.c
 EXTRA_DIST += core/io/README.md
 
 check_PROGRAMS += tests/test_safetensors

@@ -228,6 +228,7 @@ void ast_trainer_free(ast_trainer *t)
     ast_batch_free(&t->batch);
     ast_batch_free(&t->val_batch);
     train_monitors_free(t->monitors);
+    train_tboard_close(t);
     train_ranks_free(&t->ranks);
     if (t->metrics) fclose(t->metrics);
     free(t->val_centres), free(t->losses), free(t->dir), free(t->genes_json), free(t->config_yaml);
@@ -309,6 +310,7 @@ static void log_step(ast_trainer *t, double loss, double gnorm)
         ast_metrics_add(line, "masking_applied", "%.6g", mm.applied);
     }
     ast_metrics_write(t->metrics, line);
+    train_tboard_sync(t);
 }
 
 /* The step's learning rate and scheduled values, set before its forward
@@ -386,6 +388,7 @@ static int end_epoch(ast_trainer *t, double train_loss, ast_error *e)
     ast_metrics_add(line, "train_loss", "%.9g", train_loss);
     ast_metrics_add(line, "val_loss", "%.9g", val);
     ast_metrics_write(t->metrics, line);
+    train_tboard_sync(t);
     char path[4096];
     if (val < t->best_val) {
         t->best_val = val, t->best_epoch = t->epoch, t->bad_epochs = 0;
@@ -411,8 +414,11 @@ static int open_metrics(ast_trainer *t, ast_error *e)
      * the same, go nowhere. */
     ast_trainer_file(t, "metrics.jsonl", path, sizeof path);
     t->metrics = fopen(t->ranks.rank == 0 ? path : "/dev/null", t->step ? "a" : "w");
-    if (!t->metrics) ast_error_set(e, "%s: cannot open for writing: %s", path, strerror(errno));
-    return t->metrics ? 0 : -1;
+    if (!t->metrics) {
+        ast_error_set(e, "%s: cannot open for writing: %s", path, strerror(errno));
+        return -1;
+    }
+    return train_tboard_open(t, e);
 }
 
 double ast_trainer_run_seconds(const ast_trainer *t)

@@ -62,6 +62,7 @@ typedef struct ast_train_config {
     ast_optim_sharding sharding; /* of the AdamW state over the ranks of an MPI run */
     ast_precision precision;     /* training.precision: of the GEMMs (float32, or bf16 operands) */
     int progress;        /* 1: progress bar on a terminal */
+    int tensorboard;     /* logging.logger: tensorboard: metrics.jsonl's values as TensorBoard events too */
     ast_masking_config masking;
     ast_schedule_fn schedule; /* optional, called before every optimiser step */
     void *schedule_ud;

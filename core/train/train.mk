@@ -2,6 +2,7 @@
 # and resume, and the monitors' side of the loop.
 libalphast_la_SOURCES += core/train/train.h core/train/train_internal.h core/train/train.c \
 	core/train/train_val.c core/train/train_ckpt.c core/train/train_stop.h core/train/train_stop.c core/train/train_config.c core/train/train_monitors.c \
+	core/train/train_tboard.c \
 	core/train/schedule_table.h core/train/schedule_table.c \
 	core/train/optim.h core/train/optim.c core/train/train_graph.h core/train/train_graph.c \
 	core/train/train_dist.h core/train/train_dist_launch.c core/train/train_dist_loop.h core/train/train_dist_loop.c \

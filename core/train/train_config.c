@@ -115,6 +115,8 @@ int ast_train_config_from_cfg(const ast_cfg *cfg, ast_train_config *tc, ast_erro
     tc->val_t_points = (int)ast_cfg_int(cfg, "training.val_t_points");
     tc->max_minutes = ast_cfg_float(cfg, "training.max_minutes");
     tc->init_from = ast_cfg_str(cfg, "training.init_from");
+    const char *logger = ast_cfg_str(cfg, "logging.logger"); /* the schema's enum */
+    tc->tensorboard = logger && !strcmp(logger, "tensorboard");
     tc->seed = (uint64_t)ast_cfg_int(cfg, "seed.value");
     const char *sharding = ast_cfg_str(cfg, "training.optimizer_sharding"); /* the schema's enum */
     tc->sharding = sharding && !strcmp(sharding, "replicated") ? AST_SHARD_REPLICATED : AST_SHARD_ZERO1;

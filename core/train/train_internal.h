@@ -68,6 +68,7 @@ struct ast_trainer {
     int64_t n_losses, cap_losses;
 
     struct train_monitors *monitors; /* NULL: none configured */
+    struct train_tboard *tboard;     /* NULL: no TensorBoard events */
 
     train_ranks ranks; /* this process's share of the run (train_dist_loop.h) */
     train_graph graph; /* the step as a CUDA graph (train_graph.h) */
@@ -101,5 +102,13 @@ const char *ast_trainer_file(const ast_trainer *t, const char *name, char *buf, 
 typedef struct train_monitors train_monitors;
 void train_monitors_observe(ast_trainer *t, ast_phase phase);
 void train_monitors_free(train_monitors *tm);
+
+/* train_tboard.c (logging.logger: tensorboard, on rank 0): open once
+ * metrics.jsonl is; sync after each line or lines written there, to chart
+ * them; close when the trainer is freed. Open: 0, or -1 with e set. */
+typedef struct train_tboard train_tboard;
+int train_tboard_open(ast_trainer *t, ast_error *e);
+void train_tboard_sync(ast_trainer *t);
+void train_tboard_close(ast_trainer *t);
 
 #endif
