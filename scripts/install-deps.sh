@@ -8,6 +8,7 @@ packages=(
   libltdl-dev libyaml-dev libopenblas-dev liblua5.4-dev libhdf5-dev libcjson-dev zlib1g-dev libcriterion-dev liblzf-dev
   clang libclang-rt-14-dev # make fuzz (tests/fuzz): clang and its libFuzzer/sanitizer runtime
   python3-anndata # make check: sample's .h5ad read back by the real anndata (those tests skip without it)
+  python3-yaml # the Python door (python/alphast) reads a run's config.yaml; its tests skip without it
   protobuf-compiler python3-protobuf # make check: TensorBoard's events decoded as Event messages (skips without)
   help2man # the man pages, made from --help (a release tarball ships them made)
   openmpi-bin libopenmpi-dev # one run over MPI (configure --with-mpi; build.sh turns it on, make check runs mpirun)
