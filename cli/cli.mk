@@ -8,7 +8,7 @@ alphast_run_SOURCES = cli/main.c cli/commands.c cli/commands.h \
 	cli/sweep_status.c cli/sweep_status.h cli/sweep_gpus.c cli/sweep_gpus.h
 alphast_run_LDADD = libalphast.la
 # Commands on trained runs (evaluation, sampling) and what they share with train.
-alphast_run_SOURCES += cli/run_setup.c cli/run_setup.h cli/cmd_eval.c cli/cmd_sample.c \
+alphast_run_SOURCES += cli/run_setup.c cli/run_setup.h cli/cmd_eval.c cli/cmd_sample.c cli/cmd_predict.c \
 	cli/sample_write.c cli/sample_write.h
 
 check_PROGRAMS += tests/test_cli
@@ -21,3 +21,8 @@ tests_test_cli_model_SOURCES = tests/test_cli_model.c
 tests_test_cli_model_CFLAGS = $(TEST_CC)
 tests_test_cli_model_LDADD = $(TEST_LIBS)
 EXTRA_DIST += cli/README.md
+
+# alphast-run predict on new cells (tests/predict_check.py writes and reads
+# the .h5ad files; skips without /usr/bin/python3's anndata).
+TESTS += tests/test_predict.sh
+EXTRA_DIST += tests/test_predict.sh tests/predict_check.py

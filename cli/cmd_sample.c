@@ -152,27 +152,12 @@ static int write_h5ad(const char *path, const sample_cells *g, cli_run *r, int a
     return rc;
 }
 
-/* The run's sampling settings with the command's --mode and --steps.
- * v[OPT_MODE] is valid here. */
-static int sampler_config(cli_run *r, const char **v, ast_train_config *tc, ast_sampler_config *sc, ast_error *e)
-{
-    if (ast_train_config_from_cfg(r->cfg, tc, e) < 0 ||
-        (v[OPT_STEPS] && ast_cfg_set(r->cfg, "sampling.num_steps", v[OPT_STEPS], e) < 0))
-        return -1;
-    *sc = (ast_sampler_config){.mode = tc->mode, .num_steps = (int)ast_cfg_int(r->cfg, "sampling.num_steps"),
-                               .seed = (uint64_t)ast_cfg_int(r->cfg, "seed.value"), .pos_param = tc->pos_param,
-                               .align = tc->loss.position_loss == AST_POS_LOSS_ALIGNED, .precision = tc->precision};
-    ast_sample_return_parse(ast_cfg_str(r->cfg, "sampling.return"), &sc->ret); /* the schema's enum */
-    if (v[OPT_MODE]) ast_mode_parse(v[OPT_MODE], &sc->mode);
-    return 0;
-}
-
 /* v[OPT_MODE] and v[OPT_SPLIT] are valid here. */
 static int sample(cli_run *r, const char **v, const char *dir, int argc, char **argv, ast_error *e)
 {
     ast_train_config tc;
     ast_sampler_config sc;
-    if (sampler_config(r, v, &tc, &sc, e) < 0) return -1;
+    if (cli_sampler_config(r->cfg, v[OPT_MODE], v[OPT_STEPS], &tc, &sc, e) < 0) return -1;
     int which = v[OPT_SPLIT] ? cli_split_parse(v[OPT_SPLIT]) : AST_SPLIT_TEST;
     ast_set_sampler sets = cli_eval_sets(r->cfg, &r->d, r->sp, which);
     if (sets.split->n < 1) {

@@ -8,6 +8,7 @@ const cli_command cli_commands[] = {
     {"sweep", "run the sweep a Lua script declares, in parallel and resumable", cmd_sweep},
     {"eval", "held-out evaluation of a trained run: model vs random cells", cmd_eval},
     {"sample", "generate the cells of a held-out split with a trained run (CSV or .h5ad)", cmd_sample},
+    {"predict", "place the cells of a new dataset with a trained run (CSV or .h5ad)", cmd_predict},
     {"plugins", "list the plugins found, with their options", cmd_plugins},
     {"params", "parameter counts of a config's model, total and active, per module group", cmd_params},
     {"forward", "one eval forward pass of a model on tensors from a safetensors file", cmd_forward},

@@ -23,6 +23,7 @@ int cmd_params(int argc, char **argv);
 int cmd_forward(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_sample(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 
 #endif

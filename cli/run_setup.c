@@ -159,6 +159,19 @@ ast_set_sampler cli_eval_sets(const ast_cfg *cfg, const ast_dataset *d, const as
     return (ast_set_sampler){d, &sp[which], ast_data_max_set_size(d, &sp[which], set_size), scale, 0, 0.0f};
 }
 
+int cli_sampler_config(ast_cfg *cfg, const char *mode, const char *steps, ast_train_config *tc, ast_sampler_config *sc,
+                       ast_error *e)
+{
+    if (ast_train_config_from_cfg(cfg, tc, e) < 0 || (steps && ast_cfg_set(cfg, "sampling.num_steps", steps, e) < 0))
+        return -1;
+    *sc = (ast_sampler_config){.mode = tc->mode, .num_steps = (int)ast_cfg_int(cfg, "sampling.num_steps"),
+                               .seed = (uint64_t)ast_cfg_int(cfg, "seed.value"), .pos_param = tc->pos_param,
+                               .align = tc->loss.position_loss == AST_POS_LOSS_ALIGNED, .precision = tc->precision};
+    ast_sample_return_parse(ast_cfg_str(cfg, "sampling.return"), &sc->ret); /* the schema's enum */
+    if (mode) ast_mode_parse(mode, &sc->mode);
+    return 0;
+}
+
 int cli_check_evaluation(const ast_cfg *cfg, const ast_dataset *d, ast_error *e)
 {
     ast_eval_config ec;

@@ -6,7 +6,9 @@
 
 #include "config/config.h"
 #include "data/data.h"
+#include "eval/sample.h"
 #include "model/model.h"
+#include "train/train.h"
 
 /* The config at path with KEY=VALUE overrides applied; NULL with e set. */
 ast_cfg *cli_load_config(const char *path, const char **args, int n_args, ast_error *e);
@@ -57,6 +59,12 @@ const char *cli_weights_file(const char *dir, char *buf, size_t n, ast_error *e)
  * goes to stderr then. */
 int cli_evaluate(const ast_cfg *cfg, ast_model *m, const ast_dataset *d, const ast_split sp[3], int which,
                  const char *json_path, ast_error *e);
+
+/* The run's sampling settings (sampling.*, seed.value, how its model's
+ * positions are read) with a command's --mode and --steps (NULL: the
+ * config's); mode, if given, is valid. */
+int cli_sampler_config(ast_cfg *cfg, const char *mode, const char *steps, ast_train_config *tc, ast_sampler_config *sc,
+                       ast_error *e);
 
 /* Checks the config's evaluation keys against the data (before a long
  * training run that ends with an evaluation). */

@@ -164,13 +164,12 @@ int sample_write_h5ad(const char *path, const sample_cells *g, const ast_dataset
     obs_frame o;
     obs_frame_init(&o, g, d, path);
     int dims = d->coord_dims;
-    float *pos = coords(g->pos, g->n, dims), *pos_true = coords(g->pos_true, g->n, dims);
     ast_h5ad_table t = {.n_cells = g->n, .n_genes = g->G, .X = g->expr, .genes = (const char *const *)d->genes,
-                        .cells = o.names, .n_obsm = 2,
-                        .obsm = {{"spatial", pos, dims}, {"spatial_true", pos_true, dims}},
-                        .n_obs = o.n, .obs = o.cols, .uns_group = "alphast", .uns = provenance};
+                        .cells = o.names, .n_obs = o.n, .obs = o.cols, .uns_group = "alphast", .uns = provenance};
+    t.obsm[t.n_obsm++] = (ast_h5ad_matrix){g->pos_key ? g->pos_key : "spatial", coords(g->pos, g->n, dims), dims};
+    if (g->pos_true) t.obsm[t.n_obsm++] = (ast_h5ad_matrix){"spatial_true", coords(g->pos_true, g->n, dims), dims};
     int rc = ast_h5ad_write(path, &t, e);
-    free(pos), free(pos_true);
+    for (int k = 0; k < t.n_obsm; k++) free((void *)t.obsm[k].data);
     obs_frame_free(&o, g->n);
     return rc;
 }

@@ -13,7 +13,8 @@ typedef struct sample_cells {
     int G, sets;
     int64_t *cell, *set; /* each cell's row in the dataset, and its set */
     float *expr;         /* [n, G] */
-    float *pos, *pos_true;
+    float *pos, *pos_true; /* pos_true NULL: none (predict's cells) */
+    const char *pos_key;   /* obsm key of pos; NULL: spatial */
 } sample_cells;
 
 /* CSV: cell,set,x,y[,z],x_true,y_true[,z_true], then one column per gene
@@ -24,7 +25,7 @@ int sample_write_csv(const char *path, const sample_cells *g, const ast_dataset 
  * obs the source's columns then cell and set (alphast_cell / alphast_set
  * where the source has those names; every name one HDF5 can hold and no
  * other column has: '/' as '_', then _2, _3, ... for a name taken),
- * obsm spatial and spatial_true, and
+ * obsm spatial (g->pos_key) and spatial_true (if g->pos_true), and
  * uns/alphast the strings of `provenance` (key, value, ..., NULL). */
 int sample_write_h5ad(const char *path, const sample_cells *g, const ast_dataset *d, const char *const *provenance,
                       ast_error *e);

@@ -3,7 +3,7 @@
 # and citation beside it, the guides as docs/ (so the README's links still
 # lead somewhere) and the example plugin as examples/.
 dist_doc_DATA = README.md NEWS LICENSE CITATION.cff
-nobase_dist_doc_DATA = docs/architecture.md docs/benchmarks.md docs/cluster.md docs/config.md docs/evaluation.md docs/gpu.md docs/model.md \
+nobase_dist_doc_DATA = docs/architecture.md docs/benchmarks.md docs/cluster.md docs/config.md docs/evaluation.md docs/gpu.md docs/model.md docs/predict.md \
 	docs/monitors.md docs/plugin-guide.md docs/python.md docs/report.md docs/sweeps.md \
 	docs/img/report-configs.png docs/img/report-key-metrics.png docs/img/report-routing.png \
 	examples/attn_distbias/Makefile examples/attn_distbias/README.md \

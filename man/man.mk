@@ -5,7 +5,7 @@
 # help2man they are remade whenever alphast-run is relinked; the main page
 # fails the build if --help lists a command that has no page here.
 dist_man_MANS = man/alphast-run.1 man/alphast-run-train.1 man/alphast-run-sweep.1 \
-	man/alphast-run-eval.1 man/alphast-run-sample.1 man/alphast-run-plugins.1 \
+	man/alphast-run-eval.1 man/alphast-run-sample.1 man/alphast-run-predict.1 man/alphast-run-plugins.1 \
 	man/alphast-run-params.1 man/alphast-run-forward.1 man/alphast-run-report.1
 EXTRA_DIST += man/mkman.sh
 

@@ -22,6 +22,8 @@ typedef struct ast_data_opts {
     int n_genes;
     const char *layer;         /* .h5ad: read layers/<layer> instead of X (scanpy's layer=), or NULL */
     int use_raw;               /* .h5ad: read raw/X and raw/var instead (scanpy's use_raw=True) */
+    int positions_optional;    /* a file without coordinates is read with none (coord_dims 0, pos all 0)
+                                  rather than refused: the cells `alphast-run predict` places */
 } ast_data_opts;
 
 void ast_data_opts_default(ast_data_opts *o);
@@ -64,7 +66,7 @@ typedef struct ast_dataset {
     char **genes;      /* [n_genes] */
     char **type_names; /* [n_types] */
     int n_types;
-    int coord_dims;    /* 2 or 3 as read */
+    int coord_dims;    /* 2 or 3 as read; 0 for none (ast_data_opts.positions_optional) */
     char *source;      /* the file it came from */
     char **cell_names; /* [n_cells] obs_names; NULL when the source has none */
     ast_obs_column *obs; /* [n_obs] the source's obs columns */

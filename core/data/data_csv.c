@@ -20,6 +20,7 @@ typedef struct reader {
     size_t cap;
     char sep;      /* '\t', ',' or ' ' (white space) */
     int nonneg;    /* counts: negative values are errors (log-normalisation would make them NaN) */
+    int no_coords; /* a table without x and y is cells without coordinates (positions_optional) */
     ast_error *e;  /* where next_line reports a read error */
     int failed;    /* next_line's NULL was a read error, not the end of the file */
 } reader;
@@ -287,6 +288,7 @@ static int find_coords(const reader *r, table *tb, ast_error *e)
         }
         if (c >= 0) tb->coord_col[c] = i;
     }
+    if (r->no_coords && tb->coord_col[0] < 0 && tb->coord_col[1] < 0 && tb->coord_col[2] < 0) return 0;
     if (tb->coord_col[0] < 0 || tb->coord_col[1] < 0) {
         ast_error_set(e, "%s:1: no x and y columns in the header; name the coordinate columns x, y (and z)", r->path);
         return -1;
@@ -318,7 +320,7 @@ static int read_row(const reader *r, char **f, table *tb, ast_csr_builder *ex, r
     for (int g = 0; g < tb->ng; g++)
         if (!parse_count(r, f[tb->gene_col[g]], tb->gene_col[g], tb->genes[g], cell, &tb->row[g], e)) return 0;
     ast_csr_append_dense(ex, tb->row, tb->ng);
-    p[2] = 0.0f;
+    p[0] = p[1] = p[2] = 0.0f;
     for (int c = 0; c < 3; c++)
         if (tb->coord_col[c] >= 0 && !parse_number(r, f[tb->coord_col[c]], tb->coord_col[c], &p[c], e)) return 0;
     return 1;
@@ -360,7 +362,7 @@ static int read_cells_by_genes(reader *r, ast_dataset *d, ast_error *e)
         if ((!tb.ng && !pick_genes(r, &tb, f, e)) || !read_row(r, f, &tb, &ex, &po, e)) goto done;
     }
     if (r->failed) goto done;
-    d->coord_dims = tb.coord_col[2] >= 0 ? 3 : 2;
+    d->coord_dims = tb.coord_col[0] < 0 ? 0 : tb.coord_col[2] >= 0 ? 3 : 2;
     d->n_cells = po.n / 3;
     d->n_genes = tb.ng;
     d->x = ex.m, d->pos = po.v, d->genes = tb.genes, d->cell_names = tb.cells;
@@ -471,6 +473,7 @@ int ast_data_read_csv(const char *path, const ast_data_opts *o, ast_dataset *out
     memset(out, 0, sizeof *out);
     if (!open_reader(&r, path, e)) return -1;
     r.nonneg = o->log_normalize;
+    r.no_coords = o->positions_optional;
     int ok = o->genes_by_cells ? read_genes_by_cells(&r, out, e) : read_cells_by_genes(&r, out, e);
     close_reader(&r);
     if (ok && out->n_cells < 1) {
@@ -478,7 +481,9 @@ int ast_data_read_csv(const char *path, const ast_data_opts *o, ast_dataset *out
         ok = 0;
     }
     if (ok && o->genes_by_cells) {
-        if (!o->coords_file) {
+        if (!o->coords_file && o->positions_optional) {
+            out->pos = ast_xcalloc((size_t)out->n_cells * 3, sizeof(float)); /* coord_dims 0: none */
+        } else if (!o->coords_file) {
             ast_error_set(e, "%s: genes x cells layout needs a coordinate file (data.coords_file)", path);
             ok = 0;
         } else {

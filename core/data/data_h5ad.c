@@ -163,12 +163,16 @@ static float *coords_of_frame(h5ad *h, const char *path, int64_t cells, int *dim
 }
 
 /* 2-D data keep z = 0 here; preprocessing lifts slices to 3-D. */
-static int read_coords(h5ad *h, const char *key, ast_dataset *d)
+static int read_coords(h5ad *h, const ast_data_opts *o, ast_dataset *d)
 {
     char path[H5AD_PATH];
-    h5ad_join(path, "obsm", key);
+    h5ad_join(path, "obsm", o->position_key);
+    if (!h5ad_exists(h, path) && o->positions_optional) {
+        d->pos = ast_xcalloc((size_t)d->n_cells * 3, sizeof(float)); /* coord_dims 0: none */
+        return 1;
+    }
     if (!h5ad_exists(h, path)) {
-        coords_missing(h, key);
+        coords_missing(h, o->position_key);
         return 0;
     }
     H5O_type_t type = h5ad_object_type(h, path, "coordinates");
@@ -264,7 +268,7 @@ static int read_all(h5ad *h, const ast_data_opts *o, ast_dataset *d)
 {
     char key[H5AD_PATH], var[H5AD_PATH];
     if (choose_matrix(h, o, key, var, sizeof key) < 0 || !read_matrix(h, key, var, d) || !read_obs(h, key, d) ||
-        !read_coords(h, o->position_key, d))
+        !read_coords(h, o, d))
         return 0;
     if (o->slice_key && !read_slices(h, o->slice_key, d)) return 0;
     if (!o->slice_key) d->slice = ast_xcalloc((size_t)d->n_cells, sizeof *d->slice), d->n_slices = 1;

@@ -153,32 +153,64 @@ static int cluster_slice(const ast_dataset *d, const int64_t *cells, int n, int 
     return k;
 }
 
-void ast_eval_sets_region(const ast_set_sampler *s, int max_set_size, uint64_t seed, ast_eval_sets *out)
+/* How many of a slice's n cells are in every set: none when one set
+ * holds them all. */
+static int slice_landmarks(int n, int max_set_size, int landmarks) { return n > max_set_size ? landmarks : 0; }
+
+/* The sets of a slice of n cells, L of them landmarks. */
+static int slice_sets(int n, int max_set_size, int L)
+{
+    return n ? (n - L + max_set_size - L - 1) / (max_set_size - L) : 0;
+}
+
+/* Moves L cells drawn from `seed` to the front (a partial Fisher-Yates
+ * shuffle): they are drawn at random, never by position. */
+static void draw_landmarks(int64_t *cells, int n, int L, uint64_t seed)
+{
+    ast_rng rng;
+    ast_rng_seed(&rng, seed);
+    for (int i = 0; i < L; i++) {
+        int j = i + (int)(ast_rng_next(&rng) % (uint64_t)(n - i));
+        int64_t t = cells[i];
+        cells[i] = cells[j], cells[j] = t;
+    }
+}
+
+void ast_eval_sets_landmarks(const ast_set_sampler *s, int max_set_size, int landmarks, uint64_t seed,
+                             ast_eval_sets *out)
 {
     const ast_dataset *d = s->d;
     int64_t *cells = ast_xmalloc((size_t)(s->split->n ? s->split->n : 1) * sizeof *cells);
     int *label = ast_xmalloc((size_t)(s->split->n ? s->split->n : 1) * sizeof *label);
     int *first = ast_xcalloc((size_t)d->n_slices + 1, sizeof *first), N = 1; /* sets of slice v: first[v] .. first[v+1] */
     for (int v = 0; v < d->n_slices; v++) {
-        int n = slice_cells(s, v, cells), k = n ? (n + max_set_size - 1) / max_set_size : 0;
+        int n = slice_cells(s, v, cells), L = slice_landmarks(n, max_set_size, landmarks);
+        int k = slice_sets(n, max_set_size, L);
         first[v + 1] = first[v] + k;
-        if (k) N = (n + k - 1) / k > N ? (n + k - 1) / k : N;
+        if (k) N = L + (n - L + k - 1) / k > N ? L + (n - L + k - 1) / k : N;
     }
     sets_alloc(out, first[d->n_slices], N, d->n_genes);
     int64_t *members = ast_xmalloc((size_t)N * sizeof *members);
     for (int v = 0; v < d->n_slices; v++) {
-        int n = slice_cells(s, v, cells);
+        int n = slice_cells(s, v, cells), L = slice_landmarks(n, max_set_size, landmarks);
         if (!n) continue;
+        draw_landmarks(cells, n, L, seed ^ (uint64_t)v);
+        memcpy(members, cells, (size_t)L * sizeof *members);
         float *scratch = out->expr + (size_t)first[v] * N * d->n_genes;
-        int k = cluster_slice(d, cells, n, max_set_size, seed ^ (uint64_t)v, label, scratch);
+        int k = cluster_slice(d, cells + L, n - L, max_set_size - L, seed ^ (uint64_t)v, label, scratch);
         for (int c = 0; c < k; c++) {
-            int m = 0;
-            for (int i = 0; i < n; i++)
-                if (label[i] == c) members[m++] = cells[i];
+            int m = L;
+            for (int i = 0; i < n - L; i++)
+                if (label[i] == c) members[m++] = cells[L + i];
             fill_set(s, out, first[v] + c, members, m);
         }
     }
     free(cells), free(label), free(first), free(members);
+}
+
+void ast_eval_sets_region(const ast_set_sampler *s, int max_set_size, uint64_t seed, ast_eval_sets *out)
+{
+    ast_eval_sets_landmarks(s, max_set_size, 0, seed, out);
 }
 
 void ast_eval_sets_oracle(const ast_set_sampler *s, int count, uint64_t seed, ast_eval_sets *out)

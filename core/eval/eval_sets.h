@@ -28,6 +28,15 @@ typedef struct ast_eval_sets {
  * ceil(n / max_set_size) sets of near-equal size by balanced k-means on
  * expression (k-means++ seeded from `seed`). N is the largest set. */
 void ast_eval_sets_region(const ast_set_sampler *s, int max_set_size, uint64_t seed, ast_eval_sets *out);
+/* The region sets made to overlap, so that `alphast-run predict` can
+ * stitch them into one frame per slice (eval/stitch.h): a slice larger
+ * than one set gets `landmarks` cells (< max_set_size) drawn at random from
+ * `seed`, which are in every one of its sets, and the rest split as above
+ * into sets of at most max_set_size - landmarks others. A slice that fits
+ * in one set is one set, as above; with landmarks 0 this is
+ * ast_eval_sets_region. */
+void ast_eval_sets_landmarks(const ast_set_sampler *s, int max_set_size, int landmarks, uint64_t seed,
+                             ast_eval_sets *out);
 /* `count` sets of s->set_size cells: a centre drawn from `seed` and its
  * nearest cells by TRUE position (what a user placing dissociated cells
  * does not have). */

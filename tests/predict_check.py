@@ -1,0 +1,94 @@
+"""The inputs and checks of tests/test_predict.sh (`alphast-run predict`),
+with the real anndata.
+
+usage: predict_check.py make DIR            tiny.h5ad (80 cells, 6 genes, 2-D) and
+                                            new.h5ad / new.csv (its cells shuffled,
+                                            genes permuted, one extra gene, no
+                                            coordinates) / lacking.h5ad (no gene g3)
+       predict_check.py cells DIR           cells.h5ad: tiny.h5ad's rows in the
+                                            order of DIR/sample.h5ad's obs 'cell'
+       predict_check.py check DIR           the outputs of test_predict.sh
+"""
+import sys
+
+import anndata
+import numpy as np
+import pandas as pd
+
+GENES = [f"g{j}" for j in range(6)]
+
+
+def make(d):
+    rng = np.random.default_rng(0)
+    n = 80
+    pos = rng.uniform(0, 10, size=(n, 2))
+    # expression that follows position, so a run learns something
+    x = rng.poisson(1 + np.abs(np.outer(pos[:, 0], [1, 0.5, 0, 0.2, 0.8, 0]) + np.outer(pos[:, 1], [0, 0.5, 1, 0.8, 0, 0.3])))
+    obs = pd.DataFrame({"count": np.arange(n, dtype=np.int64),
+                        "kind": pd.Categorical(np.where(np.arange(n) % 3 == 0, "a", "b"))},
+                       index=[f"cell{i}" for i in range(n)])
+    tiny = anndata.AnnData(X=x.astype(np.float32), obs=obs, var=pd.DataFrame(index=GENES))
+    tiny.obsm["spatial"] = pos.astype(np.float32)
+    tiny.write_h5ad(f"{d}/tiny.h5ad")
+    # the new cells: shuffled, genes permuted, one gene the run lacks, no coordinates
+    order = rng.permutation(n)[:50]
+    genes = ["g3", "g0", "extra", "g5", "g1", "g4", "g2"]
+    cols = {g: x[order, GENES.index(g)] if g in GENES else rng.poisson(2, size=len(order)) for g in genes}
+    new = anndata.AnnData(X=np.stack([cols[g] for g in genes], 1).astype(np.float32), obs=obs.iloc[order].copy(),
+                          var=pd.DataFrame(index=genes))
+    new.write_h5ad(f"{d}/new.h5ad")
+    frame = pd.DataFrame(new.X.astype(np.int64), index=new.obs_names, columns=genes)
+    frame.index.name = "cell"
+    frame.to_csv(f"{d}/new.csv")
+    new[:, [g for g in genes if g != "g3"]].copy().write_h5ad(f"{d}/lacking.h5ad")
+
+
+def cells(d):
+    tiny = anndata.read_h5ad(f"{d}/tiny.h5ad")
+    rows = anndata.read_h5ad(f"{d}/sample.h5ad").obs["cell"].to_numpy()
+    sub = tiny[rows].copy()
+    del sub.obsm["spatial"]
+    sub.write_h5ad(f"{d}/cells.h5ad")
+
+
+def distances(p):
+    return np.linalg.norm(p[:, None, :] - p[None, :, :], axis=-1)
+
+
+def check(d):
+    new = anndata.read_h5ad(f"{d}/new.h5ad")
+    out = anndata.read_h5ad(f"{d}/out.h5ad")
+    # the cells keep their names, order and obs; X holds the run's genes as read
+    assert list(out.obs_names) == list(new.obs_names), "obs_names or their order changed"
+    for col in new.obs.columns:
+        assert col in out.obs.columns, f"obs column {col!r} is missing"
+        got, want = out.obs[col], new.obs[col]
+        if isinstance(want.dtype, pd.CategoricalDtype):
+            assert list(got.astype(str)) == list(want.astype(str)), col
+        else:
+            np.testing.assert_array_equal(got.to_numpy(float), want.to_numpy(float), err_msg=col)
+    assert list(out.var_names) == GENES, list(out.var_names)
+    np.testing.assert_array_equal(out.X, new[:, GENES].X)
+    p = out.obsm["alphast_spatial"]
+    assert p.shape == (new.n_obs, 2) and np.isfinite(p).all(), p.shape
+    uns = out.uns["alphast"]
+    assert uns["genes_dropped"] == "1" and uns["genes_missing"] == "", dict(uns)
+    assert uns["command"].startswith("alphast-run predict "), uns["command"]
+    assert int(uns["sets"]) > 1, "the stitched run was one set"
+    # the CSV input places the same cells the same way
+    csv = pd.read_csv(f"{d}/out.csv", index_col=0)
+    assert list(csv.index) == list(new.obs_names), list(csv.index[:3])
+    np.testing.assert_allclose(csv[["x", "y"]].to_numpy(), p, rtol=1e-5, atol=1e-5)
+    # zero-filled and listed
+    lacking = anndata.read_h5ad(f"{d}/lacking_out.h5ad")
+    assert lacking.uns["alphast"]["genes_missing"] == "g3", dict(lacking.uns["alphast"])
+    assert (lacking[:, "g3"].X == 0).all()
+    # on the run's own test cells, in sample's order: sample's placement
+    gen = anndata.read_h5ad(f"{d}/sample.h5ad")
+    own = anndata.read_h5ad(f"{d}/own.h5ad")
+    placed = own.obsm["alphast_spatial"] / float(own.uns["alphast"]["length_unit"])
+    np.testing.assert_allclose(distances(placed), distances(gen.obsm["spatial"]), rtol=1e-4, atol=1e-4)
+
+
+if __name__ == "__main__":
+    {"make": make, "cells": cells, "check": check}[sys.argv[1]](sys.argv[2])
