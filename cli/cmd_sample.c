@@ -7,6 +7,7 @@
 
 #include "config/config.h"
 #include "eval/sample.h"
+#include "model/kabsch.h"
 #include "train/train.h"
 #include "cli.h"
 #include "commands.h"
@@ -36,8 +37,10 @@ static const cli_spec spec = {
              "CSV: cell,set,x,y[,z],x_true,y_true[,z_true], then one column per gene when\n"
              "expression is generated. .h5ad: X = expression (generated or given), obs_names\n"
              "and obs columns the data's (joined by cell), then obs cell (row in the data) and\n"
-             "set, obsm/spatial = positions (generated or given), obsm/spatial_true, and\n"
-             "uns/alphast = config, checkpoint, version and command.\n"
+             "set, obsm/spatial = positions (generated or given), obsm/spatial_true,\n"
+             "obsm/spatial_aligned = spatial moved onto spatial_true (rotation or reflection\n"
+             "and translation per set, Kabsch), and uns/alphast = config, checkpoint,\n"
+             "version and command.\n"
              "The dataset is the one the run trained on: config.yaml's data.path (the config's,\n"
              "or train's --data FILE, written there as an absolute path).\n"
              "--device cuda samples on a GPU (docs/gpu.md).",
@@ -53,7 +56,7 @@ typedef struct batch {
     int64_t centre[BATCH];
     int64_t *cells;  /* [BATCH, N] */
     char *own;       /* [BATCH, N]: written from this set */
-    float *expr, *pos, *mask, *gen_expr, *gen_pos;
+    float *expr, *pos, *mask, *gen_expr, *gen_pos, *aligned; /* aligned: gen_pos moved onto pos, per set */
 } batch;
 
 static void batch_init(batch *b, int N, int G)
@@ -64,12 +67,30 @@ static void batch_init(batch *b, int N, int G)
     b->own = ast_xcalloc(cells, 1);
     b->expr = ast_xmalloc(cells * G * sizeof(float)), b->gen_expr = ast_xmalloc(cells * G * sizeof(float));
     b->pos = ast_xmalloc(cells * 3 * sizeof(float)), b->gen_pos = ast_xmalloc(cells * 3 * sizeof(float));
+    b->aligned = ast_xmalloc(cells * 3 * sizeof(float));
     b->mask = ast_xmalloc(cells * sizeof(float));
 }
 
 static void batch_free(batch *b)
 {
     free(b->cells), free(b->own), free(b->expr), free(b->gen_expr), free(b->pos), free(b->gen_pos), free(b->mask);
+    free(b->aligned);
+}
+
+/* Each set's generated positions: of 2-D data turned onto their principal
+ * axes (flat: z, which is not written, dropped, so that the alignment is
+ * one in the x-y plane), and moved onto the true ones (b->aligned). */
+static void orient(batch *b, int flat)
+{
+    for (int i = 0; i < b->B; i++) {
+        int64_t o = (int64_t)i * b->N;
+        float *gen = b->gen_pos + o * 3;
+        if (flat) {
+            ast_positions_to_principal_axes(b->N, gen, b->mask + o);
+            for (int j = 0; j < b->N; j++) gen[j * 3 + 2] = 0.0f;
+        }
+        ast_align_onto(b->N, gen, b->pos + o * 3, b->mask + o, b->aligned + o * 3);
+    }
 }
 
 /* Samples the batch's sets and appends the cells they own. */
@@ -84,9 +105,7 @@ static void flush(batch *b, ast_model *m, const ast_schedule *s, const ast_sampl
     ast_sampler_config call = *sc;
     call.seed = sc->seed + (uint64_t)out->sets; /* a fresh stream per batch */
     ast_sample(m, s, &call, b->B, N, b->expr, b->pos, b->mask, b->gen_expr, b->gen_pos);
-    if (sets->d->coord_dims == 2 && ast_mode_noises(sc->mode, AST_MOD_POS))
-        for (int i = 0; i < b->B; i++)
-            ast_positions_to_principal_axes(N, b->gen_pos + (int64_t)i * N * 3, b->mask + (int64_t)i * N);
+    orient(b, sets->d->coord_dims == 2 && ast_mode_noises(sc->mode, AST_MOD_POS));
     for (int i = 0; i < b->B; i++, out->sets++)
         for (int j = 0; j < N; j++) {
             int64_t k = (int64_t)i * N + j, r = out->n;
@@ -95,6 +114,7 @@ static void flush(batch *b, ast_model *m, const ast_schedule *s, const ast_sampl
             memcpy(out->expr + r * G, b->gen_expr + k * G, (size_t)G * sizeof(float));
             memcpy(out->pos + r * 3, b->gen_pos + k * 3, 3 * sizeof(float));
             memcpy(out->pos_true + r * 3, b->pos + k * 3, 3 * sizeof(float));
+            memcpy(out->pos_aligned + r * 3, b->aligned + k * 3, 3 * sizeof(float));
             out->n++;
         }
     b->B = 0;
@@ -109,6 +129,7 @@ static void generate(ast_model *m, const ast_schedule *s, const ast_sampler_conf
     out->cell = ast_xmalloc((size_t)split->n * sizeof *out->cell), out->set = ast_xmalloc((size_t)split->n * sizeof *out->set);
     out->expr = ast_xmalloc((size_t)split->n * G * sizeof(float));
     out->pos = ast_xmalloc((size_t)split->n * 3 * sizeof(float)), out->pos_true = ast_xmalloc((size_t)split->n * 3 * sizeof(float));
+    out->pos_aligned = ast_xmalloc((size_t)split->n * 3 * sizeof(float));
     char *covered = ast_xcalloc((size_t)sets->d->n_cells, 1);
     batch b;
     batch_init(&b, N, G);
@@ -130,7 +151,7 @@ static void generate(ast_model *m, const ast_schedule *s, const ast_sampler_conf
 
 static void sample_cells_free(sample_cells *g)
 {
-    free(g->cell), free(g->set), free(g->expr), free(g->pos), free(g->pos_true);
+    free(g->cell), free(g->set), free(g->expr), free(g->pos), free(g->pos_true), free(g->pos_aligned);
 }
 
 static int ends_with(const char *s, const char *suffix)

@@ -168,6 +168,8 @@ int sample_write_h5ad(const char *path, const sample_cells *g, const ast_dataset
                         .cells = o.names, .n_obs = o.n, .obs = o.cols, .uns_group = "alphast", .uns = provenance};
     t.obsm[t.n_obsm++] = (ast_h5ad_matrix){g->pos_key ? g->pos_key : "spatial", coords(g->pos, g->n, dims), dims};
     if (g->pos_true) t.obsm[t.n_obsm++] = (ast_h5ad_matrix){"spatial_true", coords(g->pos_true, g->n, dims), dims};
+    if (g->pos_aligned)
+        t.obsm[t.n_obsm++] = (ast_h5ad_matrix){"spatial_aligned", coords(g->pos_aligned, g->n, dims), dims};
     int rc = ast_h5ad_write(path, &t, e);
     for (int k = 0; k < t.n_obsm; k++) free((void *)t.obsm[k].data);
     obs_frame_free(&o, g->n);

@@ -14,6 +14,7 @@ typedef struct sample_cells {
     int64_t *cell, *set; /* each cell's row in the dataset, and its set */
     float *expr;         /* [n, G] */
     float *pos, *pos_true; /* pos_true NULL: none (predict's cells) */
+    float *pos_aligned;    /* pos moved onto pos_true per set (Kabsch), or NULL */
     const char *pos_key;   /* obsm key of pos; NULL: spatial */
 } sample_cells;
 
@@ -25,7 +26,8 @@ int sample_write_csv(const char *path, const sample_cells *g, const ast_dataset 
  * obs the source's columns then cell and set (alphast_cell / alphast_set
  * where the source has those names; every name one HDF5 can hold and no
  * other column has: '/' as '_', then _2, _3, ... for a name taken),
- * obsm spatial (g->pos_key) and spatial_true (if g->pos_true), and
+ * obsm spatial (g->pos_key) and spatial_true (if g->pos_true),
+ * spatial_aligned (if g->pos_aligned), and
  * uns/alphast the strings of `provenance` (key, value, ..., NULL). */
 int sample_write_h5ad(const char *path, const sample_cells *g, const ast_dataset *d, const char *const *provenance,
                       ast_error *e);

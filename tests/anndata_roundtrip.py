@@ -32,7 +32,7 @@ def check_obs(src, gen):
 def check_rest(src, gen):
     assert list(gen.var_names) == list(src.var_names), "var_names differ"
     dims = src.obsm["spatial"].shape[1]
-    for key in ("spatial", "spatial_true"):
+    for key in ("spatial", "spatial_true", "spatial_aligned"):
         assert gen.obsm[key].shape == (gen.n_obs, dims), f"obsm/{key} is {gen.obsm[key].shape}"
         assert np.isfinite(gen.obsm[key]).all(), key
     uns = gen.uns["alphast"]
@@ -40,6 +40,21 @@ def check_rest(src, gen):
     assert "training_mode: expr_to_pos" in uns["config"], uns["config"][:200]
     assert uns["checkpoint"].endswith("/best.safetensors"), uns["checkpoint"]
     assert uns["command"].startswith("alphast-run sample "), uns["command"]
+
+
+def check_aligned(gen):
+    """spatial_aligned is each set's placement moved rigidly onto the truth."""
+    dist = lambda p: np.linalg.norm(p[:, None] - p[None], axis=-1)
+    for s in np.unique(gen.obs["set"]):
+        rows = (gen.obs["set"] == s).to_numpy()
+        np.testing.assert_allclose(dist(gen.obsm["spatial_aligned"][rows]), dist(gen.obsm["spatial"][rows]),
+                                   atol=1e-4, err_msg=f"set {s}: not rigid")
+    # the first set writes all its cells, so its fit is over these rows: at
+    # least as close as the placement centred on the truth, or its mirror image
+    rows = (gen.obs["set"] == 0).to_numpy()
+    placed, aligned, true = (gen.obsm[k][rows] for k in ("spatial", "spatial_aligned", "spatial_true"))
+    err = lambda p: ((p - p.mean(0) + true.mean(0) - true) ** 2).sum()
+    assert ((aligned - true) ** 2).sum() <= min(err(placed), err(placed * [1, -1])) + 1e-6, "set 0 is not aligned"
 
 
 def check_metrics(run_dir):
@@ -53,6 +68,7 @@ def main():
     src, gen = anndata.read_h5ad(sys.argv[1]), anndata.read_h5ad(sys.argv[2])
     check_obs(src, gen)
     check_rest(src, gen)
+    check_aligned(gen)
     check_metrics(sys.argv[3])
     print(f"anndata {anndata.__version__}: {gen.n_obs} cells join back on obs_names and "
           f"{len(src.obs.columns)} obs columns")

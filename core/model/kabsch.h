@@ -14,4 +14,9 @@ void ast_kabsch(const double *p, const double *q, const double *w, int n, int al
  * all 1); returns the total weight. */
 double ast_center_rows3(double *x, const double *w, int n);
 
+/* p [n, 3] moved onto q [n, 3] by the best rotation or reflection and
+ * translation over the rows with mask 1 (mask NULL: all), into out: a
+ * placement defined up to a rigid motion, seen in q's frame. */
+void ast_align_onto(int n, const float *p, const float *q, const float *mask, float *out);
+
 #endif
