@@ -46,7 +46,7 @@ static int eval(const char **v, const char **args, int n_args, ast_error *e)
     if (rc == 0 && v[OPT_STEPS]) rc = ast_cfg_set(r.cfg, "sampling.num_steps", v[OPT_STEPS], e);
     if (rc == 0) {
         snprintf(json, sizeof json, "%s/%s", args[0], which == AST_SPLIT_TEST ? "eval.json" : "eval_val.json");
-        rc = cli_evaluate(r.cfg, r.m, &r.d, r.sp, which, v[OPT_JSON] ? v[OPT_JSON] : json, e);
+        rc = cli_evaluate(r.cfg, r.m, &r.d, r.sp, which, v[OPT_JSON] ? v[OPT_JSON] : json, NULL, e);
     }
     cli_run_close(&r);
     return rc < 0 ? cli_fail(e) : CLI_OK;

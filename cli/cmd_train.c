@@ -98,11 +98,12 @@ static void print_summary(const char *dir, const ast_train_result *r, const ast_
 
 /* The held-out evaluation of the weights with the best validation loss,
  * which are restored first (the last epoch's may be worse), into
- * DIR/eval.json. Skipped without a test split, or when the config says so. */
+ * DIR/eval.json, and the placed cells into DIR/placement.csv for the
+ * report's pictures. Skipped without a test split, or when the config says so. */
 static int evaluate(const ast_cfg *cfg, ast_model *m, const ast_dataset *d, const ast_split sp[3], const char *dir,
                     ast_error *e)
 {
-    char json[4096 + 16]; /* dir is at most 4095 bytes */
+    char json[4096 + 16], placement[4096 + 16]; /* dir is at most 4095 bytes */
     const char *skip = !ast_cfg_bool(cfg, "evaluation.after_train") ? "evaluation.after_train is false"
                        : sp[AST_SPLIT_TEST].n < 1                    ? "no test split (data.split_ratio.test is 0)"
                                                                      : NULL;
@@ -111,8 +112,9 @@ static int evaluate(const ast_cfg *cfg, ast_model *m, const ast_dataset *d, cons
         return 0;
     }
     snprintf(json, sizeof json, "%s/eval.json", dir);
+    snprintf(placement, sizeof placement, "%s/placement.csv", dir);
     ast_dist_barrier(); /* over MPI rank 0 wrote best.safetensors: every rank reads it once it is in place */
-    return cli_load_weights(m, dir, e) < 0 ? -1 : cli_evaluate(cfg, m, d, sp, AST_SPLIT_TEST, json, e);
+    return cli_load_weights(m, dir, e) < 0 ? -1 : cli_evaluate(cfg, m, d, sp, AST_SPLIT_TEST, json, placement, e);
 }
 
 /* ", over R ranks, ..." for a run over MPI (train_dist.h), else "". */

@@ -181,7 +181,7 @@ int cli_check_evaluation(const ast_cfg *cfg, const ast_dataset *d, ast_error *e)
 }
 
 int cli_evaluate(const ast_cfg *cfg, ast_model *m, const ast_dataset *d, const ast_split sp[3], int which,
-                 const char *json_path, ast_error *e)
+                 const char *json_path, const char *placement_path, ast_error *e)
 {
     ast_train_config tc;
     ast_eval_config ec;
@@ -198,6 +198,7 @@ int cli_evaluate(const ast_cfg *cfg, ast_model *m, const ast_dataset *d, const a
         FILE *table = strcmp(json_path, "-") ? stdout : stderr; /* stdout is the JSON's */
         ast_eval_report_print(&r, table);
         rc = ast_eval_report_write_json(&r, json_path, e);
+        if (rc == 0 && placement_path) rc = ast_eval_placement_write_csv(&r, d, placement_path, e);
         if (rc == 0 && table == stdout) printf("  written to %s\n", json_path);
     }
     ast_eval_report_free(&r);

@@ -56,9 +56,10 @@ const char *cli_weights_file(const char *dir, char *buf, size_t n, ast_error *e)
 /* The held-out evaluation of m on split `which` (AST_SPLIT_TEST/VAL) with
  * the config's sampling.* and evaluation.* keys: prints the table to
  * stdout and writes json_path; json_path "-" is stdout, and the table
- * goes to stderr then. */
+ * goes to stderr then. placement_path, unless NULL, gets the placed cells
+ * (ast_eval_placement_write_csv). */
 int cli_evaluate(const ast_cfg *cfg, ast_model *m, const ast_dataset *d, const ast_split sp[3], int which,
-                 const char *json_path, ast_error *e);
+                 const char *json_path, const char *placement_path, ast_error *e);
 
 /* The run's sampling settings (sampling.*, seed.value, how its model's
  * positions are read) with a command's --mode and --steps (NULL: the

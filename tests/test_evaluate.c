@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/csv.h"
 #include "eval/evaluate.h"
 #include "io/h5ad_write.h"
 #include "train/train.h"
@@ -152,6 +153,40 @@ Test(evaluate, joint_models_are_also_asked_to_place_cells, .timeout = 60)
     fixture_close(&f);
 }
 
+/* placement.csv: a row per placed cell, named as in the data (a name with
+ * a comma and a quote survives), the placed cells aligned onto the true
+ * ones as the RMSD metric aligns them, so the file's RMSD is the metric's. */
+static void check_placement_csv(const ast_eval_report *r, ast_dataset *d)
+{
+    ast_error e = {""};
+    char path[] = "/tmp/alphast-placement-XXXXXX", line[1024], *field[10];
+    close(mkstemp(path));
+    int64_t first = r->placement.cells[0];
+    cr_assert(d->cell_names, "the bundled data has obs_names");
+    free(d->cell_names[first]);
+    d->cell_names[first] = ast_xstrdup("odd, \"name\"");
+    cr_assert(ast_eval_placement_write_csv(r, d, path, &e) == 0, "%s", e.msg);
+    FILE *fp = fopen(path, "r");
+    cr_assert(fgets(line, sizeof line, fp));
+    cr_assert_str_eq(line, "set,cell,label,true_x,true_y,true_z,placed_x,placed_y,placed_z\n");
+    double se[64] = {0}, rmsd = 0.0;
+    int rows = 0, cells[64] = {0};
+    while (fgets(line, sizeof line, fp)) {
+        cr_assert_eq(ast_csv_split(line, field, 10), 9, "9 fields in %s", line);
+        if (!rows++) cr_assert_str_eq(field[1], "odd, \"name\"");
+        int b = atoi(field[0]);
+        cr_assert(b >= 0 && b < r->sets && b < 64);
+        for (int k = 0; k < 3; k++) se[b] += pow(atof(field[6 + k]) - atof(field[3 + k]), 2);
+        cells[b]++;
+    }
+    fclose(fp);
+    remove(path);
+    cr_assert_eq(rows, r->cells, "every placed cell once");
+    for (int b = 0; b < r->sets; b++) rmsd += sqrt(se[b] / cells[b]) / r->sets;
+    cr_assert_float_eq(rmsd, r->tasks[0].model.pos.rmsd, 1e-3 * (1 + rmsd), "rmsd %g vs %g", rmsd,
+                       r->tasks[0].model.pos.rmsd);
+}
+
 /* The default protocol places every held-out cell once, in sets that
  * depend on expression alone, and scores the baselines on the same cells. */
 Test(evaluate, region_protocol_places_every_held_out_cell_with_baselines, .timeout = 120)
@@ -181,6 +216,7 @@ Test(evaluate, region_protocol_places_every_held_out_cell_with_baselines, .timeo
     int counts[] = {1, 3, 10}; /* {1, 10, sampling.num_steps = 3}, ascending */
     for (int i = 0; i < 3; i++) cr_assert_eq(t->step_counts[i], counts[i]);
     cr_assert_eq(t->by_steps[1].knn[1], t->model.pos.knn[1], "the configured count is the model's score");
+    check_placement_csv(&r, &f.d);
     ast_eval_report_free(&r);
     ast_eval_config_free(&ec);
     fixture_close(&f);
@@ -443,6 +479,8 @@ Test(evaluate, train_eval_and_sample_commands, .timeout = 120)
     fixture_open(&fx, NULL);
     int64_t n_test = fx.sp[AST_SPLIT_TEST].n;
     fixture_close(&fx);
+    snprintf(args, sizeof args, "%s/run/placement.csv", dir);
+    cr_assert_eq(count_lines(args), n_test + 1, "train writes placement.csv: a row per test cell and a header");
     snprintf(args, sizeof args, "sample %s/run --out %s/gen.csv", dir, dir);
     cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
     snprintf(args, sizeof args, "%s/gen.csv", dir);

@@ -172,6 +172,7 @@ static void run_task(ast_model *m, const ast_schedule *s, const eval_run *run, a
     generated g;
     generate(m, s, run, task->mode, run->ec->num_steps, 0, &g);
     eval_score(run, task->mode, g.pos, g.expr, &task->model);
+    if (task->mode == AST_MODE_EXPR_TO_POS) eval_keep_placement(run, g.pos);
     eval_baselines(run, task);
     task->diversity = NAN;
     if (ast_mode_noises(task->mode, AST_MOD_POS)) {
@@ -233,5 +234,6 @@ void ast_eval_report_free(ast_eval_report *r)
         for (int j = 0; j < r->tasks[i].n_baselines; j++) scores_free(&r->tasks[i].baselines[j].scores);
     }
     free(r->genes), free(r->morans_true);
+    eval_placement_free(&r->placement);
     memset(r, 0, sizeof *r);
 }

@@ -69,6 +69,17 @@ typedef struct ast_eval_task {
  * sampler does no generative work, and the report says so. */
 #define AST_EVAL_DEGENERATE_DIVERSITY 1e-3
 
+/* Where the model put the held-out cells of the expr_to_pos task, for
+ * people to look at: per set the true positions and the placed ones
+ * aligned onto them (rotation or reflection, as the RMSD metric does; no
+ * scaling, so a wrong scale shows), both in the data's units and centred
+ * per set. Empty (B = 0) when no task placed cells. */
+typedef struct ast_eval_placement {
+    int B, N;
+    int64_t *cells;       /* [B, N] dataset indices; -1 on padding */
+    float *truth, *placed; /* [B, N, 3] */
+} ast_eval_placement;
+
 typedef struct ast_eval_report {
     const char *split;
     ast_eval_protocol protocol;
@@ -81,6 +92,7 @@ typedef struct ast_eval_report {
     double *morans_true;      /* [n_genes] on the true coordinates */
     ast_eval_task tasks[AST_EVAL_MAX_TASKS];
     int n_tasks;              /* the training mode's task; for joint also expr_to_pos */
+    ast_eval_placement placement;
     double seconds;
 } ast_eval_report;
 
@@ -101,5 +113,10 @@ void ast_eval_report_free(ast_eval_report *r);
 void ast_eval_report_print(const ast_eval_report *r, FILE *out);
 /* The whole report as JSON, written atomically. */
 int ast_eval_report_write_json(const ast_eval_report *r, const char *path, ast_error *e);
+/* The placement as CSV, written atomically: a row per cell with its set,
+ * name (obs_names, else its row number), cell type (when the data has a
+ * cell type column, else empty), true x, y, z and placed x, y, z. Nothing
+ * is written when no task placed cells. */
+int ast_eval_placement_write_csv(const ast_eval_report *r, const ast_dataset *d, const char *path, ast_error *e);
 
 #endif

@@ -19,6 +19,11 @@ void eval_score(const eval_run *run, ast_train_mode mode, const float *pos, cons
 /* Scores every baseline that applies to the task on the same cells. */
 void eval_baselines(const eval_run *run, ast_eval_task *task);
 
+/* Keeps the placement pos [B, N, 3] of the sets in run->r->placement
+ * (eval_placement.c). */
+void eval_keep_placement(const eval_run *run, const float *pos);
+void eval_placement_free(ast_eval_placement *p);
+
 /* The number of valid cells of set b (they come first). */
 int eval_set_cells(const ast_eval_sets *t, int b);
 
