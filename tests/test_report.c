@@ -525,6 +525,8 @@ Test(report, failed_and_unfinished_runs_are_listed)
     free(md);
 }
 
+static int exists(const char *sweep, const char *file);
+
 static int count(const char *text, const char *what)
 {
     int n = 0;
@@ -540,10 +542,10 @@ Test(report, html_is_self_contained_and_svgs_sit_next_to_the_markdown)
     char *html = test_slurp(path);
     cr_assert(!strncmp(html, "<!DOCTYPE html>", 15));
     cr_assert(strstr(html, "</html>\n") && html[strlen(html) - 1] == '\n');
-    /* the key metrics; loss, validation loss, gradient norm, entropy, aux loss, gate mean
+    /* the key metrics; loss, validation loss, learning rate, gradient norm, entropy, aux loss, gate mean
      * (no plot for flags, repeats or zeros); routing */
-    cr_assert_eq(count(html, "<svg"), 8);
-    cr_assert_eq(count(html, "</svg>"), 8);
+    cr_assert_eq(count(html, "<svg"), 9);
+    cr_assert_eq(count(html, "</svg>"), 9);
     cr_assert_eq(count(html, "<table>"), count(html, "</table>"));
     cr_assert_eq(count(html, "<tr>"), count(html, "</tr>"));
     cr_assert(!strstr(html, "http") && !strstr(html, "<script") && !strstr(html, "src=") && !strstr(html, "href="));
@@ -551,20 +553,23 @@ Test(report, html_is_self_contained_and_svgs_sit_next_to_the_markdown)
     cr_assert(strstr(html, "<td class=\"n\">0.420 ± 0.020</td>"), "numbers right-aligned, unwrapped");
     free(html);
 
-    const char *svgs[] = {"report_loss.svg", "report_val_loss.svg", "report_monitor_train_grad_norm.svg",
+    const char *svgs[] = {"report_loss.svg", "report_val_loss.svg", "report_lr.svg", "report_monitor_train_grad_norm.svg",
                           "report_monitor_expert_load_expert_entropy_normalized.svg",
                           "report_monitor_gate_activation_activation_mean.svg",
                           "report_monitor_expert_load_avg_aux_loss.svg", "report_key_metrics.svg", "report_routing.svg"};
     char *md = report_md(sweep, NULL);
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < 9; i++) {
         snprintf(path, sizeof path, "%s/%s", sweep, svgs[i]);
         char *svg = test_slurp(path);
         cr_assert(!strncmp(svg, "<svg xmlns=\"http://www.w3.org/2000/svg\"", 39), "%s is a standalone SVG", svgs[i]);
-        if (i < 5) cr_assert_eq(count(svg, "<polyline"), 2, "%s: a line per config", svgs[i]);
+        if (i < 6) cr_assert_eq(count(svg, "class=\"mean\""), 2, "%s: a line per config", svgs[i]);
         free(svg);
-        char ref[128];
+        char ref[300], csv[128];
         snprintf(ref, sizeof ref, "](%s)", svgs[i]);
         cr_assert(strstr(md, ref), "report.md shows %s", svgs[i]);
+        snprintf(csv, sizeof csv, "%.*s.csv", (int)strlen(svgs[i]) - 4, svgs[i]);
+        snprintf(ref, sizeof ref, "[Data: %s](%s)", csv, csv);
+        cr_assert(strstr(md, ref) && exists(sweep, csv), "%s beside %s, linked", csv, svgs[i]);
     }
     free(md);
 }
@@ -677,7 +682,7 @@ Test(report, each_series_is_drawn_once_and_a_zero_one_not_at_all)
     char path[512];
     snprintf(path, sizeof path, "%s/report_monitor_expert_load_avg_aux_loss.svg", sweep);
     char *svg = test_slurp(path);
-    cr_assert_eq(count(svg, "<polyline"), 1);
+    cr_assert_eq(count(svg, "class=\"mean\""), 1);
     cr_assert(strstr(svg, ">Gated</text>") && !strstr(svg, ">Baseline</text>"));
     free(svg);
 }
@@ -704,7 +709,7 @@ Test(report, an_axis_turns_logarithmic_when_values_span_two_decades)
     cr_assert(!a.log_y, "no log of 0");
     double x[3] = {1, 2, 3}, y[3] = {10, 1, 0.1};
     rp_band b = {3, x, y, y, y};
-    rp_line line = {"Gated", 1, &b};
+    rp_line line = {.label = "Gated", .color = 1, .band = &b};
     char *svg = rp_svg_plot("gradient norm", "gradient norm", &line, 1, 0);
     cr_assert(strstr(svg, ">gradient norm (log scale)</text>"), "%s", svg);
     /* a decade is the same height everywhere */
@@ -804,4 +809,159 @@ Test(report, out_dash_writes_the_html_page_to_stdout)
     cr_assert_neq(access(path, F_OK), 0, "nothing written into the sweep directory");
     snprintf(cmd, sizeof cmd, "ls -d %s/alphast-report-* >/dev/null 2>&1", sweep);
     cr_assert_neq(system(cmd), 0, "the temporary directory is gone");
+}
+
+/* The verdict in one line above everything else: where the best config
+ * stands against the best baseline, whether any config differs from the
+ * reference after Holm, and the warnings counted (Gated-03's expert
+ * collapse; the failed and the unfinished runs). */
+Test(report, the_verdict_opens_the_report_in_one_line)
+{
+    char *md = report_md(make_sweep(), NULL);
+    const char *want = "# Ablation report: ";
+    cr_assert(!strncmp(md, want, strlen(want)));
+    const char *lead = strstr(md, "\n\n**Verdict:** ");
+    cr_assert(lead && lead == strchr(md, '\n'), "the first paragraph: %s", md);
+    lead += 2;
+    char *line = strndup(lead, strcspn(lead, "\n"));
+    cr_assert_str_eq(line, "**Verdict:** expr_to_pos — no config beats the best baseline expression_isomap on knn_k10 "
+                           "(0.700): the best config, Gated, has 0.630 ± 0.020 (difference -0.070, 95% CI [-0.090, "
+                           "-0.050]); Gated differs from the reference config Baseline after Holm's correction over 9 "
+                           "tests; 1 monitor warning fired; 3 runs left out.");
+    free(line);
+    free(md);
+    /* a degenerate sampler is said on top, not only far down the list */
+    char *sweep = make_sweep();
+    write_eval_diverse(sweep, &runs[0], runs[0].knn, 1);
+    md = report_md(sweep, NULL);
+    cr_assert(strstr(md, "WARNING: the samples of 1 config are degenerate (the sampler ignores its noise)"), "%s", md);
+    free(md);
+}
+
+/* The rows of a figure's CSV whose first two fields are config and series. */
+static int csv_rows(const char *csv, const char *prefix)
+{
+    return count(csv, prefix);
+}
+
+/* Each seed drawn thin beside the mean, its best epoch ringed, and the same
+ * numbers in the CSV beside the SVG. The fake validation loss is
+ * val + 0.1 / step at steps 10 and 20: every seed is best at step 20,
+ * except where a test makes the first epoch best. */
+Test(report, learning_curves_show_each_seed_and_its_best_epoch)
+{
+    char *sweep = make_sweep(), path[512];
+    free(report_md(sweep, NULL));
+    snprintf(path, sizeof path, "%s/report_val_loss.svg", sweep);
+    char *svg = test_slurp(path);
+    cr_assert_eq(count(svg, "class=\"seed\""), 6, "a thin line per seed");
+    cr_assert_eq(count(svg, "class=\"best\""), 6, "a ring per seed");
+    cr_assert(strstr(svg, ">best epoch of a seed</text>") && strstr(svg, ">one seed (thick: mean)</text>"));
+    free(svg);
+    snprintf(path, sizeof path, "%s/report_val_loss.csv", sweep);
+    char *csv = test_slurp(path);
+    cr_assert(!strncmp(csv, "config,series,step,value\n", 25));
+    cr_assert(strstr(csv, "\nBaseline,\"best, seed 1\",20,0.505\n"), "%s", csv);
+    cr_assert(strstr(csv, "\nGated,\"best, seed 3\",20,0.445\n"), "%s", csv);
+    cr_assert(strstr(csv, "\nGated,seed 2,10,0.43\n") && strstr(csv, "\nGated,mean,10,0.43\n"), "%s", csv);
+    cr_assert_eq(csv_rows(csv, "\nBaseline,mean,"), 2, "the mean at each epoch");
+    cr_assert_eq(csv_rows(csv, "\nBaseline,min,"), 2);
+    cr_assert_eq(csv_rows(csv, "\nGated,seed "), 6);
+    free(csv);
+
+    /* Gated seed 1 overfits: its first epoch is its best */
+    snprintf(path, sizeof path, "%s/runs/%s/metrics.jsonl", sweep, runs[3].id);
+    write_file(path, "{\"kind\":\"epoch\",\"step\":10,\"epoch\":0,\"val_loss\":0.3}\n"
+                     "{\"kind\":\"epoch\",\"step\":20,\"epoch\":1,\"val_loss\":0.5}\n"
+                     "{\"kind\":\"epoch\",\"step\":30,\"epoch\":2,\"val_loss\":0.3}\n");
+    free(report_md(sweep, NULL));
+    snprintf(path, sizeof path, "%s/report_val_loss.csv", sweep);
+    csv = test_slurp(path);
+    cr_assert(strstr(csv, "\nGated,\"best, seed 1\",10,0.3\n"), "the first lowest, as training kept it: %s", csv);
+    free(csv);
+}
+
+Test(report, the_learning_rate_is_plotted_from_the_training_lines)
+{
+    char *sweep = make_sweep(), path[512];
+    char *md = report_md(sweep, NULL);
+    cr_assert(strstr(md, "](report_lr.svg)"));
+    free(md);
+    snprintf(path, sizeof path, "%s/report_lr.csv", sweep);
+    char *csv = test_slurp(path);
+    cr_assert(strstr(csv, "\nBaseline,seed 3,20,0.001\n"), "%s", csv);
+    free(csv);
+}
+
+Test(report, key_metrics_and_routing_have_their_numbers_beside_them)
+{
+    char *sweep = make_sweep(), path[512];
+    free(report_md(sweep, NULL));
+    snprintf(path, sizeof path, "%s/report_key_metrics.csv", sweep);
+    char *csv = test_slurp(path);
+    /* 4 panels x 2 configs x (3 seeds + mean and interval), and 2 + 2 + 3 baselines */
+    cr_assert_eq(count(csv, "\n") - 1, 4 * 2 * 6 + 7, "%s", csv);
+    cr_assert(strstr(csv, "\n\"validation loss (best), lower is better\",Gated,mean,0.42\n"), "%s", csv);
+    cr_assert(strstr(csv, "\n\"expr_to_pos: knn_k10, higher is better\",expression_isomap,baseline,0.7\n"), "%s", csv);
+    free(csv);
+    snprintf(path, sizeof path, "%s/report_routing.csv", sweep);
+    csv = test_slurp(path);
+    cr_assert_eq(count(csv, "\n") - 1, 3 * 2 * 2 * 2, "a row per cell of the heatmap");
+    cr_assert(strstr(csv, "\nGated,3,1,1,1,0.7\n"), "%s", csv);
+    free(csv);
+}
+
+/* placement.csv as training writes it: cells on a strip, placed on a
+ * ring, with a cell type (one with a comma, quoted). */
+static void write_placement(const char *sweep, const fake_run *r, const char *header)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/runs/%s/placement.csv", sweep, r->id);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs(header, f);
+    for (int set = 0; set < 2; set++)
+        for (int i = 0; i < 12; i++)
+            fprintf(f, "%d,cell_%d_%d,%s,%d,0,0,%g,%g,0\n", set, set, i, i % 2 ? "\"T cell, CD4\"" : "B cell", i,
+                    cos(i * 0.5), sin(i * 0.5));
+    fclose(f);
+}
+
+static const char *placement_header = "set,cell,label,true_x,true_y,true_z,placed_x,placed_y,placed_z\n";
+
+Test(report, placements_are_drawn_true_beside_placed_per_config)
+{
+    char *sweep = make_sweep(), path[512];
+    char *md = report_md(sweep, NULL);
+    cr_assert(!strstr(md, "## Placements") && !exists(sweep, "report_placement.svg"), "no placement.csv, no figure");
+    free(md);
+    write_placement(sweep, &runs[0], placement_header); /* Baseline's first seed */
+    write_placement(sweep, &runs[4], placement_header); /* Gated's second: its first has none */
+    md = report_md(sweep, NULL);
+    cr_assert(strstr(md, "## Placements\n\n![") && strstr(md, "](report_placement.svg)"), "%s", md);
+    cr_assert(strstr(md, "coloured by the data's cell type"), "%s", md);
+    free(md);
+    snprintf(path, sizeof path, "%s/report_placement.svg", sweep);
+    char *svg = test_slurp(path);
+    cr_assert_eq(count(svg, "class=\"cell\""), 2 * 2 * 12, "per config the first set, true and placed");
+    cr_assert(strstr(svg, ">Baseline, seed 1 (Baseline-01): 12 cells of one held-out set</text>"), "%s", svg);
+    cr_assert(strstr(svg, ">Gated, seed 2 (Gated-02): 12 cells of one held-out set</text>"), "%s", svg);
+    cr_assert(strstr(svg, ">T cell, CD4</text>") && strstr(svg, ">B cell</text>"), "the labels' legend");
+    cr_assert_eq(count(svg, "fill=\"#0072B2\" fill-opacity"), 2 * 2 * 6, "one colour per label in every panel");
+    free(svg);
+    snprintf(path, sizeof path, "%s/report_placement.csv", sweep);
+    char *csv = test_slurp(path);
+    cr_assert_eq(count(csv, "\n") - 1, 2 * 12, "the drawn points");
+    cr_assert(strstr(csv, "\nBaseline,Baseline-01,1,cell_0_1,\"T cell, CD4\",1,0,"), "%s", csv);
+    free(csv);
+
+    /* a damaged file is named and left out; the other config is still drawn */
+    write_placement(sweep, &runs[4], "set;cell;label\n");
+    md = report_md(sweep, NULL);
+    cr_assert(strstr(md, "Gated-02/placement.csv: not the columns of placement.csv, or no cell; not drawn"), "%s", md);
+    free(md);
+    snprintf(path, sizeof path, "%s/report_placement.svg", sweep);
+    svg = test_slurp(path);
+    cr_assert_eq(count(svg, "class=\"cell\""), 2 * 12);
+    free(svg);
 }

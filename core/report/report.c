@@ -32,12 +32,15 @@ static int write_in(const char *dir, const char *file, ast_write_fn fill, void *
     return ast_atomic_write(path, fill, ud, e);
 }
 
-static int write_svgs(const char *dir, const rp_figures *f, ast_error *e)
+/* Each figure's SVG and, beside it, its numbers as CSV. */
+static int write_figures(const char *dir, const rp_figures *f, ast_error *e)
 {
-    char path[4096];
+    char path[4096], csv[512];
     for (int i = 0; i < f->n; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, f->v[i].file);
         if (ast_atomic_write_bytes(path, f->v[i].svg_file, strlen(f->v[i].svg_file), e) < 0) return -1;
+        snprintf(path, sizeof path, "%s/%s", dir, rp_figure_csv_file(&f->v[i], csv, sizeof csv));
+        if (ast_atomic_write_bytes(path, f->v[i].csv, strlen(f->v[i].csv), e) < 0) return -1;
     }
     return 0;
 }
@@ -58,7 +61,7 @@ int ast_report_write(const char *sweep_dir, const ast_report_opts *o, ast_error 
     if (rc == 0) {
         rp_figures_make(&s, &figs);
         doc_job md = {&s, &figs, 0}, html = {&s, &figs, 1};
-        rc = ensure_dir(out, e) < 0 || write_svgs(out, &figs, e) < 0 || write_in(out, "report.md", write_doc, &md, e) < 0 ||
+        rc = ensure_dir(out, e) < 0 || write_figures(out, &figs, e) < 0 || write_in(out, "report.md", write_doc, &md, e) < 0 ||
                      write_in(out, "report.html", write_doc, &html, e) < 0
                  ? -1
                  : 0;

@@ -207,6 +207,9 @@ static void run_tables(rp_doc *d, const rp_sweep *s)
 void rp_body(rp_doc *d, const rp_sweep *s, const rp_figures *figs)
 {
     ast_strlist verdict = {0};
+    char headline[4096];
+    rp_headline(s, headline, sizeof headline);
+    rp_doc_lead(d, "Verdict:", headline);
     intro(d, s);
     configs_section(d, s);
     rp_verdict(s, &verdict);
@@ -215,12 +218,17 @@ void rp_body(rp_doc *d, const rp_sweep *s, const rp_figures *figs)
     ast_strlist_free(&verdict);
     const rp_figure *key = rp_figure_find(figs, "report_key_metrics.svg");
     if (key) rp_doc_figure(d, key);
+    const rp_figure *placement = rp_figure_find(figs, "report_placement.svg");
+    if (placement) {
+        rp_doc_heading(d, 2, "Placements");
+        rp_doc_figure(d, placement);
+    }
     cost_table(d, s);
     training_section(d, s);
     for (int t = 0; t < s->n_tasks; t++) task_section(d, s, &s->tasks[t]);
     rp_doc_heading(d, 2, "Loss curves");
-    const char *curves[] = {"report_loss.svg", "report_val_loss.svg"};
-    for (int i = 0; i < 2; i++)
+    const char *curves[] = {"report_loss.svg", "report_val_loss.svg", "report_lr.svg"};
+    for (int i = 0; i < 3; i++)
         if (rp_figure_find(figs, curves[i])) rp_doc_figure(d, rp_figure_find(figs, curves[i]));
     monitors(d, s, figs);
     run_tables(d, s);

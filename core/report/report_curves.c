@@ -55,3 +55,11 @@ void rp_band_free(rp_band *b)
     free(b->x), free(b->mean), free(b->lo), free(b->hi);
     memset(b, 0, sizeof *b);
 }
+
+int rp_series_argmin(const rp_series *s)
+{
+    int best = -1;
+    for (int i = 0; i < s->n; i++)
+        if (best < 0 || s->y[i] < s->y[best]) best = i;
+    return best;
+}

@@ -33,7 +33,8 @@ static const char *const css =
     "th,td{border:1px solid #ccc;padding:3px 6px;text-align:left}th.n{text-align:right}"
     "td.n{text-align:right;white-space:nowrap}"
     "th{background:#f3f3f3}figure{margin:1.5em 0}figure svg{max-width:100%;height:auto}"
-    "figcaption{color:#555;font-size:90%;max-width:900px}";
+    "figcaption{color:#555;font-size:90%;max-width:900px}"
+    ".lead{font-size:110%;background:#f3f6fa;border-left:4px solid #0072B2;padding:.5em .8em}";
 
 void rp_doc_begin(rp_doc *d, const char *title)
 {
@@ -77,6 +78,19 @@ void rp_doc_para(rp_doc *d, const char *fmt, ...)
     }
     fputs("<p>", d->f);
     rp_put_escaped(d->f, buf);
+    fputs("</p>\n", d->f);
+}
+
+void rp_doc_lead(rp_doc *d, const char *label, const char *text)
+{
+    if (!d->html) {
+        fprintf(d->f, "**%s** %s\n\n", label, text);
+        return;
+    }
+    fputs("<p class=\"lead\"><strong>", d->f);
+    rp_put_escaped(d->f, label);
+    fputs("</strong> ", d->f);
+    rp_put_escaped(d->f, text);
     fputs("</p>\n", d->f);
 }
 
@@ -147,13 +161,17 @@ void rp_doc_table(rp_doc *d, const rp_table *t)
     else table_md(d->f, t);
 }
 
+/* The page links nothing (it is mailed alone), so the CSV beside the
+ * figure is named, not linked; Markdown links it. */
 void rp_doc_figure(rp_doc *d, const rp_figure *fig)
 {
+    char csv[512];
+    rp_figure_csv_file(fig, csv, sizeof csv);
     if (!d->html) {
-        fprintf(d->f, "![%s](%s)\n\n", fig->caption, fig->file);
+        fprintf(d->f, "![%s](%s)\n\n[Data: %s](%s)\n\n", fig->caption, fig->file, csv, csv);
         return;
     }
     fprintf(d->f, "<figure>\n%s<figcaption>", fig->svg);
     rp_put_escaped(d->f, fig->caption);
-    fputs("</figcaption>\n</figure>\n", d->f);
+    fprintf(d->f, " Data: %s, beside report.html.</figcaption>\n</figure>\n", csv);
 }

@@ -1,8 +1,10 @@
 /* The report's plots: the key metrics as a dot per seed with each
  * config's mean and interval against the baselines; training and
- * validation loss and each monitored metric over optimiser steps, one line
- * per config (mean over its seeds) with the min-max band, leaving out
- * lines that are zero throughout; and routing by diffusion time. */
+ * validation loss, the learning rate and each monitored metric over
+ * optimiser steps, one line per config (mean over its seeds) with the
+ * min-max band and each seed thin (the validation loss with each seed's
+ * best epoch marked), leaving out lines that are zero throughout; and
+ * routing by diffusion time. Each with its numbers as CSV. */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,7 @@ typedef const rp_series *(*series_fn)(const rp_run *r, const char *key);
 
 static const rp_series *train_loss(const rp_run *r, const char *key) { return &r->train_loss; }
 static const rp_series *val_loss(const rp_run *r, const char *key) { return &r->val_loss; }
+static const rp_series *learning_rate(const rp_run *r, const char *key) { return &r->lr; }
 
 static const rp_series *monitor_curve(const rp_run *r, const char *key)
 {
@@ -23,30 +26,55 @@ static const rp_series *monitor_curve(const rp_run *r, const char *key)
     return NULL;
 }
 
-/* The bands of every config that has the curve; returns how many lines. */
-static int config_lines(const rp_sweep *s, series_fn pick, const char *key, rp_band *bands, rp_line *lines)
+/* What one config's line points into. */
+typedef struct curves {
+    rp_band band, *seeds;
+    long long *seed;
+    double *best_x, *best_y;
+    int n; /* seeds */
+} curves;
+
+/* Config c's band over the seeds that have the curve, each seed's own and,
+ * with mark_best, each seed's lowest point; 0 when no seed has it. */
+static int config_curves(const rp_sweep *s, int c, series_fn pick, const char *key, int mark_best, curves *cv,
+                         rp_line *line)
 {
-    int n = 0;
-    const rp_series **seeds = ast_xmalloc((size_t)(s->n_runs + 1) * sizeof *seeds);
-    for (int c = 0; c < s->n_configs; c++) {
-        int k = 0;
-        for (int i = 0; i < s->configs[c].n_runs; i++) {
-            const rp_series *ser = pick(&s->runs[s->configs[c].runs[i]], key);
-            if (ser && ser->n) seeds[k++] = ser;
-        }
-        if (!k) continue;
-        rp_band_of(seeds, k, MAX_POINTS, &bands[n]);
-        lines[n] = (rp_line){s->configs[c].name, c, &bands[n]};
-        n++;
+    const rp_config *cf = &s->configs[c];
+    const rp_series **seeds = ast_xmalloc((size_t)(cf->n_runs + 1) * sizeof *seeds);
+    int k = 0;
+    memset(cv, 0, sizeof *cv);
+    cv->seeds = ast_xcalloc((size_t)cf->n_runs + 1, sizeof *cv->seeds);
+    cv->seed = ast_xcalloc((size_t)cf->n_runs + 1, sizeof *cv->seed);
+    cv->best_x = ast_xcalloc((size_t)cf->n_runs + 1, sizeof *cv->best_x);
+    cv->best_y = ast_xcalloc((size_t)cf->n_runs + 1, sizeof *cv->best_y);
+    for (int i = 0; i < cf->n_runs; i++) {
+        const rp_run *r = &s->runs[cf->runs[i]];
+        const rp_series *ser = pick(r, key);
+        if (!ser || !ser->n) continue;
+        int best = rp_series_argmin(ser);
+        rp_band_of(&ser, 1, MAX_POINTS, &cv->seeds[k]);
+        cv->seed[k] = r->seed, cv->best_x[k] = ser->x[best], cv->best_y[k] = ser->y[best];
+        seeds[k++] = ser;
     }
+    cv->n = k;
+    if (k) rp_band_of(seeds, k, MAX_POINTS, &cv->band);
+    *line = (rp_line){cf->name, c, &cv->band, cv->seeds, cv->seed, mark_best ? cv->best_x : NULL,
+                      mark_best ? cv->best_y : NULL, k};
     free(seeds);
-    return n;
+    return k > 0;
 }
 
-static void push(rp_figures *f, const char *file, const char *caption, char *svg, char *svg_file)
+static void curves_free(curves *cv)
+{
+    rp_band_free(&cv->band);
+    for (int k = 0; k < cv->n; k++) rp_band_free(&cv->seeds[k]);
+    free(cv->seeds), free(cv->seed), free(cv->best_x), free(cv->best_y);
+}
+
+static void push(rp_figures *f, const char *file, const char *caption, char *svg, char *svg_file, char *csv)
 {
     f->v = ast_xrealloc(f->v, (size_t)(f->n + 1) * sizeof *f->v);
-    f->v[f->n++] = (rp_figure){ast_xstrdup(file), ast_xstrdup(caption), svg, svg_file};
+    f->v[f->n++] = (rp_figure){ast_xstrdup(file), ast_xstrdup(caption), svg, svg_file, csv};
 }
 
 /* Zero at every step and in every seed: a flat line on the axis, better said in words. */
@@ -67,26 +95,33 @@ static int drop_zero_lines(rp_line *lines, int n, ast_strlist *zero)
     return kept;
 }
 
-static void add_figure(rp_figures *f, const rp_sweep *s, series_fn pick, const char *key, const char *file,
-                       const char *title, const char *caption)
+/* A line plot of one curve per config; mark_best rings each seed's lowest point. */
+static void add_figure(rp_figures *f, const rp_sweep *s, series_fn pick, const char *key, int mark_best,
+                       const char *file, const char *title, const char *caption)
 {
-    rp_band *bands = ast_xcalloc((size_t)s->n_configs, sizeof *bands);
+    curves *cv = ast_xcalloc((size_t)s->n_configs, sizeof *cv);
     rp_line *lines = ast_xcalloc((size_t)s->n_configs, sizeof *lines);
     ast_strlist zero = {0};
-    int n = config_lines(s, pick, key, bands, lines), drawn = drop_zero_lines(lines, n, &zero);
+    int n = 0;
+    for (int c = 0; c < s->n_configs; c++) {
+        if (config_curves(s, c, pick, key, mark_best, &cv[n], &lines[n])) n++;
+        else curves_free(&cv[n]);
+    }
+    int drawn = drop_zero_lines(lines, n, &zero);
     char text[1200], names[400];
     ast_strlist_join(&zero, ", ", "", names, sizeof names);
     if (drawn) {
         snprintf(text, sizeof text, "%s%s%s%s", caption, zero.n ? " Zero throughout, so not drawn: " : "", names,
                  zero.n ? "." : "");
-        push(f, file, text, rp_svg_plot(title, title, lines, drawn, 0), rp_svg_plot(title, title, lines, drawn, 1));
+        push(f, file, text, rp_svg_plot(title, title, lines, drawn, 0), rp_svg_plot(title, title, lines, drawn, 1),
+             rp_csv_plot(lines, drawn));
     } else if (n) {
         snprintf(text, sizeof text, "%s (zero throughout in every run)", title);
         ast_strlist_push(&f->not_drawn, text);
     }
-    for (int i = 0; i < n; i++) rp_band_free(&bands[i]);
+    for (int i = 0; i < n; i++) curves_free(&cv[i]);
     ast_strlist_free(&zero);
-    free(bands), free(lines);
+    free(cv), free(lines);
 }
 
 /* ("monitor", "moe/expert entropy") -> "report_monitor_moe_expert_entropy.svg" */
@@ -156,7 +191,7 @@ static void add_key_metrics(rp_figures *f, const rp_sweep *s)
         push(f, "report_key_metrics.svg",
              "Key metrics per config: a dot per seed; beside them the mean (bar) and its 95% confidence interval "
              "(Student t over the seeds; none with one seed). Dashed: the evaluation's baselines, mean over runs.",
-             rp_svg_panels(panels, n, 0), rp_svg_panels(panels, n, 1));
+             rp_svg_panels(panels, n, 0), rp_svg_panels(panels, n, 1), rp_csv_panels(panels, n));
     for (int i = 0; i < n_keys; i++) free(k[i].cols), free(k[i].lines), free(k[i].v);
     free(k), free(panels);
 }
@@ -172,8 +207,29 @@ static void add_routing(rp_figures *f, const rp_sweep *s)
              "even split; orange, more than even, blue, less. A row that changes colour across t is an expert used "
              "more at some diffusion times than at others. Expert numbers are not comparable across seeds or layers: "
              "each learns its own.",
-             rp_svg_routing(g, n, 0), rp_svg_routing(g, n, 1));
+             rp_svg_routing(g, n, 0), rp_svg_routing(g, n, 1), rp_csv_routing(g, n));
     rp_routing_grids_free(g, n);
+}
+
+static void add_placement(rp_figures *f, const rp_sweep *s)
+{
+    rp_placement *p;
+    ast_strlist labels = {0}, notes = {0};
+    char caption[3000], text[2000];
+    int n = rp_placements_read(s, &p, &labels, &notes);
+    ast_strlist_join(&notes, "; ", "", text, sizeof text);
+    snprintf(caption, sizeof caption, "Where the model put the cells: per config (its first seed with a placement.csv) "
+             "the first held-out set of the test split, the true positions (left) and the placed ones (right), rotated "
+             "or reflected onto the truth as the rmsd metric aligns them but not scaled, both panels on one scale; "
+             "%s.%s%s", labels.n ? "coloured by the data's cell type" : "the data has no cell type column, so uncoloured",
+             notes.n ? " " : "", text);
+    if (n)
+        push(f, "report_placement.svg", caption, rp_svg_placement(p, n, &labels, 0), rp_svg_placement(p, n, &labels, 1),
+             rp_csv_placement(p, n, &labels));
+    rp_placements_free(p, n);
+    free(p);
+    ast_strlist_free(&labels);
+    ast_strlist_free(&notes);
 }
 
 void rp_figures_make(const rp_sweep *s, rp_figures *f)
@@ -181,25 +237,33 @@ void rp_figures_make(const rp_sweep *s, rp_figures *f)
     char file[300], caption[600];
     memset(f, 0, sizeof *f);
     add_key_metrics(f, s);
-    add_figure(f, s, train_loss, NULL, "report_loss.svg", "training loss",
-               "Training loss per step: mean over seeds, shaded from the lowest to the highest seed.");
-    add_figure(f, s, val_loss, NULL, "report_val_loss.svg", "validation loss",
-               "Validation loss after each epoch: mean over seeds, shaded from the lowest to the highest seed.");
+    add_placement(f, s);
+    add_figure(f, s, train_loss, NULL, 0, "report_loss.svg", "training loss",
+               "Training loss per step: mean over seeds (thick), each seed thin, shaded from the lowest to the highest "
+               "seed.");
+    add_figure(f, s, val_loss, NULL, 1, "report_val_loss.svg", "validation loss",
+               "Validation loss after each epoch: mean over seeds (thick), each seed thin, shaded from the lowest to the "
+               "highest seed. A ring marks each seed's lowest validation loss: the epoch whose weights were kept "
+               "(best.safetensors) and evaluated; a ring at the first epoch means the runs got worse from there on.");
+    add_figure(f, s, learning_rate, NULL, 0, "report_lr.svg", "learning rate",
+               "Learning rate per step, as the trainer logged it: the schedule each run trained with.");
     for (int m = 0; m < s->monitors.n; m++) {
         const char *metric = s->monitors.v[m];
         /* flags are in the verdict; dotted names are breakdowns that the table lists without a plot each */
         if (rp_is_warning_flag(metric) || strchr(metric, '.')) continue;
         figure_file("monitor", metric, file, sizeof file);
-        snprintf(caption, sizeof caption, "%s per step, over layers: mean over seeds, shaded min-max.",
+        snprintf(caption, sizeof caption, "%s per step, over layers: mean over seeds (thick), each seed thin, shaded "
+                 "min-max.",
                  rp_metric_label(metric));
-        add_figure(f, s, monitor_curve, metric, file, rp_metric_label(metric), caption);
+        add_figure(f, s, monitor_curve, metric, 0, file, rp_metric_label(metric), caption);
     }
     add_routing(f, s);
 }
 
 void rp_figures_free(rp_figures *f)
 {
-    for (int i = 0; i < f->n; i++) free(f->v[i].file), free(f->v[i].caption), free(f->v[i].svg), free(f->v[i].svg_file);
+    for (int i = 0; i < f->n; i++)
+        free(f->v[i].file), free(f->v[i].caption), free(f->v[i].svg), free(f->v[i].svg_file), free(f->v[i].csv);
     free(f->v);
     ast_strlist_free(&f->not_drawn);
     memset(f, 0, sizeof *f);

@@ -51,7 +51,7 @@ typedef struct rp_run {
     char note[256];                         /* why it is excluded, or what is missing */
     cJSON *summary;                         /* NULL when absent */
     cJSON *eval;                            /* eval.json's tasks in the report's form (rp_eval_tasks); NULL when absent */
-    rp_series train_loss, val_loss;         /* x = optimiser step */
+    rp_series train_loss, val_loss, lr;     /* x = optimiser step */
     rp_monitor *mon;
     int n_mon;
     rp_routes routes;
@@ -102,6 +102,10 @@ typedef struct rp_sweep {
 
 int rp_sweep_load(rp_sweep *s, const char *dir, const char *reference, ast_error *e);
 void rp_sweep_free(rp_sweep *s);
+
+/* The path of `file` in run r's directory: the ledger's dir, taken
+ * relative to the sweep directory unless absolute. */
+void rp_run_file(const rp_run *r, const char *sweep_dir, const char *file, char *buf, size_t n);
 
 /* Reads one run's directory into r (never fails: what is missing goes into r->note). */
 void rp_run_read(rp_run *r, const char *sweep_dir);
@@ -240,6 +244,9 @@ typedef struct rp_band {
 
 void rp_band_of(const rp_series *const *seeds, int n_seeds, int max_points, rp_band *b);
 void rp_band_free(rp_band *b);
+/* The index of the series' first lowest value (the epoch whose validation
+ * loss kept best.safetensors: a later equal one does not replace it), or -1. */
+int rp_series_argmin(const rp_series *s);
 
 /* ---- axes (report_axis.c) ------------------------------------------------- */
 
@@ -278,15 +285,24 @@ void rp_svg_text(FILE *f, const char *attrs, const char *text);
 /* &, <, >, " escaped for HTML and SVG text. */
 void rp_put_escaped(FILE *f, const char *s);
 
+/* One config's line: the mean over its seeds with the min-max band, and
+ * each seed's own curve (binned alike) drawn thin beside it. */
 typedef struct rp_line {
     const char *label;
     int color; /* index into the palette: the config's, so colours agree across plots */
     const rp_band *band;
+    const rp_band *seeds;   /* [n_seeds] one seed each */
+    const long long *seed;  /* [n_seeds] their seeds, as the ledger has them */
+    const double *best_x, *best_y; /* [n_seeds] each seed's lowest point, marked; NULL: not marked */
+    int n_seeds;
 } rp_line;
 
 /* A line plot with shaded bands over steps; a log y axis when the bands
  * span two decades. Returns a malloc'd string. */
 char *rp_svg_plot(const char *title, const char *ylabel, const rp_line *lines, int n_lines, int standalone);
+/* The plotted numbers as CSV (config,series,step,value; series "mean",
+ * "min", "max", "seed S" and "best, seed S"). Returns a malloc'd string. */
+char *rp_csv_plot(const rp_line *lines, int n_lines);
 
 /* One column of a dot panel: a config's values over seeds. */
 typedef struct rp_dots {
@@ -319,6 +335,9 @@ void rp_mean_interval(const double *v, int n, double *lo, double *hi);
 void rp_dots_panel(FILE *f, const rp_panel *p, double x, double y, double w, double h);
 /* Panels side by side, as many to a row as fit. Returns a malloc'd string. */
 char *rp_svg_panels(const rp_panel *panels, int n, int standalone);
+/* Their numbers as CSV (panel,series,kind,value; kind "seed", "mean",
+ * "ci_low", "ci_high" or "baseline"). Returns a malloc'd string. */
+char *rp_csv_panels(const rp_panel *panels, int n);
 
 /* ---- routing by diffusion time (report_routing.c, report_heatmap.c) ------- */
 
@@ -341,6 +360,33 @@ double rp_routing_share(const rp_routing_grid *g, int run, int layer, int expert
 /* Heatmaps: per config a row of seeds by a column of layers, each experts
  * x buckets, coloured by the share against an even split. */
 char *rp_svg_routing(const rp_routing_grid *g, int n, int standalone);
+/* The shares as CSV (config,seed,layer,expert,bucket,share). Returns a malloc'd string. */
+char *rp_csv_routing(const rp_routing_grid *g, int n);
+
+/* ---- placements (report_placement.c) -------------------------------------- */
+
+/* One held-out set as a run placed it (its placement.csv, set 0): true and
+ * placed x, y per cell, and its label's index into the labels shared by
+ * all placements (-1: none), so a label has one colour in every panel. */
+typedef struct rp_placement {
+    const char *config, *run;
+    long long seed;
+    int n, cap;
+    char **cell;
+    double *tx, *ty, *px, *py;
+    int *label;
+} rp_placement;
+
+/* The placement of each config's first seed that has a readable
+ * placement.csv; files that cannot be read are named in `notes`. Returns
+ * how many. */
+int rp_placements_read(const rp_sweep *s, rp_placement **out, ast_strlist *labels, ast_strlist *notes);
+void rp_placements_free(rp_placement *p, int n);
+/* Per config a row: the true positions beside the placed ones, on the
+ * same scale, coloured by label. */
+char *rp_svg_placement(const rp_placement *p, int n, const ast_strlist *labels, int standalone);
+/* The drawn points as CSV (config,run,seed,cell,label,true_x,true_y,placed_x,placed_y). */
+char *rp_csv_placement(const rp_placement *p, int n, const ast_strlist *labels);
 
 /* ---- tables and documents (report_doc.c) ---------------------------------- */
 
@@ -358,7 +404,11 @@ typedef struct rp_figure {
     char *caption;
     char *svg;       /* inline, for the HTML */
     char *svg_file;  /* standalone, for the file */
+    char *csv;       /* the plotted numbers, into report_<name>.csv beside it */
 } rp_figure;
+
+/* "report_x.svg" -> "report_x.csv" into buf. */
+const char *rp_figure_csv_file(const rp_figure *fig, char *buf, size_t n);
 
 /* One writer, two formats: the report's body is written once against this. */
 typedef struct rp_doc {
@@ -373,6 +423,8 @@ void rp_doc_para(rp_doc *d, const char *fmt, ...) AST_PRINTF(2, 3);
 void rp_doc_list(rp_doc *d, const ast_strlist *items);
 void rp_doc_table(rp_doc *d, const rp_table *t);
 void rp_doc_figure(rp_doc *d, const rp_figure *fig);
+/* A paragraph that opens with a bold label ("Verdict: ..."). */
+void rp_doc_lead(rp_doc *d, const char *label, const char *text);
 
 /* ---- the report (report_verdict.c, report_body.c, report.c) --------------- */
 
@@ -381,6 +433,13 @@ void rp_doc_figure(rp_doc *d, const rp_figure *fig);
  * (report_standing.c). */
 void rp_verdict(const rp_sweep *s, ast_strlist *out);
 void rp_standing(const rp_sweep *s, ast_strlist *out);
+/* Where the best config stands against the best baseline of task t on
+ * `metric`, into text; 0 when no config has the metric. */
+int rp_standing_of(const rp_sweep *s, const rp_task *t, const char *metric, char *text, size_t n);
+/* The verdict in one line, for the top of the report: the standing on the
+ * first task's primary metric, whether any config differs from the
+ * reference after Holm's correction, and the warnings, if any. */
+void rp_headline(const rp_sweep *s, char *text, size_t n);
 
 /* The best config on a metric by its mean over seeds (direction-aware), or
  * -1; the best baseline of task t likewise, its mean over runs in *value. */

@@ -95,6 +95,8 @@ static void metrics_line(rp_run *r, const cJSON *o)
     if (cJSON_IsString(kind) && !strcmp(kind->valuestring, "train")) {
         double loss = rp_json_number(o, "loss");
         if (isfinite(loss)) rp_series_push(&r->train_loss, step, loss);
+        double lr = rp_json_number(o, "lr");
+        if (isfinite(lr)) rp_series_push(&r->lr, step, lr);
         monitor_value(r, "train/grad_norm", step, -1, rp_json_number(o, "grad_norm"));
     } else if (cJSON_IsString(kind) && !strcmp(kind->valuestring, "epoch")) {
         double val = rp_json_number(o, "val_loss");
@@ -144,8 +146,7 @@ static void note(rp_run *r, const char *text)
     snprintf(r->note + used, sizeof r->note - used, "%s%s", used ? "; " : "", text);
 }
 
-/* The ledger's dir is taken relative to the sweep directory unless absolute. */
-static void run_path(const rp_run *r, const char *sweep_dir, const char *file, char *buf, size_t n)
+void rp_run_file(const rp_run *r, const char *sweep_dir, const char *file, char *buf, size_t n)
 {
     struct stat st;
     snprintf(buf, n, "%s/%s", sweep_dir, r->dir);
@@ -165,16 +166,16 @@ void rp_run_read(rp_run *r, const char *sweep_dir)
         note(r, "the ledger gives no run directory");
         return;
     }
-    run_path(r, sweep_dir, "summary.json", path, sizeof path);
+    rp_run_file(r, sweep_dir, "summary.json", path, sizeof path);
     r->summary = rp_json_read_file(path);
     r->usable = r->summary != NULL;
     if (!r->usable) note(r, "summary.json missing or unreadable");
-    run_path(r, sweep_dir, "eval.json", path, sizeof path);
+    rp_run_file(r, sweep_dir, "eval.json", path, sizeof path);
     r->eval = rp_eval_tasks(rp_json_read_file(path));
     if (!r->eval) note(r, "no eval.json, or no task in it");
-    run_path(r, sweep_dir, "config.yaml", path, sizeof path);
+    rp_run_file(r, sweep_dir, "config.yaml", path, sizeof path);
     rp_read_settings(path, &r->settings);
-    run_path(r, sweep_dir, "metrics.jsonl", path, sizeof path);
+    rp_run_file(r, sweep_dir, "metrics.jsonl", path, sizeof path);
     int bad = read_metrics(r, path);
     if (bad < 0) note(r, "no metrics.jsonl");
     if (bad > 0) note(r, "unreadable lines in metrics.jsonl skipped");
@@ -187,6 +188,7 @@ void rp_run_free(rp_run *r)
     cJSON_Delete(r->eval);
     rp_series_free(&r->train_loss);
     rp_series_free(&r->val_loss);
+    rp_series_free(&r->lr);
     for (int i = 0; i < r->n_mon; i++)
         free(r->mon[i].name), rp_series_free(&r->mon[i].curve), rp_series_free(&r->mon[i].overall);
     free(r->mon);

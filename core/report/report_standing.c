@@ -47,22 +47,21 @@ static double against(const rp_sweep *s, const rp_task *t, int c, int b, const c
     return d;
 }
 
-static void standing_sentence(const rp_sweep *s, const rp_task *t, const char *metric, ast_strlist *out)
+int rp_standing_of(const rp_sweep *s, const rp_task *t, const char *metric, char *text, size_t n)
 {
-    char path[600], st_buf[96], base_buf[32], diff[48], ci[96], text[1024], span[200];
+    char path[600], st_buf[96], base_buf[32], diff[48], ci[96], span[200];
     rp_source src = rp_metric_at(t, "model", metric, path, sizeof path);
     int c = rp_best_config(s, src, path), dir = rp_metric_direction(metric) < 0 ? -1 : 1;
-    if (c < 0) return;
+    if (c < 0) return 0;
     rp_stat st = rp_stat_of(s, c, src, path);
     double base = 0.0, lo, hi;
     int b = rp_best_baseline(s, t, metric, &base), dec = rp_decimals(st);
     const char *name = s->configs[c].name;
     rp_fmt_stat(st, st_buf, sizeof st_buf);
     if (b < 0) {
-        snprintf(text, sizeof text, "%s — best config %s: %s %s; eval.json has no baseline to set it against.", t->name,
-                 name, metric, st_buf);
-        ast_strlist_push(out, text);
-        return;
+        snprintf(text, n, "%s — best config %s: %s %s; eval.json has no baseline to set it against.", t->name, name,
+                 metric, st_buf);
+        return 1;
     }
     double d = against(s, t, c, b, metric, &lo, &hi);
     snprintf(base_buf, sizeof base_buf, "%.*f", dec, base);
@@ -73,12 +72,18 @@ static void standing_sentence(const rp_sweep *s, const rp_task *t, const char *m
     double near_zero = dir > 0 ? lo : hi; /* the end of the interval on the side of no difference */
     const char *note = isnan(lo) || dir * near_zero > 0 ? "" : "; the interval reaches 0, so it is not shown to be better";
     if (dir * d > 0)
-        snprintf(text, sizeof text, "%s — best config %s: %s %s vs best baseline %s %s %s%s.", t->name, name, metric,
-                 st_buf, bname, base_buf, span, note);
+        snprintf(text, n, "%s — best config %s: %s %s vs best baseline %s %s %s%s.", t->name, name, metric, st_buf,
+                 bname, base_buf, span, note);
     else
-        snprintf(text, sizeof text, "%s — no config beats the best baseline %s on %s (%s): the best config, %s, has %s %s.",
+        snprintf(text, n, "%s — no config beats the best baseline %s on %s (%s): the best config, %s, has %s %s.",
                  t->name, bname, metric, base_buf, name, st_buf, span);
-    ast_strlist_push(out, text);
+    return 1;
+}
+
+static void standing_sentence(const rp_sweep *s, const rp_task *t, const char *metric, ast_strlist *out)
+{
+    char text[1024];
+    if (rp_standing_of(s, t, metric, text, sizeof text)) ast_strlist_push(out, text);
 }
 
 void rp_standing(const rp_sweep *s, ast_strlist *out)

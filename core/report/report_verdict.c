@@ -184,9 +184,76 @@ static void left_out_sentence(const rp_sweep *s, ast_strlist *out)
     ast_strlist_push(out, buf);
 }
 
+/* The standing on the first task's primary metric, without its full stop. */
+static void headline_standing(sentence *t, const rp_sweep *s)
+{
+    char text[1024];
+    for (int i = 0; i < s->n_tasks; i++)
+        if (s->tasks[i].primary && rp_standing_of(s, &s->tasks[i], s->tasks[i].primary, text, sizeof text)) {
+            size_t n = strlen(text);
+            say(t, "%.*s", (int)(n && text[n - 1] == '.' ? n - 1 : n), text);
+            return;
+        }
+    say(t, "no run has an evaluation with a primary metric");
+}
+
+/* Which configs differ from the reference in some comparison that survives Holm. */
+static void headline_holm(sentence *t, const rp_sweep *s)
+{
+    const char *ref = s->configs[s->reference].name;
+    int n = 0;
+    if (s->n_configs < 2) return;
+    if (!s->family.tests) {
+        say(t, "; no difference from the reference config %s could be tested (2 seeds a side needed)", ref);
+        return;
+    }
+    for (int c = 0; c < s->n_configs; c++)
+        for (int i = 0; i < s->family.n; i++)
+            if (s->family.v[i].config == c && rp_survives(&s->family.v[i])) {
+                say(t, "%s%s", n++ ? ", " : "; ", s->configs[c].name);
+                break;
+            }
+    if (n)
+        say(t, " %s from the reference config %s after Holm's correction over %d tests", n == 1 ? "differs" : "differ",
+            ref, s->family.tests);
+    else
+        say(t, "; no config differs from the reference config %s after Holm's correction over %d tests", ref,
+            s->family.tests);
+}
+
+/* The warnings the verdict's list gives, counted, so that none goes unseen below. */
+static void headline_warnings(sentence *t, const rp_sweep *s)
+{
+    ast_strlist w = {0};
+    degenerate_sentences(s, &w);
+    int degenerate = w.n, fired = 0, left_out = 0;
+    for (int m = 0; m < s->monitors.n; m++)
+        for (int c = 0; c < s->n_configs; c++) {
+            rp_warning one;
+            fired += rp_warning_of(s, c, s->monitors.v[m], &one);
+        }
+    for (int i = 0; i < s->n_runs; i++) left_out += !s->runs[i].usable;
+    ast_strlist_free(&w);
+    if (degenerate)
+        say(t, "; WARNING: the samples of %d config%s are degenerate (the sampler ignores its noise)", degenerate,
+            degenerate == 1 ? "" : "s");
+    if (fired) say(t, "; %d monitor warning%s fired", fired, fired == 1 ? "" : "s");
+    if (left_out) say(t, "; %d run%s left out", left_out, left_out == 1 ? "" : "s");
+}
+
+void rp_headline(const rp_sweep *s, char *text, size_t n)
+{
+    sentence t = {0};
+    headline_standing(&t, s);
+    headline_holm(&t, s);
+    headline_warnings(&t, s);
+    snprintf(text, n, "%s.", t.text);
+}
+
 void rp_verdict(const rp_sweep *s, ast_strlist *out)
 {
     rp_standing(s, out);
+    degenerate_sentences(s, out); /* right after the standing: a sampler that ignores its noise qualifies it */
     holm_sentences(s, out);
     mdd_sentence(s, out);
     int best = rp_best_config(s, RP_SUMMARY, "best_val_loss");
@@ -194,7 +261,6 @@ void rp_verdict(const rp_sweep *s, ast_strlist *out)
     else loss_sentence(s, best, out);
     for (int c = 0; c < s->n_configs; c++)
         if (c != s->reference) cost_sentence(s, c, out);
-    degenerate_sentences(s, out);
     warning_sentences(s, out);
     left_out_sentence(s, out);
 }
