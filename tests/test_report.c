@@ -590,7 +590,11 @@ Test(report, the_config_table_says_what_sets_each_config_apart)
     cr_assert_str_eq(cell_after(md, "## Configs", "Gated", 1),
                      "attention=gated, attention.gate_type=headwise, monitors=[expert_load, grad_norm, time_conditioning]");
     /* the seed differs run to run, the rest is shared: neither sets a config apart */
-    cr_assert(!strstr(md, "seed.value=") && !strstr(md, "training.epochs=") && !strstr(md, "ffn=dense"), "%s", md);
+    const char *configs = strstr(md, "## Configs");
+    char *table = strndup(configs, (size_t)(strstr(configs, "## Verdict") - configs));
+    cr_assert(!strstr(table, "seed.value=") && !strstr(table, "training.epochs=") && !strstr(table, "ffn=dense"), "%s",
+              table);
+    free(table);
     free(md);
 
     /* a run without its config.yaml leaves its config to the others */
@@ -964,4 +968,31 @@ Test(report, placements_are_drawn_true_beside_placed_per_config)
     svg = test_slurp(path);
     cr_assert_eq(count(svg, "class=\"cell\""), 2 * 12);
     free(svg);
+}
+
+/* Each run's whole config: what all share once, what is its own per run,
+ * its data file, and its provenance.json's key/values as they are. */
+Test(report, each_run_has_its_config_and_provenance)
+{
+    char *sweep = make_sweep(), path[512];
+    snprintf(path, sizeof path, "%s/runs/%s/provenance.json", sweep, runs[3].id);
+    write_file(path, "{\"alphast\": {\"version\": \"0.9.1\", \"commit\": \"abc123\"}, \"plugins\": {\"gated\": "
+                     "\"fnv1a:00ff\"}, \"argv\": [\"train\", \"-q\"]}");
+    char *md = report_md(sweep, NULL);
+    const char *sec = strstr(md, "## Config and provenance");
+    cr_assert(sec, "%s", md);
+    cr_assert_str_eq(cell_after(md, "## Config and provenance", "training.epochs", 1), "2");
+    cr_assert_str_eq(cell_after(md, "## Config and provenance", "ffn", 1), "dense");
+    cr_assert_str_eq(cell_after(md, "## Config and provenance", "Gated-01", 3),
+                     "seed.value=1, attention=gated, attention.gate_type=headwise, "
+                     "monitors=[expert_load, grad_norm, time_conditioning]");
+    cr_assert_str_eq(cell_after(md, "## Config and provenance", "Gated-01", 4),
+                     "alphast.version=0.9.1, alphast.commit=abc123, plugins.gated=fnv1a:00ff, argv=[\"train\",\"-q\"]");
+    cr_assert_str_eq(cell_after(md, "## Config and provenance", "Gated-02", 4), "no provenance.json");
+    free(md);
+    /* a provenance.json that is not JSON is no provenance, not a failure */
+    write_file(path, "{\"alphast\": ");
+    md = report_md(sweep, NULL);
+    cr_assert_str_eq(cell_after(md, "## Config and provenance", "Gated-01", 4), "no provenance.json");
+    free(md);
 }

@@ -9,7 +9,7 @@ libalphast_la_SOURCES += core/report/report.h core/report/report_internal.h core
 	core/report/report_standing.c core/report/report_dots.c core/report/report_axis.c \
 	core/report/report_routing.c core/report/report_heatmap.c core/report/report_configs.c \
 	core/report/report_repeats.c core/report/report_csv.c \
-	core/report/report_placement.c
+	core/report/report_placement.c core/report/report_provenance.c
 EXTRA_DIST += core/report/README.md
 
 check_PROGRAMS += tests/test_stats tests/test_report

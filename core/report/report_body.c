@@ -232,4 +232,5 @@ void rp_body(rp_doc *d, const rp_sweep *s, const rp_figures *figs)
         if (rp_figure_find(figs, curves[i])) rp_doc_figure(d, rp_figure_find(figs, curves[i]));
     monitors(d, s, figs);
     run_tables(d, s);
+    rp_provenance_section(d, s);
 }

@@ -53,23 +53,27 @@ void rp_read_settings(const char *path, ast_strlist *out)
     ast_cfg_free(cfg);
 }
 
-/* The settings every run of config c that has a config.yaml shares. */
-static int common_settings(const rp_sweep *s, int c, ast_strlist *out)
+int rp_common_settings(const rp_sweep *s, const int *runs, int n, ast_strlist *out)
 {
-    const rp_config *cf = &s->configs[c];
     const ast_strlist *first = NULL;
-    for (int i = 0; i < cf->n_runs && !first; i++)
-        if (s->runs[cf->runs[i]].settings.n) first = &s->runs[cf->runs[i]].settings;
+    for (int i = 0; i < n && !first; i++)
+        if (s->runs[runs[i]].settings.n) first = &s->runs[runs[i]].settings;
     if (!first) return 0;
     for (int k = 0; k < first->n; k++) {
         int everywhere = 1;
-        for (int i = 0; i < cf->n_runs && everywhere; i++) {
-            const ast_strlist *l = &s->runs[cf->runs[i]].settings;
+        for (int i = 0; i < n && everywhere; i++) {
+            const ast_strlist *l = &s->runs[runs[i]].settings;
             everywhere = !l->n || ast_strlist_find(l, first->v[k]) >= 0;
         }
         if (everywhere) ast_strlist_push(out, first->v[k]);
     }
     return 1;
+}
+
+/* The settings every run of config c that has a config.yaml shares. */
+static int common_settings(const rp_sweep *s, int c, ast_strlist *out)
+{
+    return rp_common_settings(s, s->configs[c].runs, s->configs[c].n_runs, out);
 }
 
 int rp_config_settings(const rp_sweep *s, int c, ast_strlist *out)

@@ -138,6 +138,10 @@ void rp_read_settings(const char *path, ast_strlist *out);
 /* The settings that set config c apart: those all its runs share and not
  * every other config has. 0 when none of its runs has a config.yaml. */
 int rp_config_settings(const rp_sweep *s, int c, ast_strlist *out);
+/* The settings all of the n runs (indices into s->runs) that have a
+ * config.yaml share. 0 when none has one. */
+int rp_common_settings(const rp_sweep *s, const int *runs, int n, ast_strlist *out);
+
 
 /* ---- statistics per config (report_stats.c) ------------------------------- */
 
@@ -425,6 +429,12 @@ void rp_doc_table(rp_doc *d, const rp_table *t);
 void rp_doc_figure(rp_doc *d, const rp_figure *fig);
 /* A paragraph that opens with a bold label ("Verdict: ..."). */
 void rp_doc_lead(rp_doc *d, const char *label, const char *text);
+
+/* ---- config and provenance of each run (report_provenance.c) -------------- */
+
+/* The settings every used run shares, then per run its own settings, data
+ * file, and the key/values of its provenance.json when it has one. */
+void rp_provenance_section(rp_doc *d, const rp_sweep *s);
 
 /* ---- the report (report_verdict.c, report_body.c, report.c) --------------- */
 
