@@ -996,3 +996,22 @@ Test(report, each_run_has_its_config_and_provenance)
     cr_assert_str_eq(cell_after(md, "## Config and provenance", "Gated-01", 4), "no provenance.json");
     free(md);
 }
+
+/* Runs best at their first epoch (the issue's overfitting: 9 of 12) are
+ * counted on top and per config in the verdict. */
+Test(report, runs_best_at_their_first_epoch_are_counted)
+{
+    char *sweep = make_sweep(), path[512];
+    for (int i = 3; i < 5; i++) { /* Gated seeds 1 and 2 */
+        snprintf(path, sizeof path, "%s/runs/%s/summary.json", sweep, runs[i].id);
+        write_file(path, "{\"steps\": 20, \"epochs\": 2, \"best_epoch\": 0, \"best_val_loss\": %g}\n", runs[i].val);
+    }
+    snprintf(path, sizeof path, "%s/runs/%s/summary.json", sweep, runs[5].id);
+    write_file(path, "{\"steps\": 10, \"epochs\": 1, \"best_epoch\": 0, \"best_val_loss\": %g}\n", runs[5].val);
+    char *md = report_md(sweep, NULL);
+    cr_assert(strstr(md, "; 2 of 6 runs best at their first epoch"), "%s", md);
+    cr_assert(strstr(md, "- 2 of 6 runs were best at their first epoch — the validation loss never went lower after "
+                         "it, so they were evaluated with the first epoch's weights (the rings on the validation loss "
+                         "plot): Baseline 0 of 3, Gated 2 of 3.\n"), "one epoch only is not counted: %s", md);
+    free(md);
+}

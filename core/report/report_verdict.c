@@ -124,6 +124,38 @@ static void loss_sentence(const rp_sweep *s, int best, ast_strlist *out)
     ast_strlist_push(out, t.text);
 }
 
+/* Whether run r trained past its first epoch and was best at it (summary.json's best_epoch is 0-based). */
+static int best_at_first_epoch(const rp_run *r)
+{
+    return r->usable && rp_json_number(r->summary, "best_epoch") == 0 && rp_json_number(r->summary, "epochs") > 1;
+}
+
+static int runs_best_at_first_epoch(const rp_sweep *s, int *of)
+{
+    int n = 0;
+    *of = 0;
+    for (int i = 0; i < s->n_runs; i++) *of += s->runs[i].usable, n += best_at_first_epoch(&s->runs[i]);
+    return n;
+}
+
+/* Runs whose validation loss never went below its first epoch's: the
+ * weights evaluated are those of epoch 1, which a band of means hides. */
+static void first_epoch_sentence(const rp_sweep *s, ast_strlist *out)
+{
+    int of, n = runs_best_at_first_epoch(s, &of);
+    if (!n) return;
+    sentence t = {0};
+    say(&t, "%d of %d runs were best at their first epoch — the validation loss never went lower after it, so they "
+            "were evaluated with the first epoch's weights (the rings on the validation loss plot):", n, of);
+    for (int c = 0, k = 0; c < s->n_configs; c++) {
+        int m = 0;
+        for (int i = 0; i < s->configs[c].n_runs; i++) m += best_at_first_epoch(&s->runs[s->configs[c].runs[i]]);
+        say(&t, "%s %s %d of %d", k++ ? "," : "", s->configs[c].name, m, s->configs[c].n_runs);
+    }
+    say(&t, ".");
+    ast_strlist_push(out, t.text);
+}
+
 static void cost_sentence(const rp_sweep *s, int c, ast_strlist *out)
 {
     const char *keys[3] = {"parameters", "active_parameters", "step_ms"};
@@ -234,6 +266,8 @@ static void headline_warnings(sentence *t, const rp_sweep *s)
         }
     for (int i = 0; i < s->n_runs; i++) left_out += !s->runs[i].usable;
     ast_strlist_free(&w);
+    int of, first = runs_best_at_first_epoch(s, &of);
+    if (first) say(t, "; %d of %d runs best at their first epoch", first, of);
     if (degenerate)
         say(t, "; WARNING: the samples of %d config%s are degenerate (the sampler ignores its noise)", degenerate,
             degenerate == 1 ? "" : "s");
@@ -259,6 +293,7 @@ void rp_verdict(const rp_sweep *s, ast_strlist *out)
     int best = rp_best_config(s, RP_SUMMARY, "best_val_loss");
     if (best < 0) ast_strlist_push(out, "No run finished with a validation loss.");
     else loss_sentence(s, best, out);
+    first_epoch_sentence(s, out);
     for (int c = 0; c < s->n_configs; c++)
         if (c != s->reference) cost_sentence(s, c, out);
     warning_sentences(s, out);
