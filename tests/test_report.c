@@ -525,6 +525,27 @@ Test(report, failed_and_unfinished_runs_are_listed)
     free(md);
 }
 
+/* A FIFO in place of a run's files or the ledger blocked the report in
+ * open() for ever: the run's files are skipped as unreadable, the ledger
+ * is an error naming it. */
+Test(report, fifos_in_place_of_its_files_do_not_block, .timeout = 30)
+{
+    char *sweep = make_sweep(), path[512];
+    const char *files[] = {"runs/Gated-01/metrics.jsonl", "runs/Gated-02/eval.json", "runs/Gated-03/summary.json",
+                           "runs/Baseline-01/config.yaml"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", sweep, files[i]);
+        cr_assert(unlink(path) == 0 && mkfifo(path, 0600) == 0, "%s", path);
+    }
+    ast_error e = {""};
+    ast_report_opts o = {NULL, NULL};
+    cr_assert(ast_report_write(sweep, &o, &e) == 0, "%s", e.msg);
+    snprintf(path, sizeof path, "%s/ledger.jsonl", sweep);
+    cr_assert(unlink(path) == 0 && mkfifo(path, 0600) == 0);
+    cr_assert(ast_report_write(sweep, &o, &e) < 0);
+    cr_assert(strstr(e.msg, "ledger.jsonl: not a regular file (a FIFO)"), "%s", e.msg);
+}
+
 static int exists(const char *sweep, const char *file);
 
 static int count(const char *text, const char *what)
