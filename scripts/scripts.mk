@@ -2,7 +2,7 @@
 # shipped so that they work from an unpacked tarball as from a checkout; and
 # the other tools of scripts/ (fuzz.sh: tests/fuzz/fuzz.mk).
 EXTRA_DIST += scripts/quickstart.sh scripts/test.sh scripts/install-deps.sh scripts/build.sh \
-	scripts/test-summary.sh scripts/hostile-inputs.sh scripts/device-bench.sh scripts/mpi-scaling.sh scripts/sweep-throughput.sh
+	scripts/test-summary.sh scripts/hostile-inputs.sh scripts/hostile-round3.sh scripts/device-bench.sh scripts/mpi-scaling.sh scripts/sweep-throughput.sh
 
 # The main job's sweep, installed beside the shipped configs/ it reads
 # (`alphast-run sweep $(pkgdatadir)/scripts/ablation.lua`).
