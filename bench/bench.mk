@@ -13,7 +13,7 @@ bench_bench_model_LDADD = $(BENCH_LIBS)
 bench_parity_setup_SOURCES = bench/parity_setup.c
 bench_parity_setup_LDADD = libalphast.la
 CLEANFILES += $(EXTRA_PROGRAMS)
-EXTRA_DIST += bench/torch_twin.py bench/torch_bench.py bench/parity.py bench/configs/baseline.yaml \
+EXTRA_DIST += bench/torch_twin.py bench/torch_bench.py bench/parity.py bench/predict_stitch.py bench/configs/baseline.yaml \
 	bench/configs/gated.yaml bench/configs/moe.yaml bench/configs/gated_moe.yaml
 
 # Debian's python3, where python3-torch installs (scripts/install-deps.sh --bench);
