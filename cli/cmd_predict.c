@@ -125,11 +125,7 @@ static int read_input(const cli_run *r, const char **v, input *in, ast_error *e)
                 in->missing.n, run->n_genes, list);
     }
     /* First only aligned, to keep the values as read; then as the run's. */
-    ast_data_opts align = {.genes = (const char *const *)run->genes, .n_genes = run->n_genes};
-    if (ast_data_preprocess(&in->d, &align, e) < 0) return -1;
-    in->x = ast_xmalloc((size_t)in->d.n_cells * run->n_genes * sizeof *in->x);
-    for (int64_t c = 0; c < in->d.n_cells; c++) ast_data_row(&in->d, c, in->x + c * run->n_genes);
-    o.genes = NULL;
+    if (!(in->x = cli_rows_as_read(&in->d, run->genes, run->n_genes, NULL, in->d.n_cells, e))) return -1;
     return ast_data_preprocess(&in->d, &o, e);
 }
 

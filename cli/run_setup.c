@@ -159,6 +159,16 @@ ast_set_sampler cli_eval_sets(const ast_cfg *cfg, const ast_dataset *d, const as
     return (ast_set_sampler){d, &sp[which], ast_data_max_set_size(d, &sp[which], set_size), scale, 0, 0.0f};
 }
 
+float *cli_rows_as_read(ast_dataset *d, char *const *genes, int n_genes, const int64_t *rows, int64_t n,
+                        ast_error *e)
+{
+    ast_data_opts align = {.genes = (const char *const *)genes, .n_genes = n_genes}; /* nothing else */
+    if (ast_data_preprocess(d, &align, e) < 0) return NULL;
+    float *x = ast_xmalloc((size_t)(n ? n : 1) * n_genes * sizeof *x);
+    for (int64_t r = 0; r < n; r++) ast_data_row(d, rows ? rows[r] : r, x + r * n_genes);
+    return x;
+}
+
 int cli_sampler_config(ast_cfg *cfg, const char *mode, const char *steps, ast_train_config *tc, ast_sampler_config *sc,
                        ast_error *e)
 {

@@ -61,6 +61,12 @@ const char *cli_weights_file(const char *dir, char *buf, size_t n, ast_error *e)
 int cli_evaluate(const ast_cfg *cfg, ast_model *m, const ast_dataset *d, const ast_split sp[3], int which,
                  const char *json_path, const char *placement_path, ast_error *e);
 
+/* d, as read and not yet preprocessed, aligned to `genes` (absent ones
+ * 0), and the dense rows[0..n) of its X ([n, n_genes], rows NULL: every
+ * cell): the values the .h5ad of sample and predict store as X, not the
+ * z-scores the model reads. NULL with e set. */
+float *cli_rows_as_read(ast_dataset *d, char *const *genes, int n_genes, const int64_t *rows, int64_t n, ast_error *e);
+
 /* The run's sampling settings (sampling.*, seed.value, how its model's
  * positions are read) with a command's --mode and --steps (NULL: the
  * config's); mode, if given, is valid. */

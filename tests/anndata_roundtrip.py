@@ -31,6 +31,9 @@ def check_obs(src, gen):
 
 def check_rest(src, gen):
     assert list(gen.var_names) == list(src.var_names), "var_names differ"
+    # expression is given (expr_to_pos): X is the source's, not the z-scores the model read
+    want = src[gen.obs_names].X
+    np.testing.assert_array_equal(gen.X, want.toarray() if hasattr(want, "toarray") else want)
     dims = src.obsm["spatial"].shape[1]
     for key in ("spatial", "spatial_true", "spatial_aligned"):
         assert gen.obsm[key].shape == (gen.n_obs, dims), f"obsm/{key} is {gen.obsm[key].shape}"
