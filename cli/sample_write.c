@@ -58,7 +58,11 @@ typedef struct obs_frame {
 static ast_h5ad_column gathered(const ast_obs_column *src, const sample_cells *g)
 {
     ast_h5ad_column c = {.name = src->name};
-    if (src->kind == AST_OBS_NUMBER) {
+    if (src->kind == AST_OBS_NUMBER && src->stored != AST_OBS_FLOATS) { /* as the source stored them */
+        int64_t *v = ast_xmalloc((size_t)(g->n ? g->n : 1) * sizeof *v);
+        for (int64_t r = 0; r < g->n; r++) v[r] = (int64_t)src->numbers[g->cell[r]];
+        c.kind = src->stored == AST_OBS_INTS ? AST_H5AD_INT : AST_H5AD_BOOL, c.ints = v;
+    } else if (src->kind == AST_OBS_NUMBER) {
         double *v = ast_xmalloc((size_t)(g->n ? g->n : 1) * sizeof *v);
         for (int64_t r = 0; r < g->n; r++) v[r] = src->numbers[g->cell[r]];
         c.kind = AST_H5AD_NUMBER, c.numbers = v;
@@ -144,7 +148,8 @@ static void obs_frame_init(obs_frame *o, const sample_cells *g, const ast_datase
 
 static void obs_frame_free(obs_frame *o, int64_t n_cells)
 {
-    for (int j = 0; j < o->n - 2; j++) free((void *)o->cols[j].numbers), free((void *)o->cols[j].codes);
+    for (int j = 0; j < o->n - 2; j++)
+        free((void *)o->cols[j].numbers), free((void *)o->cols[j].codes), free((void *)o->cols[j].ints);
     for (int j = 0; j < o->n; j++) free(o->file_names[j]);
     for (int64_t r = 0; o->numbered && r < n_cells; r++) free(o->numbered[r]);
     free(o->cols), free(o->file_names), free(o->names), free(o->numbered);

@@ -23,6 +23,7 @@ def check_obs(src, gen):
             assert isinstance(got.dtype, pd.CategoricalDtype), f"{col}: {got.dtype}, not categorical"
             assert list(got.astype(str)) == list(want.astype(str)), f"{col}: other categories"
         else:
+            assert got.dtype == want.dtype, f"{col}: {got.dtype}, not {want.dtype}"
             np.testing.assert_array_equal(got.to_numpy(float), want.to_numpy(float), err_msg=col)
     # cell is the row in the data: the source's row of the same name
     np.testing.assert_array_equal(gen.obs["cell"].to_numpy(), src.obs_names.get_indexer(gen.obs_names))

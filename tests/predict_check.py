@@ -24,7 +24,7 @@ def make(d):
     pos = rng.uniform(0, 10, size=(n, 2))
     # expression that follows position, so a run learns something
     x = rng.poisson(1 + np.abs(np.outer(pos[:, 0], [1, 0.5, 0, 0.2, 0.8, 0]) + np.outer(pos[:, 1], [0, 0.5, 1, 0.8, 0, 0.3])))
-    obs = pd.DataFrame({"count": np.arange(n, dtype=np.int64),
+    obs = pd.DataFrame({"count": np.arange(n, dtype=np.int64), "even": np.arange(n) % 2 == 0,
                         "kind": pd.Categorical(np.where(np.arange(n) % 3 == 0, "a", "b"))},
                        index=[f"cell{i}" for i in range(n)])
     tiny = anndata.AnnData(X=x.astype(np.float32), obs=obs, var=pd.DataFrame(index=GENES))
@@ -65,7 +65,8 @@ def check(d):
         got, want = out.obs[col], new.obs[col]
         if isinstance(want.dtype, pd.CategoricalDtype):
             assert list(got.astype(str)) == list(want.astype(str)), col
-        else:
+        else:  # int and bool columns stay so
+            assert got.dtype == want.dtype, f"{col}: {got.dtype}, not {want.dtype}"
             np.testing.assert_array_equal(got.to_numpy(float), want.to_numpy(float), err_msg=col)
     assert list(out.var_names) == GENES, list(out.var_names)
     np.testing.assert_array_equal(out.X, new[:, GENES].X)

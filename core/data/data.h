@@ -39,12 +39,15 @@ typedef struct ast_csr {
 
 /* One source obs column, kept so that results join back to the data
  * (sample --out x.h5ad writes it again). Strings and categoricals are
- * categories (as anndata stores them), numbers and booleans numbers. */
+ * categories (as anndata stores them), numbers and booleans numbers,
+ * with the type they were stored as, to be written back as such. */
 enum { AST_OBS_NUMBER, AST_OBS_CATEGORY };
+enum { AST_OBS_FLOATS, AST_OBS_INTS, AST_OBS_BOOLS };
 typedef struct ast_obs_column {
     char *name;
     int kind;          /* AST_OBS_NUMBER or AST_OBS_CATEGORY */
     double *numbers;   /* [n_cells], NaN = missing (AST_OBS_NUMBER) */
+    int stored;        /* AST_OBS_NUMBER: AST_OBS_FLOATS (also nullable ones), _INTS or _BOOLS */
     int *codes;        /* [n_cells], -1 = missing (AST_OBS_CATEGORY) */
     char **categories; /* [n_categories] */
     int n_categories;

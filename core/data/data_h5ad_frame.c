@@ -275,6 +275,8 @@ static int read_dataset_column(h5ad *h, const char *path, int64_t n, ast_obs_col
     if (cls == H5T_STRING) return read_string_column(h, path, NULL, n, out);
     if (cls == H5T_INTEGER || cls == H5T_FLOAT || cls == H5T_ENUM) {
         out->kind = AST_OBS_NUMBER;
+        /* an enum is how h5py stores numpy.bool_ */
+        out->stored = cls == H5T_INTEGER ? AST_OBS_INTS : cls == H5T_ENUM ? AST_OBS_BOOLS : AST_OBS_FLOATS;
         return (out->numbers = read_numbers(h, path, n)) ? 1 : -1;
     }
     ast_log(AST_LOG_WARN, "%s: %s holds neither strings nor numbers; the column is left out", h->path, path);

@@ -56,6 +56,8 @@ static void pack_obs(const ast_obs_column *c, int j, int64_t cells, ast_parts *p
     if (c->kind == AST_OBS_NUMBER) {
         snprintf(key, sizeof key, "obs.%d.numbers", j);
         ast_parts_add(p, key, AST_ST_F64, cells, c->numbers, 0);
+        snprintf(key, sizeof key, "obs.%d.stored", j);
+        ast_parts_add(p, key, AST_ST_I32, 1, (void *)&c->stored, 0);
         return;
     }
     snprintf(key, sizeof key, "obs.%d.codes", j);
@@ -207,7 +209,14 @@ static int unpack_obs(ast_parts *p, int j, int64_t cells, ast_obs_column *c)
     snprintf(key, sizeof key, "obs.%d.numbers", j);
     if (ast_parts_find(p, key)) {
         c->kind = AST_OBS_NUMBER;
-        return (c->numbers = take(p, key, AST_ST_F64, cells)) != NULL;
+        if (!(c->numbers = take(p, key, AST_ST_F64, cells))) return 0;
+        snprintf(key, sizeof key, "obs.%d.stored", j);
+        if (!ast_parts_find(p, key)) return 1; /* a cache from before: floats (0) */
+        int *stored = take(p, key, AST_ST_I32, 1);
+        int ok = stored && ints_in_range(stored, 1, AST_OBS_FLOATS, AST_OBS_BOOLS + 1);
+        if (ok) c->stored = stored[0];
+        free(stored);
+        return ok;
     }
     c->kind = AST_OBS_CATEGORY;
     snprintf(key, sizeof key, "obs.%d.categories", j);

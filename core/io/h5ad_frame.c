@@ -9,12 +9,19 @@
 
 /* `ordered` as h5py stores a bool: an int8 enum of FALSE and TRUE, which
  * anndata reads as numpy.bool_ (a plain integer fails pandas' check). */
-static int attr_false(hid_t obj, const char *name)
+static hid_t bool_type(void)
 {
     int8_t no = 0, yes = 1;
-    hid_t t = H5Tenum_create(H5T_NATIVE_INT8), sp = H5Screate(H5S_SCALAR);
+    hid_t t = H5Tenum_create(H5T_NATIVE_INT8);
     H5Tenum_insert(t, "FALSE", &no);
     H5Tenum_insert(t, "TRUE", &yes);
+    return t;
+}
+
+static int attr_false(hid_t obj, const char *name)
+{
+    int8_t no = 0;
+    hid_t t = bool_type(), sp = H5Screate(H5S_SCALAR);
     hid_t a = H5Acreate2(obj, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
     int ok = a >= 0 && H5Awrite(a, t, &no) >= 0;
     if (a >= 0) H5Aclose(a);
@@ -32,12 +39,25 @@ static int categorical(hid_t loc, const ast_h5ad_column *c, hsize_t n)
     return rc ? -1 : 0;
 }
 
+/* A boolean column as h5py writes numpy.bool_: the same enum. */
+static int booleans(hid_t loc, const ast_h5ad_column *c, hsize_t n)
+{
+    int8_t *v = ast_xmalloc(n ? n : 1);
+    for (hsize_t i = 0; i < n; i++) v[i] = c->ints[i] != 0;
+    hid_t t = bool_type();
+    int rc = h5w_dataset(loc, c->name, t, 1, &n, v, "array");
+    H5Tclose(t);
+    free(v);
+    return rc;
+}
+
 static int column(hid_t loc, const ast_h5ad_column *c, hsize_t n)
 {
     switch (c->kind) {
     case AST_H5AD_INT: return h5w_dataset(loc, c->name, H5T_NATIVE_INT64, 1, &n, c->ints, "array");
     case AST_H5AD_NUMBER: return h5w_dataset(loc, c->name, H5T_NATIVE_DOUBLE, 1, &n, c->numbers, "array");
     case AST_H5AD_CATEGORY: return categorical(loc, c, n);
+    case AST_H5AD_BOOL: return booleans(loc, c, n);
     }
     return -1;
 }

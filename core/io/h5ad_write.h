@@ -9,12 +9,12 @@ enum { AST_H5AD_MAX_OBSM = 4 };
 
 /* An obs column as anndata stores it: integers, numbers (NaN = missing)
  * or a categorical (codes into categories, -1 = missing). */
-typedef enum ast_h5ad_kind { AST_H5AD_INT, AST_H5AD_NUMBER, AST_H5AD_CATEGORY } ast_h5ad_kind;
+typedef enum ast_h5ad_kind { AST_H5AD_INT, AST_H5AD_NUMBER, AST_H5AD_CATEGORY, AST_H5AD_BOOL } ast_h5ad_kind;
 
 typedef struct ast_h5ad_column {
     const char *name;
     ast_h5ad_kind kind;
-    const int64_t *ints;           /* [n_cells] */
+    const int64_t *ints;           /* [n_cells] (AST_H5AD_INT, and 0/1 for AST_H5AD_BOOL) */
     const double *numbers;         /* [n_cells] */
     const int *codes;              /* [n_cells] */
     const char *const *categories; /* [n_categories] */
