@@ -71,6 +71,7 @@ static ast_h5ad_column gathered(const ast_obs_column *src, const sample_cells *g
         for (int64_t r = 0; r < g->n; r++) v[r] = src->codes[g->cell[r]];
         c.kind = AST_H5AD_CATEGORY, c.codes = v;
         c.categories = (const char *const *)src->categories, c.n_categories = src->n_categories;
+        c.colors = (const char *const *)src->colors;
     }
     return c;
 }

@@ -29,13 +29,14 @@ def make(d):
                        index=[f"cell{i}" for i in range(n)])
     tiny = anndata.AnnData(X=x.astype(np.float32), obs=obs, var=pd.DataFrame(index=GENES))
     tiny.obsm["spatial"] = pos.astype(np.float32)
+    tiny.uns["kind_colors"] = np.array(["#1f77b4", "#ff7f0e"])  # scanpy's, one per category
     tiny.write_h5ad(f"{d}/tiny.h5ad")
     # the new cells: shuffled, genes permuted, one gene the run lacks, no coordinates
     order = rng.permutation(n)[:50]
     genes = ["g3", "g0", "extra", "g5", "g1", "g4", "g2"]
     cols = {g: x[order, GENES.index(g)] if g in GENES else rng.poisson(2, size=len(order)) for g in genes}
     new = anndata.AnnData(X=np.stack([cols[g] for g in genes], 1).astype(np.float32), obs=obs.iloc[order].copy(),
-                          var=pd.DataFrame(index=genes))
+                          var=pd.DataFrame(index=genes), uns={"kind_colors": tiny.uns["kind_colors"]})
     new.write_h5ad(f"{d}/new.h5ad")
     frame = pd.DataFrame(new.X.astype(np.int64), index=new.obs_names, columns=genes)
     frame.index.name = "cell"
@@ -69,6 +70,7 @@ def check(d):
             assert got.dtype == want.dtype, f"{col}: {got.dtype}, not {want.dtype}"
             np.testing.assert_array_equal(got.to_numpy(float), want.to_numpy(float), err_msg=col)
     assert list(out.var_names) == GENES, list(out.var_names)
+    assert list(out.uns["kind_colors"]) == ["#1f77b4", "#ff7f0e"], out.uns.get("kind_colors")
     np.testing.assert_array_equal(out.X, new[:, GENES].X)
     p = out.obsm["alphast_spatial"]
     assert p.shape == (new.n_obs, 2) and np.isfinite(p).all(), p.shape
@@ -86,6 +88,7 @@ def check(d):
     assert (lacking[:, "g3"].X == 0).all()
     # on the run's own test cells, in sample's order: sample's placement
     gen = anndata.read_h5ad(f"{d}/sample.h5ad")
+    assert list(gen.uns["kind_colors"]) == ["#1f77b4", "#ff7f0e"], "sample lost the colours"
     own = anndata.read_h5ad(f"{d}/own.h5ad")
     placed = own.obsm["alphast_spatial"] / float(own.uns["alphast"]["length_unit"])
     np.testing.assert_allclose(distances(placed), distances(gen.obsm["spatial"]), rtol=1e-4, atol=1e-4)

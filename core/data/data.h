@@ -51,6 +51,7 @@ typedef struct ast_obs_column {
     int *codes;        /* [n_cells], -1 = missing (AST_OBS_CATEGORY) */
     char **categories; /* [n_categories] */
     int n_categories;
+    char **colors;     /* [n_categories] scanpy's uns/<name>_colors, written back; NULL for none */
 } ast_obs_column;
 
 /* Nothing of n_cells x n_genes is ever dense (a 100k-cell file would take

@@ -15,6 +15,7 @@ void ast_obs_column_free(ast_obs_column *c)
 {
     free(c->name), free(c->numbers), free(c->codes);
     free_strings(c->categories, c->n_categories);
+    free_strings(c->colors, c->colors ? c->n_categories : 0);
     memset(c, 0, sizeof *c);
 }
 

@@ -188,6 +188,21 @@ static int read_coords(h5ad *h, const ast_data_opts *o, ast_dataset *d)
 
 /* ---- obs -------------------------------------------------------------------------- */
 
+/* scanpy's colours of a categorical column, uns/<name>_colors: one
+ * string per category, else they are not the column's (and left out). */
+static int read_colors(h5ad *h, ast_obs_column *c)
+{
+    char path[H5AD_PATH], key[H5AD_PATH];
+    snprintf(key, sizeof key, "%s_colors", c->name);
+    h5ad_join(path, "uns", key);
+    if (c->kind != AST_OBS_CATEGORY || !h5ad_exists(h, path) || !h5ad_string_dataset(h, path)) return 1;
+    int64_t n = 0;
+    char **colors = h5ad_read_strings(h, path, "a 1-D array of colours", &n);
+    if (colors && n == c->n_categories) c->colors = colors;
+    else if (colors) h5ad_free_strings(colors, n);
+    return colors != NULL;
+}
+
 /* obs: the cell names (its index) and every column alphast can read. A
  * file without obs (written by hand) has neither. The names are counted
  * against the rows of the matrix at `key` before anything else is: a
@@ -209,8 +224,8 @@ static int read_obs(h5ad *h, const char *key, ast_dataset *d)
     d->obs = ast_xcalloc((size_t)f.n_columns + 1, sizeof *d->obs);
     for (int j = 0; ok && j < f.n_columns; j++) {
         int rc = h5ad_frame_column(h, &f, f.columns[j], d->n_cells, &d->obs[d->n_obs]);
+        ok = rc >= 0 && (rc == 0 || read_colors(h, &d->obs[d->n_obs]));
         d->n_obs += rc == 1;
-        ok = rc >= 0;
     }
     h5ad_frame_close(&f);
     return ok;

@@ -101,6 +101,9 @@ void h5ad_frame_close(h5ad_frame *f);
 /* The index as *n strings: a string dataset as it is (the caller checks
  * *n), anything else read as a column of n_rows values. */
 char **h5ad_frame_index(h5ad *h, const h5ad_frame *f, int64_t n_rows, int64_t *n);
+/* 1 if `path` is a dataset of strings (and not an anndata 0.7
+ * categorical, whose strings are codes' categories), else 0. */
+int h5ad_string_dataset(h5ad *h, const char *path);
 /* Column `name` of n_rows values: categorical (anndata >= 0.8 groups,
  * 0.7 codes with a reference to __categories/<name>) and strings
  * (nullable ones too) as categories, numbers, booleans and nullable numbers as numbers. 1 on

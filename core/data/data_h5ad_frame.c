@@ -318,7 +318,7 @@ static char **index_as_column(h5ad *h, const h5ad_frame *f, int64_t n)
     return out;
 }
 
-static int string_dataset(h5ad *h, const char *path)
+int h5ad_string_dataset(h5ad *h, const char *path)
 {
     hid_t d = H5Dopen2(h->file, path, H5P_DEFAULT), t = d >= 0 ? H5Dget_type(d) : -1;
     int yes = t >= 0 && H5Tget_class(t) == H5T_STRING &&
@@ -340,7 +340,7 @@ char **h5ad_frame_index(h5ad *h, const h5ad_frame *f, int64_t n_rows, int64_t *n
                           h->path, f->key, f->index);
         return NULL;
     }
-    if (string_dataset(h, f->index)) return h5ad_read_strings(h, f->index, "a 1-D array of names", n);
+    if (h5ad_string_dataset(h, f->index)) return h5ad_read_strings(h, f->index, "a 1-D array of names", n);
     char **s = index_as_column(h, f, n_rows);
     if (s) *n = n_rows;
     return s;

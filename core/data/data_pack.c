@@ -64,6 +64,8 @@ static void pack_obs(const ast_obs_column *c, int j, int64_t cells, ast_parts *p
     ast_parts_add(p, key, AST_ST_I32, cells, c->codes, 0);
     snprintf(key, sizeof key, "obs.%d.categories", j);
     add_names(p, key, c->categories, c->n_categories);
+    snprintf(key, sizeof key, "obs.%d.colors", j);
+    if (c->colors) add_names(p, key, c->colors, c->n_categories);
 }
 
 void ast_data_pack(const ast_dataset *d, ast_parts *p)
@@ -222,6 +224,8 @@ static int unpack_obs(ast_parts *p, int j, int64_t cells, ast_obs_column *c)
     snprintf(key, sizeof key, "obs.%d.categories", j);
     if (!(c->categories = take_names(p, key, -1, &n))) return 0;
     c->n_categories = (int)n;
+    snprintf(key, sizeof key, "obs.%d.colors", j);
+    if (ast_parts_find(p, key) && !(c->colors = take_names(p, key, n, NULL))) return 0;
     snprintf(key, sizeof key, "obs.%d.codes", j);
     return (c->codes = take(p, key, AST_ST_I32, cells)) && ints_in_range(c->codes, cells, -1, c->n_categories);
 }

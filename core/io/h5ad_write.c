@@ -2,8 +2,12 @@
  * anndata >= 0.8 writes ("encoding-type"/"encoding-version") so that both
  * anndata and our own reader (data_h5ad.c) take it: X, obs and var
  * (h5ad_frame.c), obsm matrices and string entries in uns. */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "base/atomic_file.h"
 #include "io/h5ad_internal.h"
@@ -76,9 +80,26 @@ static int obsm(hid_t g, const ast_h5ad_table *t)
     return 0;
 }
 
+/* uns/<name>_colors of the obs columns that have colours, as scanpy
+ * keeps them. */
+static int colors(hid_t g, const ast_h5ad_table *t)
+{
+    for (int j = 0; j < t->n_obs; j++) {
+        const ast_h5ad_column *c = &t->obs[j];
+        if (!c->colors) continue;
+        char *key = ast_xmalloc(strlen(c->name) + sizeof "_colors");
+        sprintf(key, "%s_colors", c->name);
+        int rc = h5w_strings(g, key, c->colors, c->n_categories);
+        free(key);
+        if (rc) return -1;
+    }
+    return 0;
+}
+
 /* uns/<uns_group>: one scalar string per key, as anndata writes a str. */
 static int uns(hid_t g, const ast_h5ad_table *t)
 {
+    if (colors(g, t) < 0) return -1;
     if (!t->uns_group) return 0;
     hid_t sub = dict(g, t->uns_group), type = utf8_vlen();
     int rc = sub < 0;

@@ -19,6 +19,7 @@ typedef struct ast_h5ad_column {
     const int *codes;              /* [n_cells] */
     const char *const *categories; /* [n_categories] */
     int n_categories;
+    const char *const *colors;     /* [n_categories] written as uns/<name>_colors; NULL: none */
 } ast_h5ad_column;
 
 /* obsm/<name>: [n_cells, cols] float32. */
