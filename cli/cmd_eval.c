@@ -56,7 +56,8 @@ int cmd_eval(int argc, char **argv)
 {
     const char *v[N_OPTS], *args[1 + CLI_MAX_OVERRIDES];
     int n_args;
-    int rc = cli_parse(&spec, argc, argv, v, args, &n_args);
+    int rc = cli_refuse_data("eval", argc, argv);
+    if (rc == CLI_CONTINUE) rc = cli_parse(&spec, argc, argv, v, args, &n_args);
     if (rc != CLI_CONTINUE) return rc;
     if (n_args < 1) return cli_usage_error("eval", "missing RUN_DIR");
     if (v[OPT_SPLIT] && cli_split_parse(v[OPT_SPLIT]) < 0)

@@ -226,7 +226,8 @@ int cmd_sample(int argc, char **argv)
 {
     const char *v[N_OPTS], *args[1];
     int n_args;
-    int rc = cli_parse(&spec, argc, argv, v, args, &n_args);
+    int rc = cli_refuse_data("sample", argc, argv);
+    if (rc == CLI_CONTINUE) rc = cli_parse(&spec, argc, argv, v, args, &n_args);
     if (rc != CLI_CONTINUE) return rc;
     if (n_args < 1) return cli_usage_error("sample", "missing RUN_DIR");
     if (!v[OPT_OUT] || !(!strcmp(v[OPT_OUT], "-") || ends_with(v[OPT_OUT], ".csv") || ends_with(v[OPT_OUT], ".h5ad")))

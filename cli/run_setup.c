@@ -10,6 +10,7 @@
 #include "io/safetensors.h"
 #include "train/train.h"
 #include "train/train_dist.h"
+#include "cli.h"
 #include "run_setup.h"
 
 ast_cfg *cli_load_config(const char *path, const char **args, int n_args, ast_error *e)
@@ -136,6 +137,15 @@ void cli_run_close(cli_run *r)
     ast_dataset_free(&r->d);
     ast_cfg_free(r->cfg);
     memset(r, 0, sizeof *r);
+}
+
+int cli_refuse_data(const char *cmd, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--data") || !strncmp(argv[i], "--data=", 7))
+            return cli_usage_error(cmd, "--data: %s works on the run's own data and splits; to place the cells of "
+                                   "another dataset use 'alphast-run predict RUN_DIR --data FILE --out FILE'", cmd);
+    return CLI_CONTINUE;
 }
 
 static const char *const split_names[3] = {"train", "val", "test"};

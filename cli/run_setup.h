@@ -77,6 +77,10 @@ int cli_sampler_config(ast_cfg *cfg, const char *mode, const char *steps, ast_tr
  * training run that ends with an evaluation). */
 int cli_check_evaluation(const ast_cfg *cfg, const ast_dataset *d, ast_error *e);
 
+/* sample and eval work on a run's own data: --data in argv is a usage
+ * error that points to `alphast-run predict`; else CLI_CONTINUE. */
+int cli_refuse_data(const char *cmd, int argc, char **argv);
+
 /* "test" or "val" to AST_SPLIT_*; -1 for anything else. */
 int cli_split_parse(const char *name);
 const char *cli_split_name(int which);

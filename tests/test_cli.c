@@ -149,6 +149,11 @@ Test(cli, unknown_flags)
                        "Try 'alphast-run plugins --help'");
     assert_usage_error(run("plugins --kind"), "option '--kind' needs a value (KIND)", "plugins --help");
     assert_usage_error(run("plugins extra"), "unexpected argument 'extra'", "plugins --help");
+    /* the option of predict, where sample and eval would be tried first */
+    assert_usage_error(run("sample runs/x --data new.h5ad --out x.csv"),
+                       "alphast-run sample: --data: sample works on the run's own data and splits; to place the cells "
+                       "of another dataset use 'alphast-run predict RUN_DIR --data FILE --out FILE'", "sample --help");
+    assert_usage_error(run("eval runs/x --data=new.h5ad"), "alphast-run eval: --data: eval works", "eval --help");
 }
 
 Test(cli, no_command_is_a_usage_error)
