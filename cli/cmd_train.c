@@ -104,11 +104,13 @@ static int evaluate(const ast_cfg *cfg, ast_model *m, const ast_dataset *d, cons
                     ast_error *e)
 {
     char json[4096 + 16], placement[4096 + 16]; /* dir is at most 4095 bytes */
-    const char *skip = !ast_cfg_bool(cfg, "evaluation.after_train") ? "evaluation.after_train is false"
-                       : sp[AST_SPLIT_TEST].n < 1                    ? "no test split (data.split_ratio.test is 0)"
-                                                                     : NULL;
-    if (skip) {
-        if (ast_dist_rank() == 0) printf("  %s: evaluation skipped (alphast-run eval %s runs it)\n", skip, dir);
+    if (!ast_cfg_bool(cfg, "evaluation.after_train")) {
+        if (ast_dist_rank() == 0)
+            printf("  evaluation.after_train is false: evaluation skipped (alphast-run eval %s runs it)\n", dir);
+        return 0;
+    }
+    if (sp[AST_SPLIT_TEST].n < 1) {
+        if (ast_dist_rank() == 0) printf("  no test split (data.split_ratio.test is 0): evaluation skipped\n");
         return 0;
     }
     snprintf(json, sizeof json, "%s/eval.json", dir);
