@@ -8,6 +8,7 @@
 #include "config/config.h"
 #include "eval/sample.h"
 #include "model/kabsch.h"
+#include "plugin/loader.h"
 #include "train/train.h"
 #include "cli.h"
 #include "commands.h"
@@ -41,7 +42,8 @@ static const cli_spec spec = {
              "(row in the data) and set, obsm/spatial = positions (generated or given),\n"
              "obsm/spatial_true, obsm/spatial_aligned = spatial moved onto spatial_true\n"
              "(rotation or reflection and translation per set, Kabsch), and uns/alphast =\n"
-             "config, checkpoint, version and command.\n"
+             "config, checkpoint, version, command and plugins (JSON: each plugin's kind,\n"
+             "name, version, file and SHA-256).\n"
              "The dataset is the one the run trained on: config.yaml's data.path (the config's,\n"
              "or train's --data FILE, written there as an absolute path).\n"
              "--device cuda samples on a GPU (docs/gpu.md).",
@@ -185,11 +187,11 @@ static int write_h5ad(const char *path, sample_cells *g, cli_run *r, int given_e
     if (given_expr && expression_as_read(r, g, e) < 0) return -1;
     char *config = ast_cfg_dump_string(r->cfg, e), weights[PATH_MAX];
     if (!config) return -1;
-    char *command = sample_command_line(argc, argv);
+    char *command = sample_command_line(argc, argv), *plugins = ast_plugins_provenance(e);
     const char *provenance[] = {"config", config, "checkpoint", realpath(r->weights, weights) ? weights : r->weights,
-                                "version", PACKAGE_VERSION, "command", command, NULL};
-    int rc = sample_write_h5ad(path, g, &r->d, provenance, e);
-    free(config), free(command);
+                                "version", PACKAGE_VERSION, "command", command, "plugins", plugins, NULL};
+    int rc = plugins ? sample_write_h5ad(path, g, &r->d, provenance, e) : -1;
+    free(config), free(command), free(plugins);
     return rc;
 }
 

@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/atomic_file.h"
 #include "config/config.h"
+#include "plugin/loader.h"
 #include "sweep/sweep.h"
 #include "train/schedule_table.h"
 #include "train/train.h"
@@ -39,8 +41,9 @@ static const cli_spec spec = {
              "(training.epochs=5, attention=gated, data.loading={rotation:false} merges),\n"
              "+KEY=VALUE adds a key the config leaves out, ++KEY=VALUE adds or sets, ~KEY deletes.\n"
              "The run directory gets config.yaml, metrics.jsonl, checkpoint.safetensors,\n"
-             "best.safetensors and summary.json, and TensorBoard's events.out.tfevents.*\n"
-             "(logging.logger); running again resumes from the checkpoint.\n"
+             "best.safetensors, summary.json, plugins.json (each plugin's version, file and\n"
+             "SHA-256) and TensorBoard's events.out.tfevents.* (logging.logger); running\n"
+             "again resumes from the checkpoint.\n"
              "Afterwards the best weights are evaluated on the held-out test cells next to the\n"
              "baselines (eval.json; see alphast-run eval), unless evaluation.after_train=false.\n"
              "Started by mpirun -np R (or srun) in a build configured --with-mpi, R processes\n"
@@ -119,6 +122,19 @@ static int evaluate(const ast_cfg *cfg, ast_model *m, const ast_dataset *d, cons
     return cli_load_weights(m, dir, e) < 0 ? -1 : cli_evaluate(cfg, m, d, sp, AST_SPLIT_TEST, json, placement, e);
 }
 
+/* DIR/plugins.json: the plugins this invocation runs, with their versions
+ * and files' SHA-256, so a run made with a plugin built out of tree can be
+ * traced to the exact file. */
+static int write_plugins(const char *dir, ast_error *e)
+{
+    char path[4096 + 16]; /* dir is at most 4095 bytes */
+    char *json = ast_plugins_provenance(e);
+    snprintf(path, sizeof path, "%s/plugins.json", dir);
+    int rc = json ? ast_atomic_write_bytes(path, json, strlen(json), e) : -1;
+    free(json);
+    return rc;
+}
+
 /* ", over R ranks, ..." for a run over MPI (train_dist.h), else "". */
 static const char *ranks_note(const ast_train_config *tc, char *buf, size_t n)
 {
@@ -169,7 +185,7 @@ static int train(const char **v, const char **args, int n_args, ast_error *e)
     const char *dir = v[OPT_OUT] ? v[OPT_OUT] : out;
     /* Rank 0 writes metrics.jsonl, so it alone runs the monitors. */
     if (!(t = ast_trainer_new(m, &d, sp, &tc, dir, yaml, e)) ||
-        (ast_dist_rank() == 0 && ast_trainer_add_monitors(t, cfg, e) < 0))
+        (ast_dist_rank() == 0 && (ast_trainer_add_monitors(t, cfg, e) < 0 || write_plugins(dir, e) < 0)))
         goto done;
     int resumed = v[OPT_FRESH] ? 0 : ast_trainer_resume(t, e);
     if (resumed < 0) goto done;

@@ -452,6 +452,11 @@ Test(evaluate, train_eval_and_sample_commands, .timeout = 120)
     cr_assert(strstr(out, "knn_k5") && strstr(out, "random"), "train prints the table: %s", out);
     snprintf(args, sizeof args, "%s/run/eval.json", dir);
     cr_assert(count_lines(args) > 10, "train writes eval.json");
+    /* the plugins it ran, the same list sample's .h5ad keeps in uns/alphast/plugins (below) */
+    snprintf(args, sizeof args, "/usr/bin/python3 -c 'import json, sys; p = json.load(open(sys.argv[1])); "
+             "assert [x[\"kind\"] for x in p] == [\"attention\", \"ffn\"] and len(p[0][\"sha256\"]) == 64, p' "
+             "%s/run/plugins.json", dir);
+    cr_assert_eq(system(args), 0, "%s", args);
 
     /* evaluation.after_train=false: training ends without the evaluation, and says so */
     snprintf(args, sizeof args, "train -q --config %s --out %s/noeval training.epochs=1 evaluation.after_train=false",
@@ -514,6 +519,10 @@ Test(evaluate, train_eval_and_sample_commands, .timeout = 120)
     cr_assert_eq(d.n_cells, n_test);
     cr_assert_eq(d.n_genes, 28);
     ast_dataset_free(&d);
+    snprintf(args, sizeof args, "/usr/bin/python3 -c 'import h5py, json, sys; f = h5py.File(sys.argv[1], \"r\"); "
+             "assert json.loads(f[\"uns/alphast/plugins\"][()]) == json.load(open(sys.argv[2]))' "
+             "%s/gen.h5ad %s/run/plugins.json", dir, dir);
+    cr_assert_eq(system(args), 0, "%s", args);
 
     snprintf(args, sizeof args, "sample %s/run --out %s/gen.txt", dir, dir);
     cr_assert_eq(run(args, out, sizeof out), 2, "an unknown output format is a usage error: %s", out);

@@ -1,9 +1,12 @@
 /* The plugin loader against the fixtures in tests/plugins: search, ABI and
  * descriptor checks, option parsing, and each error message. */
+#include <cjson/cJSON.h>
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hash.h"
 #include "plugin/loader.h"
 
 #define FIXTURES ALPHAST_BUILD_DIR "/tests/plugins"
@@ -46,6 +49,38 @@ Test(loader, loads_the_valid_fixture)
     assert_has(ast_plugin_path(p), "/tests/plugins/");
     assert_has(ast_plugin_path(p), "attn_fixture.so");
     cr_assert_eq(load_ok(AST_KIND_ATTENTION, "fixture"), p, "a second load must return the same handle");
+}
+
+/* A run records each plugin it loaded (plugins.json): a plugin built out
+ * of tree left no version or hash behind. The digest is sha256sum's. */
+Test(loader, provenance_names_each_loaded_plugin_with_its_file_s_sha256)
+{
+    ast_sha256 s;
+    char hex[65];
+    ast_sha256_init(&s);
+    ast_sha256_update(&s, "abc", 3);
+    ast_sha256_hex(&s, hex);
+    cr_assert_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"); /* FIPS 180-4's */
+
+    load_ok(AST_KIND_ATTENTION, "fixture");
+    ast_error e = {{0}};
+    char *text = ast_plugins_provenance(&e), want[65] = "", cmd[4200];
+    cr_assert_not_null(text, "%s", e.msg);
+    cJSON *list = cJSON_Parse(text);
+    cr_assert_eq(cJSON_GetArraySize(list), 1, "%s", text);
+    const cJSON *p = cJSON_GetArrayItem(list, 0);
+    cr_assert_str_eq(cJSON_GetObjectItem(p, "kind")->valuestring, "attention");
+    cr_assert_str_eq(cJSON_GetObjectItem(p, "name")->valuestring, "fixture");
+    cr_assert_str_eq(cJSON_GetObjectItem(p, "version")->valuestring, "1.2.3");
+    const char *path = cJSON_GetObjectItem(p, "path")->valuestring;
+    cr_assert(path[0] == '/' && strstr(path, "attn_fixture.so"), "%s", path);
+    snprintf(cmd, sizeof cmd, "sha256sum '%s'", path);
+    FILE *sum = popen(cmd, "r");
+    cr_assert(sum && fscanf(sum, "%64s", want) == 1, "%s", cmd);
+    pclose(sum);
+    cr_assert_str_eq(cJSON_GetObjectItem(p, "sha256")->valuestring, want);
+    cJSON_Delete(list);
+    free(text);
 }
 
 Test(loader, fixture_runs_through_the_host_table)

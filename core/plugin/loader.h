@@ -31,6 +31,12 @@ int ast_plugin_options(const ast_plugin *p, const ast_optsrc *src, int n_src, as
  * the backend and the backends it has kernels for. */
 int ast_plugin_check_backend(const ast_plugin *p, const char *backend, ast_error *e);
 
+/* The plugins loaded so far, those a run uses, as a JSON array (a run's
+ * plugins.json) of {"kind", "name", "version", "path", "sha256"}: the
+ * descriptor's name and version, the file's real path and its SHA-256 as
+ * sha256sum prints it. Malloc'd; NULL with e set if a file cannot be read. */
+char *ast_plugins_provenance(ast_error *e);
+
 /* Every plugin found on the search path, for --list-plugins; n_out set. */
 const ast_plugin *const *ast_plugins_discover(int *n_out);
 

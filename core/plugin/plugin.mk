@@ -1,6 +1,6 @@
 # plugin: finding, loading (libltdl) and checking plugins and their options.
 libalphast_la_SOURCES += core/plugin/loader.h core/plugin/plugin_internal.h core/plugin/plugin_loader.c \
-	core/plugin/plugin_search.c core/plugin/plugin_check.c core/plugin/plugin_options.c
+	core/plugin/plugin_search.c core/plugin/plugin_check.c core/plugin/plugin_options.c core/plugin/plugin_provenance.c
 EXTRA_DIST += core/plugin/README.md
 
 # Loader test fixtures: tiny plugins built only for `make check`, each
@@ -59,8 +59,8 @@ tests_test_abi_LDADD = $(TEST_LIBS)
 
 check_PROGRAMS += tests/test_loader
 tests_test_loader_SOURCES = tests/test_loader.c
-tests_test_loader_CFLAGS = $(TEST_CC)
-tests_test_loader_LDADD = $(TEST_LIBS)
+tests_test_loader_CFLAGS = $(TEST_CC) $(CJSON_CFLAGS)
+tests_test_loader_LDADD = $(TEST_LIBS) $(CJSON_LIBS)
 
 # pkg-config prefers <name>-uninstalled.pc when PKG_CONFIG_PATH holds the
 # build tree, so plugins build against the source tree's headers before

@@ -17,6 +17,11 @@ struct ast_plugin {
     ast_plugin_desc desc;
 };
 
+/* ---- plugin_loader.c --------------------------------------------------- */
+
+/* The plugins loaded so far, in the order they were; n_out set. */
+const ast_plugin *const *ast_plugins_loaded(int *n_out);
+
 /* ---- plugin_search.c: where plugins live ------------------------------- */
 
 /* Reads ALPHAST_PLUGIN_PATH and decides between the build tree and the

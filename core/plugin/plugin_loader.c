@@ -65,6 +65,12 @@ void ast_plugins_shutdown(void)
     lt_dlexit();
 }
 
+const ast_plugin *const *ast_plugins_loaded(int *n_out)
+{
+    *n_out = reg.n_loaded;
+    return (const ast_plugin *const *)reg.loaded;
+}
+
 static ast_plugin *find_loaded(ast_plugin_kind kind, const char *name)
 {
     for (int i = 0; i < reg.n_loaded; i++)
