@@ -5,7 +5,7 @@
 set -euo pipefail
 packages=(
   build-essential autoconf automake libtool pkg-config
-  libltdl-dev libyaml-dev libopenblas-dev liblua5.4-dev libhdf5-dev libcjson-dev zlib1g-dev libcriterion-dev liblzf-dev
+  libltdl-dev libyaml-dev libopenblas-dev liblua5.4-dev libhdf5-dev libcjson-dev zlib1g-dev nettle-dev libcriterion-dev liblzf-dev
   clang libclang-rt-14-dev # make fuzz (tests/fuzz): clang and its libFuzzer/sanitizer runtime
   python3-anndata # make check: sample's .h5ad read back by the real anndata (those tests skip without it)
   python3-yaml # the Python door (python/alphast) reads a run's config.yaml; its tests skip without it

@@ -1,7 +1,6 @@
 /* base/hash.h: FNV-1a, the hash that names sweep runs and data caches and
- * checks what a data cache holds; CRC-32C, the checksum of TensorBoard's
- * event records; SHA-256, the one that identifies a file's contents for
- * provenance. */
+ * checks what a data cache holds, and CRC-32C, the checksum of
+ * TensorBoard's event records. */
 #ifndef ALPHAST_HASH_H
 #define ALPHAST_HASH_H
 
@@ -21,16 +20,5 @@ int ast_fnv1a_file(const char *path, uint64_t *h, ast_error *e);
  * "123456789" gives 0xe3069283. */
 uint32_t ast_crc32c(const void *data, size_t n);
 
-/* SHA-256 (FIPS 180-4), fed in pieces: ast_sha256_init, then
- * ast_sha256_update as often as needed, then ast_sha256_hex, which writes
- * the digest as sha256sum prints it (64 hex digits and a NUL). */
-typedef struct ast_sha256 {
-    uint32_t h[8];
-    uint64_t bytes;
-    unsigned char block[64];
-} ast_sha256;
-void ast_sha256_init(ast_sha256 *s);
-void ast_sha256_update(ast_sha256 *s, const void *data, size_t n);
-void ast_sha256_hex(ast_sha256 *s, char hex[65]);
 
 #endif

@@ -7,7 +7,7 @@ libalphast_la_SOURCES = \
 	core/config/config_compare.c core/config/config_support.c
 libalphast_la_CFLAGS = $(AM_CFLAGS) $(BLAS_CFLAGS) $(YAML_CFLAGS) $(HDF5_CFLAGS) $(LUA_CFLAGS) $(CJSON_CFLAGS) $(ZLIB_CFLAGS)
 libalphast_la_LIBADD = libalphast_engine.la $(BLAS_LIBS) $(YAML_LIBS) $(HDF5_LIBS) $(LUA_LIBS) $(CJSON_LIBS) \
-	$(ZLIB_LIBS) $(LTDL_LIBS) -lm
+	$(ZLIB_LIBS) $(NETTLE_LIBS) $(LTDL_LIBS) -lm
 EXTRA_DIST += core/config/README.md
 
 check_PROGRAMS += tests/test_config

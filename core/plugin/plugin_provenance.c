@@ -4,13 +4,15 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <limits.h>
+#include <nettle/sha2.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/hash.h"
 #include "plugin_internal.h"
 
-/* The SHA-256 of the file at path into hex; 0, or -1 with e set. */
+/* The SHA-256 (Nettle's) of the file at path into hex, as sha256sum
+ * prints it; 0, or -1 with e set. */
 static int hash_file(const char *path, char hex[65], ast_error *e)
 {
     FILE *f = fopen(path, "rb");
@@ -18,18 +20,19 @@ static int hash_file(const char *path, char hex[65], ast_error *e)
         ast_error_set(e, "%s: cannot read the plugin to record it: %s", path, strerror(errno));
         return -1;
     }
-    ast_sha256 s;
-    ast_sha256_init(&s);
-    unsigned char buf[1 << 16];
+    struct sha256_ctx s;
+    sha256_init(&s);
+    unsigned char buf[1 << 16], digest[SHA256_DIGEST_SIZE];
     size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f))) ast_sha256_update(&s, buf, n);
+    while ((n = fread(buf, 1, sizeof buf, f))) sha256_update(&s, n, buf);
     int failed = ferror(f);
     fclose(f);
     if (failed) {
         ast_error_set(e, "%s: read error while recording the plugin", path);
         return -1;
     }
-    ast_sha256_hex(&s, hex);
+    sha256_digest(&s, sizeof digest, digest);
+    for (int i = 0; i < SHA256_DIGEST_SIZE; i++) snprintf(hex + 2 * i, 3, "%02x", digest[i]);
     return 0;
 }
 
