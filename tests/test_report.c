@@ -644,7 +644,8 @@ Test(report, the_key_metrics_figure_has_every_seed_and_the_interval)
     /* the best validation loss, expr_to_pos's knn_k10 and dist_row_spearman, pos_to_expr's pcc_gene */
     cr_assert(strstr(svg, ">validation loss (best), lower is better</text>"));
     cr_assert(strstr(svg, ">expr_to_pos: knn_k10, higher is better</text>"));
-    cr_assert(strstr(svg, ">expr_to_pos: dist_row_spearman, higher is better</text>"));
+    cr_assert(strstr(svg, "lengthAdjust=\"spacingAndGlyphs\">expr_to_pos: dist_row_spearman, higher is better</text>"),
+              "a title longer than its panel is squeezed into it, not cut off at the figure's edge");
     cr_assert(strstr(svg, ">pos_to_expr: pcc_gene, higher is better</text>"));
     cr_assert_eq(count(svg, "<circle"), 4 * 6, "a dot per seed");
     cr_assert_eq(count(svg, "class=\"interval\""), 4 * 2, "an interval per config");

@@ -100,8 +100,13 @@ void rp_dots_panel(FILE *f, const rp_panel *p, double x, double y, double w, dou
     value_range(p, &lo, &hi);
     rp_axes_fit_y(&a, lo, hi);
     rp_axes_draw(f, &a, 0, NULL, p->ylabel);
-    char attrs[96];
-    snprintf(attrs, sizeof attrs, "x=\"%.1f\" y=\"%.1f\" class=\"title\"", a.left, y + 22);
+    char attrs[160];
+    /* From the panel's edge; a title too long for it (about 8.5 px a bold
+     * character) is squeezed to fit rather than run into the next panel. */
+    double room = w - 16;
+    int n = snprintf(attrs, sizeof attrs, "x=\"%.1f\" y=\"%.1f\" class=\"title\"", x + 8, y + 22);
+    if (8.5 * (double)strlen(p->title) > room)
+        snprintf(attrs + n, sizeof attrs - (size_t)n, " textLength=\"%.0f\" lengthAdjust=\"spacingAndGlyphs\"", room);
     rp_svg_text(f, attrs, p->title);
     baselines(f, &a, p->lines, p->n_lines);
     for (int c = 0; c < p->n_cols; c++) column(f, &a, &p->cols[c], c + 1);
