@@ -948,7 +948,7 @@ static void write_placement(const char *sweep, const fake_run *r, const char *he
     fputs(header, f);
     for (int set = 0; set < 2; set++)
         for (int i = 0; i < 12; i++)
-            fprintf(f, "%d,cell_%d_%d,%s,%d,0,0,%g,%g,0\n", set, set, i, i % 2 ? "\"T cell, CD4\"" : "B cell", i,
+            fprintf(f, "%d,cell_%d_%d,%s,%d,0,0,%g,%g,0\n", set, set, i, i % 2 ? "B cell" : "\"T cell, CD4\"", i,
                     cos(i * 0.5), sin(i * 0.5));
     fclose(f);
 }
@@ -972,13 +972,14 @@ Test(report, placements_are_drawn_true_beside_placed_per_config)
     cr_assert_eq(count(svg, "class=\"cell\""), 2 * 2 * 12, "per config the first set, true and placed");
     cr_assert(strstr(svg, ">Baseline, seed 1 (Baseline-01): 12 cells of one held-out set</text>"), "%s", svg);
     cr_assert(strstr(svg, ">Gated, seed 2 (Gated-02): 12 cells of one held-out set</text>"), "%s", svg);
-    cr_assert(strstr(svg, ">T cell, CD4</text>") && strstr(svg, ">B cell</text>"), "the labels' legend");
+    cr_assert(strstr(svg, ">T cell, CD4</text>") > strstr(svg, ">B cell</text>") && strstr(svg, ">B cell</text>"),
+              "the labels' legend, in alphabetical order");
     cr_assert_eq(count(svg, "fill=\"#0072B2\" fill-opacity"), 2 * 2 * 6, "one colour per label in every panel");
     free(svg);
     snprintf(path, sizeof path, "%s/report_placement.csv", sweep);
     char *csv = test_slurp(path);
     cr_assert_eq(count(csv, "\n") - 1, 2 * 12, "the drawn points");
-    cr_assert(strstr(csv, "\nBaseline,Baseline-01,1,cell_0_1,\"T cell, CD4\",1,0,"), "%s", csv);
+    cr_assert(strstr(csv, "\nBaseline,Baseline-01,1,cell_0_0,\"T cell, CD4\",0,0,"), "%s", csv);
     free(csv);
 
     /* a damaged file is named and left out; the other config is still drawn */

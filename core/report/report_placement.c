@@ -85,6 +85,18 @@ static int read_placement(const rp_sweep *s, const rp_run *r, rp_placement *p, a
     return ok && p->n ? 0 : -1;
 }
 
+/* The labels in alphabetical order, for the legend, and the cells' indices with them. */
+static void sort_labels(rp_placement *p, int n, ast_strlist *labels)
+{
+    ast_strlist sorted = {0};
+    for (int i = 0; i < labels->n; i++) ast_strlist_insert_sorted(&sorted, labels->v[i]);
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < p[i].n; k++)
+            if (p[i].label[k] >= 0) p[i].label[k] = ast_strlist_find(&sorted, labels->v[p[i].label[k]]);
+    ast_strlist_free(labels);
+    *labels = sorted;
+}
+
 int rp_placements_read(const rp_sweep *s, rp_placement **out, ast_strlist *labels, ast_strlist *notes)
 {
     char why[4300];
@@ -104,6 +116,7 @@ int rp_placements_read(const rp_sweep *s, rp_placement **out, ast_strlist *label
             }
             rp_placements_free(p, 1);
         }
+    sort_labels(*out, n, labels);
     return n;
 }
 
