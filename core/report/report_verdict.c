@@ -267,10 +267,10 @@ static void headline_warnings(sentence *t, const rp_sweep *s)
     for (int i = 0; i < s->n_runs; i++) left_out += !s->runs[i].usable;
     ast_strlist_free(&w);
     int of, first = runs_best_at_first_epoch(s, &of);
-    if (first) say(t, "; %d of %d runs best at their first epoch", first, of);
     if (degenerate)
         say(t, "; WARNING: the samples of %d config%s are degenerate (the sampler ignores its noise)", degenerate,
             degenerate == 1 ? "" : "s");
+    if (first) say(t, "; %d of %d runs best at their first epoch", first, of);
     if (fired) say(t, "; %d monitor warning%s fired", fired, fired == 1 ? "" : "s");
     if (left_out) say(t, "; %d run%s left out", left_out, left_out == 1 ? "" : "s");
 }
