@@ -1038,3 +1038,21 @@ Test(report, runs_best_at_their_first_epoch_are_counted)
                          "plot): Baseline 0 of 3, Gated 2 of 3.\n"), "one epoch only is not counted: %s", md);
     free(md);
 }
+
+/* A set too large to draw is cut at 4,000 cells, and the figure says so. */
+Test(report, a_huge_placement_is_cut_not_drawn_whole)
+{
+    char *sweep = make_sweep(), path[512];
+    snprintf(path, sizeof path, "%s/runs/%s/placement.csv", sweep, runs[0].id);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs(placement_header, f);
+    for (int i = 0; i < 5000; i++) fprintf(f, "0,c%d,,%d,0,0,%d,1,0\n", i, i, i);
+    fclose(f);
+    free(report_md(sweep, NULL));
+    snprintf(path, sizeof path, "%s/report_placement.svg", sweep);
+    char *svg = test_slurp(path);
+    cr_assert_eq(count(svg, "class=\"cell\""), 2 * 4000);
+    cr_assert(strstr(svg, ": 5000 cells of one held-out set, the first 4000 drawn</text>"));
+    free(svg);
+}

@@ -376,6 +376,7 @@ typedef struct rp_placement {
     const char *config, *run;
     long long seed;
     int n, cap;
+    int left_out; /* cells of the set past the most drawn */
     char **cell;
     double *tx, *ty, *px, *py;
     int *label;

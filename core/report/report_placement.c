@@ -11,6 +11,7 @@
 #include "report_internal.h"
 
 enum { PANEL = 320, GAP = 40, LEFT = 20, TITLE = 36, ROW_HEAD = 46, ROW_GAP = 24, LEGEND_W = 220 };
+enum { MAX_CELLS = 4000 }; /* drawn per set: more is a blot, and megabytes of SVG */
 
 static const char *const columns[] = {"set", "cell", "label", "true_x", "true_y", "true_z", "placed_x", "placed_y", "placed_z"};
 enum { N_COLUMNS = 9 };
@@ -48,6 +49,10 @@ static int read_row(rp_placement *p, char *line, ast_strlist *labels, char *set,
         return 0;
     if (!set[0]) snprintf(set, set_n, "%s", f[0]);
     if (strcmp(set, f[0])) return 1; /* one set is enough to see the shape */
+    if (p->n == MAX_CELLS) {
+        p->left_out++;
+        return 1;
+    }
     int label = -1;
     if (f[2][0]) {
         label = ast_strlist_find(labels, f[2]);
@@ -160,7 +165,9 @@ static void row(FILE *f, const rp_placement *p, double top)
 {
     char attrs[128], text[600];
     square sq = square_of(p);
-    snprintf(text, sizeof text, "%s, seed %lld (%s): %d cells of one held-out set", p->config, p->seed, p->run, p->n);
+    int used = snprintf(text, sizeof text, "%s, seed %lld (%s): %d cells of one held-out set", p->config, p->seed,
+                        p->run, p->n + p->left_out);
+    if (p->left_out) snprintf(text + used, sizeof text - (size_t)used, ", the first %d drawn", p->n);
     snprintf(attrs, sizeof attrs, "x=\"%d\" y=\"%.1f\" font-weight=\"bold\"", LEFT, top + 16);
     rp_svg_text(f, attrs, text);
     double y = top + ROW_HEAD;
