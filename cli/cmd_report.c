@@ -21,12 +21,15 @@ static const cli_spec spec = {
     .name = "report",
     .usage = "SWEEP_DIR [--out DIR|-] [--baseline NAME]",
     .about = "Reads a sweep directory (ledger.jsonl and its run directories) and writes report.md\n"
-             "(with report_*.svg plots next to it) and report.html (self-contained, works offline):\n"
-             "cost per config, loss curves, validation loss and sampling metrics as mean ± sd over\n"
-             "seeds beside every baseline, differences from the reference config with bootstrap\n"
-             "intervals, Welch and Holm-corrected p-values and the smallest detectable difference,\n"
-             "monitor summaries, a verdict that claims only what survives correction and sets the\n"
-             "best config against the best baseline, and the runs that failed or did not finish.",
+             "(with report_*.svg plots next to it, each with its numbers as report_*.csv) and\n"
+             "report.html (self-contained, works offline): the verdict in one line on top, placed vs\n"
+             "true cells per config, cost per config, loss curves per seed with each seed's best\n"
+             "epoch, validation loss and sampling metrics as mean ± sd over seeds beside every\n"
+             "baseline, differences from the reference config with bootstrap intervals, Welch and\n"
+             "Holm-corrected p-values and the smallest detectable difference, monitor summaries, a\n"
+             "verdict that claims only what survives correction and sets the best config against the\n"
+             "best baseline, the runs that failed or did not finish, and each run's config and\n"
+             "provenance.",
     .options = options,
     .n_options = N_OPTS,
     .max_args = 1,
