@@ -61,7 +61,8 @@ int ast_report_write(const char *sweep_dir, const ast_report_opts *o, ast_error 
     if (rc == 0) {
         rp_figures_make(&s, &figs);
         doc_job md = {&s, &figs, 0}, html = {&s, &figs, 1};
-        rc = ensure_dir(out, e) < 0 || write_figures(out, &figs, e) < 0 || write_in(out, "report.md", write_doc, &md, e) < 0 ||
+        rc = ensure_dir(out, e) < 0 || write_figures(out, &figs, e) < 0 ||
+                     write_in(out, "report.md", write_doc, &md, e) < 0 ||
                      write_in(out, "report.html", write_doc, &html, e) < 0
                  ? -1
                  : 0;

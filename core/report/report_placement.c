@@ -13,7 +13,8 @@
 enum { PANEL = 320, GAP = 40, LEFT = 20, TITLE = 36, ROW_HEAD = 46, ROW_GAP = 24, LEGEND_W = 220 };
 enum { MAX_CELLS = 4000 }; /* drawn per set: more is a blot, and megabytes of SVG */
 
-static const char *const columns[] = {"set", "cell", "label", "true_x", "true_y", "true_z", "placed_x", "placed_y", "placed_z"};
+static const char *const columns[] = {"set", "cell", "label", "true_x", "true_y",
+                                      "true_z", "placed_x", "placed_y", "placed_z"};
 enum { N_COLUMNS = 9 };
 
 static void push_cell(rp_placement *p, const char *cell, const double v[4], int label)
@@ -71,7 +72,8 @@ static int header_ok(char *line)
     return 1;
 }
 
-/* Run r's placement.csv into p; returns 0, or -1 with why in `why`. */
+/* Run r's placement.csv into p; returns 0, or -1 when it has none or none that can be drawn (why in
+ * `why`, and in it too what was skipped). */
 static int read_placement(const rp_sweep *s, const rp_run *r, rp_placement *p, ast_strlist *labels, char *why,
                           size_t n)
 {
