@@ -400,8 +400,8 @@ Test(evaluate, h5ad_write_on_a_full_disk_fails_cleanly)
     }
     int st;
     cr_assert_eq(waitpid(pid, &st, 0), pid);
-    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the writer %s %d", WIFEXITED(st) ? "exited with" : "died of signal",
-              WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the writer %s %d",
+              WIFEXITED(st) ? "exited with" : "died of signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
     char kept[16] = "";
     f = fopen(path, "r");
     cr_assert(f && fgets(kept, sizeof kept, f), "%s is gone", path);

@@ -434,12 +434,13 @@ char **h5ad_string_array_attr(h5ad *h, const char *name, const char *attr, int *
     hid_t a = open_attribute(h, name, attr, -1, H5T_STRING, "an array of strings", &count);
     if (a < 0) return NULL;
     hid_t t = H5Aget_type(a), mt = vlen_string_type(t), sp = H5Aget_space(a);
-    char where[H5AD_PATH + 64], **raw = count <= INT32_MAX ? h5ad_alloc(h, attr, count, sizeof *raw) : NULL, **out = NULL;
+    char **raw = count <= INT32_MAX ? h5ad_alloc(h, attr, count, sizeof *raw) : NULL, **out = NULL;
     if (raw && H5Tis_variable_str(t) > 0 && H5Aread(a, mt, raw) >= 0) {
         out = ast_xcalloc((size_t)count + 1, sizeof *out);
         for (hssize_t i = 0; i < count; i++) out[i] = ast_xstrdup(raw[i] ? raw[i] : "");
         H5Dvlen_reclaim(mt, sp, H5P_DEFAULT, raw);
         *n = (int)count;
+        char where[H5AD_PATH + 64];
         snprintf(where, sizeof where, "%s: attribute '%s'", name, attr);
         if (!utf8_strings(h, where, out, count)) h5ad_free_strings(out, count), out = NULL, *n = 0;
     } else if (!h->e->msg[0]) {
