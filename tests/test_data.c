@@ -367,6 +367,88 @@ Test(data, csv_quoted_fields_hold_separators_and_quotes)
     expect_error(tmp_path("after.tsv"), &o, "after.tsv:2: column 1: text after the closing quote");
 }
 
+/* ---- sections merged by accident --------------------------------------- */
+
+/* A category obs column of d's cells, label(c) of n categories "v0"... */
+static void add_column(ast_dataset *d, const char *name, int n, int (*label)(int64_t c))
+{
+    ast_obs_column *col = &d->obs[d->n_obs++];
+    *col = (ast_obs_column){.name = ast_xstrdup(name), .kind = AST_OBS_CATEGORY, .n_categories = n};
+    col->codes = ast_xmalloc((size_t)d->n_cells * sizeof *col->codes);
+    col->categories = ast_xmalloc((size_t)n * sizeof *col->categories);
+    for (int64_t c = 0; c < d->n_cells; c++) col->codes[c] = label(c);
+    for (int k = 0; k < n; k++) {
+        char v[16];
+        snprintf(v, sizeof v, "v%d", k);
+        col->categories[k] = ast_xstrdup(v);
+    }
+}
+
+static uint32_t lcg(int64_t c) { return (uint32_t)((uint64_t)(c + 1) * 2654435761u >> 7); }
+static int section_of(int64_t c) { return c >= 400; }
+static int three_random(int64_t c) { return (int)(lcg(c) % 3); }
+static int twelve_random(int64_t c) { return (int)(lcg(c) % 12); }
+
+/* Sections of 20 x 20 cells, a unit apart with some jitter (cells keep
+ * their distance); the second at (dx, dy) from the first. */
+static ast_dataset sections(int n_sections, double dx, double dy)
+{
+    ast_dataset d = {.n_cells = 400 * n_sections, .n_slices = 1};
+    d.pos = ast_xcalloc((size_t)d.n_cells * 3, sizeof *d.pos);
+    d.obs = ast_xcalloc(4, sizeof *d.obs);
+    d.source = ast_xstrdup("two.h5ad");
+    for (int64_t c = 0; c < d.n_cells; c++) {
+        int s = (int)(c / 400), i = (int)(c % 400);
+        double jx = (double)(lcg(c) % 1000) / 1000.0 - 0.5, jy = (double)(lcg(c + 7919) % 1000) / 1000.0 - 0.5;
+        d.pos[c * 3] = (float)(i % 20 + 0.3 * jx + s * dx);
+        d.pos[c * 3 + 1] = (float)(i / 20 + 0.3 * jy + s * dy);
+    }
+    return d;
+}
+
+static void expect_sections(ast_dataset *d, const ast_data_opts *o, const char *needle)
+{
+    ast_error e = {""};
+    int rc = ast_data_check_sections(d, o, &e);
+    if (needle) cr_assert(rc < 0 && strstr(e.msg, needle), "'%s' lacks '%s'", e.msg, needle);
+    else cr_assert_eq(rc, 0, "%s", e.msg);
+    ast_dataset_free(d);
+}
+
+/* Two sections in coordinates of their own, no data.slice_key: they were
+ * one tissue with the sections on top of each other ("1 set" in the log). */
+Test(data, sections_on_top_of_each_other_are_an_error_naming_the_column)
+{
+    ast_data_opts o;
+    ast_data_opts_default(&o);
+    ast_dataset d = sections(2, 0.37, 0.61);
+    add_column(&d, "cluster", 3, three_random); /* mixed over both: no sections */
+    add_column(&d, "sample", 2, section_of);
+    expect_sections(&d, &o, "two.h5ad: obs column 'sample' looks like 2 sections, each in coordinates of its own "
+                            "('v0', 'v1'): their cells lie on top of each other, and with no data.slice_key they "
+                            "would train as one tissue; set data.slice_key: sample (or data.detect_sections: false "
+                            "if they are one tissue)");
+    /* named, or turned off, nothing is guessed */
+    o.slice_key = "sample";
+    d = sections(2, 0.37, 0.61);
+    add_column(&d, "sample", 2, section_of);
+    expect_sections(&d, &o, NULL);
+    o.slice_key = NULL, o.detect_sections = 0;
+    d = sections(2, 0.37, 0.61);
+    add_column(&d, "sample", 2, section_of);
+    expect_sections(&d, &o, NULL);
+    /* side by side in one frame, as the bundled Visium sections are */
+    o.detect_sections = 1;
+    d = sections(2, 25.0, 0.0);
+    add_column(&d, "sample", 2, section_of);
+    expect_sections(&d, &o, NULL);
+    /* one tissue: cell types mixed over it, few or many, are no sections */
+    d = sections(1, 0.0, 0.0);
+    add_column(&d, "cell_class", 3, three_random);
+    add_column(&d, "leiden", 12, twelve_random);
+    expect_sections(&d, &o, NULL);
+}
+
 /* ---- malformed CSV (issue 11 item 7; tests/data/csv_bad from its reproducers) ---- */
 
 #define CSV_BAD ALPHAST_SOURCE_DIR "/tests/data/csv_bad/"

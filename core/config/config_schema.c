@@ -138,6 +138,7 @@ static const cfg_key schema[] = {
     STR("data.coords_file", "null"),   /* alphast: CSV genes x cells: the x y z file */
     BOOL("data.genes_by_cells", "false"),
     STR("data.slice_key", "null"),     /* alphast: obs column naming each cell's slice */
+    BOOL("data.detect_sections", "true"), /* alphast: no slice_key: obs sections on top of each other are an error */
     STR("data.layer", "null"),         /* alphast: .h5ad: read layers/<name> instead of X (scanpy's layer=) */
     BOOL("data.use_raw", "false"),     /* alphast: .h5ad: read raw/X and raw/var instead of X (scanpy's use_raw=True) */
     INT("data.set_size", "64", CFG_NONNEG), /* alphast: cells per neighbourhood set (N); 0: whole slices */

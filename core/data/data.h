@@ -12,6 +12,7 @@ typedef struct ast_data_opts {
     const char *position_key;  /* obsm key of the coordinates ("spatial") */
     const char *cell_type_key; /* obs column, or NULL */
     const char *slice_key;     /* obs column naming the slice, or NULL = one slice */
+    int detect_sections;       /* with no slice_key: an obs column of sections on top of each other is an error */
     const char *coords_file;   /* CSV genes x cells layout: the x y z file */
     int genes_by_cells;        /* CSV: 1 if rows are genes (the STARmap layout) */
     int log_normalize;         /* library size 1e4 then log1p */
@@ -110,8 +111,14 @@ void ast_data_row(const ast_dataset *d, int64_t cell, float *out);
  * none): the result is saved there as safetensors under a hash of the
  * files' path, size and mtime and of every option, and later loads of the
  * same read it instead of parsing. A damaged cache is ignored with a
- * warning; failing to write one only warns. */
+ * warning; failing to write one only warns. Then ast_data_check_sections. */
 int ast_data_load(const char *path, const ast_data_opts *o, const char *cache_dir, ast_dataset *d, ast_error *e);
+
+/* With no o->slice_key (and o->detect_sections on): an obs column of 2 to
+ * 16 values whose groups lie on top of each other, as sections each in
+ * coordinates of its own do, is an error naming it and data.slice_key,
+ * since as one tissue the sections would overlap. 0, or -1 with e set. */
+int ast_data_check_sections(const ast_dataset *d, const ast_data_opts *o, ast_error *e);
 /* $XDG_CACHE_HOME/alphast, else $HOME/.cache/alphast, into buf; NULL without either. */
 const char *ast_data_default_cache_dir(char *buf, size_t n);
 

@@ -2,7 +2,7 @@
 # splits, set sampling and the preprocessing cache.
 libalphast_la_SOURCES += core/data/data.h core/data/data_dataset.c core/data/data_csv.c core/data/data_prep.c \
 	core/data/data_sets.c core/data/data_cache.c core/data/data_csr.c core/data/data_csr.h \
-	core/data/data_labels.c core/data/data_labels.h core/data/data_pack.c core/data/data_pack.h core/data/data_lzf.c \
+	core/data/data_labels.c core/data/data_labels.h core/data/data_sections.c core/data/data_pack.c core/data/data_pack.h core/data/data_lzf.c \
 	core/data/data_h5ad.c core/data/data_h5ad.h core/data/data_h5ad_io.c core/data/data_h5ad_frame.c \
 	core/data/data_h5ad_matrix.c core/data/data_h5ad_child.c
 EXTRA_DIST += core/data/README.md

@@ -172,7 +172,8 @@ static int load_cached(const char *file, const char *path, uint64_t source, ast_
     return ok;
 }
 
-int ast_data_load(const char *path, const ast_data_opts *o, const char *cache_dir, ast_dataset *d, ast_error *e)
+/* The dataset from the cache, else parsed (and then cached). */
+static int load(const char *path, const ast_data_opts *o, const char *cache_dir, ast_dataset *d, ast_error *e)
 {
     if (!cache_dir || !cache_dir_private(cache_dir)) return parse(path, o, d, e);
     char file[PATH_MAX];
@@ -185,4 +186,12 @@ int ast_data_load(const char *path, const ast_data_opts *o, const char *cache_di
     if (make_private_dir(cache_dir, &why) < 0 || save(file, d, source, &why) < 0)
         ast_log(AST_LOG_WARN, "cannot write the preprocessing cache (%s); data.cache_dir: null turns it off", why.msg);
     return 0;
+}
+
+int ast_data_load(const char *path, const ast_data_opts *o, const char *cache_dir, ast_dataset *d, ast_error *e)
+{
+    if (load(path, o, cache_dir, d, e) < 0) return -1;
+    if (ast_data_check_sections(d, o, e) == 0) return 0;
+    ast_dataset_free(d);
+    return -1;
 }

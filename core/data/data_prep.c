@@ -15,6 +15,7 @@ void ast_data_opts_default(ast_data_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->position_key = "spatial";
+    o->detect_sections = 1;
     o->log_normalize = 1;
     o->scale = 1;
     o->clip = 10.0f;

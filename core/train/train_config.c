@@ -11,6 +11,7 @@ int ast_data_opts_from_cfg(const ast_cfg *cfg, ast_data_opts *o)
     o->position_key = ast_cfg_str(cfg, "data.preprocessing.position_key");
     o->cell_type_key = ast_cfg_str(cfg, "data.preprocessing.cell_type_key");
     o->slice_key = ast_cfg_str(cfg, "data.slice_key");
+    o->detect_sections = ast_cfg_bool(cfg, "data.detect_sections");
     o->layer = ast_cfg_str(cfg, "data.layer");
     o->use_raw = ast_cfg_bool(cfg, "data.use_raw");
     o->coords_file = ast_cfg_str(cfg, "data.coords_file");
