@@ -55,25 +55,34 @@ typedef struct obs_frame {
     char **numbered; /* the row numbers as names, when the source has none */
 } obs_frame;
 
-static ast_h5ad_column gathered(const ast_obs_column *src, const sample_cells *g)
+/* Rows rows[0..n) of a source column (rows NULL: the first n). */
+static ast_h5ad_column gathered(const ast_obs_column *src, const int64_t *rows, int64_t n)
 {
     ast_h5ad_column c = {.name = src->name};
+    size_t room = (size_t)(n ? n : 1);
     if (src->kind == AST_OBS_NUMBER && src->stored != AST_OBS_FLOATS) { /* as the source stored them */
-        int64_t *v = ast_xmalloc((size_t)(g->n ? g->n : 1) * sizeof *v);
-        for (int64_t r = 0; r < g->n; r++) v[r] = (int64_t)src->numbers[g->cell[r]];
+        int64_t *v = ast_xmalloc(room * sizeof *v);
+        for (int64_t r = 0; r < n; r++) v[r] = (int64_t)src->numbers[rows ? rows[r] : r];
         c.kind = src->stored == AST_OBS_INTS ? AST_H5AD_INT : AST_H5AD_BOOL, c.ints = v;
     } else if (src->kind == AST_OBS_NUMBER) {
-        double *v = ast_xmalloc((size_t)(g->n ? g->n : 1) * sizeof *v);
-        for (int64_t r = 0; r < g->n; r++) v[r] = src->numbers[g->cell[r]];
+        double *v = ast_xmalloc(room * sizeof *v);
+        for (int64_t r = 0; r < n; r++) v[r] = src->numbers[rows ? rows[r] : r];
         c.kind = AST_H5AD_NUMBER, c.numbers = v;
     } else {
-        int *v = ast_xmalloc((size_t)(g->n ? g->n : 1) * sizeof *v);
-        for (int64_t r = 0; r < g->n; r++) v[r] = src->codes[g->cell[r]];
+        int *v = ast_xmalloc(room * sizeof *v);
+        for (int64_t r = 0; r < n; r++) v[r] = src->codes[rows ? rows[r] : r];
         c.kind = AST_H5AD_CATEGORY, c.codes = v;
         c.categories = (const char *const *)src->categories, c.n_categories = src->n_categories;
         c.colors = (const char *const *)src->colors;
     }
     return c;
+}
+
+/* What gathered allocated, for n columns. */
+static void gathered_free(ast_h5ad_column *cols, int n)
+{
+    for (int j = 0; j < n; j++)
+        free((void *)cols[j].numbers), free((void *)cols[j].codes), free((void *)cols[j].ints);
 }
 
 /* 1 if a column before j, or the index (obs/_index), has the name. */
@@ -139,7 +148,7 @@ static void obs_frame_init(obs_frame *o, const sample_cells *g, const ast_datase
     o->cols = ast_xcalloc((size_t)o->n, sizeof *o->cols);
     o->file_names = ast_xcalloc((size_t)o->n, sizeof *o->file_names);
     for (int j = 0; j < d->n_obs; j++) {
-        o->cols[j] = gathered(&d->obs[j], g);
+        o->cols[j] = gathered(&d->obs[j], g->cell, g->n);
         name_source_column(o, j, path);
     }
     own_column(o, d->n_obs, "cell", g->cell);
@@ -149,8 +158,7 @@ static void obs_frame_init(obs_frame *o, const sample_cells *g, const ast_datase
 
 static void obs_frame_free(obs_frame *o, int64_t n_cells)
 {
-    for (int j = 0; j < o->n - 2; j++)
-        free((void *)o->cols[j].numbers), free((void *)o->cols[j].codes), free((void *)o->cols[j].ints);
+    gathered_free(o->cols, o->n - 2);
     for (int j = 0; j < o->n; j++) free(o->file_names[j]);
     for (int64_t r = 0; o->numbered && r < n_cells; r++) free(o->numbered[r]);
     free(o->cols), free(o->file_names), free(o->names), free(o->numbered);
@@ -170,14 +178,19 @@ int sample_write_h5ad(const char *path, const sample_cells *g, const ast_dataset
     obs_frame o;
     obs_frame_init(&o, g, d, path);
     int dims = d->coord_dims;
+    ast_h5ad_column *var = ast_xcalloc((size_t)d->n_var + 1, sizeof *var);
+    for (int j = 0; j < d->n_var; j++) var[j] = gathered(&d->var[j], NULL, d->n_genes);
     ast_h5ad_table t = {.n_cells = g->n, .n_genes = g->G, .X = g->expr, .genes = (const char *const *)d->genes,
-                        .cells = o.names, .n_obs = o.n, .obs = o.cols, .uns_group = "alphast", .uns = provenance};
+                        .cells = o.names, .n_obs = o.n, .obs = o.cols, .n_var = d->n_var, .var = var,
+                        .uns_group = "alphast", .uns = provenance};
     t.obsm[t.n_obsm++] = (ast_h5ad_matrix){g->pos_key ? g->pos_key : "spatial", coords(g->pos, g->n, dims), dims};
     if (g->pos_true) t.obsm[t.n_obsm++] = (ast_h5ad_matrix){"spatial_true", coords(g->pos_true, g->n, dims), dims};
     if (g->pos_aligned)
         t.obsm[t.n_obsm++] = (ast_h5ad_matrix){"spatial_aligned", coords(g->pos_aligned, g->n, dims), dims};
     int rc = ast_h5ad_write(path, &t, e);
     for (int k = 0; k < t.n_obsm; k++) free((void *)t.obsm[k].data);
+    gathered_free(var, d->n_var);
+    free(var);
     obs_frame_free(&o, g->n);
     return rc;
 }

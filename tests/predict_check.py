@@ -27,7 +27,9 @@ def make(d):
     obs = pd.DataFrame({"count": np.arange(n, dtype=np.int64), "even": np.arange(n) % 2 == 0,
                         "kind": pd.Categorical(np.where(np.arange(n) % 3 == 0, "a", "b"))},
                        index=[f"cell{i}" for i in range(n)])
-    tiny = anndata.AnnData(X=x.astype(np.float32), obs=obs, var=pd.DataFrame(index=GENES))
+    var = pd.DataFrame({"gene_ids": [f"ENSG{j}" for j in range(6)], "n_cells": np.arange(6, dtype=np.int64) * 10,
+                        "highly_variable": np.arange(6) % 2 == 0}, index=GENES)
+    tiny = anndata.AnnData(X=x.astype(np.float32), obs=obs, var=var)
     tiny.obsm["spatial"] = pos.astype(np.float32)
     tiny.uns["kind_colors"] = np.array(["#1f77b4", "#ff7f0e"])  # scanpy's, one per category
     tiny.write_h5ad(f"{d}/tiny.h5ad")
@@ -35,8 +37,11 @@ def make(d):
     order = rng.permutation(n)[:50]
     genes = ["g3", "g0", "extra", "g5", "g1", "g4", "g2"]
     cols = {g: x[order, GENES.index(g)] if g in GENES else rng.poisson(2, size=len(order)) for g in genes}
+    new_var = var.reindex(genes)
+    new_var.loc["extra"] = ["ENSGx", 1, False]
+    new_var = new_var.astype(var.dtypes.to_dict())
     new = anndata.AnnData(X=np.stack([cols[g] for g in genes], 1).astype(np.float32), obs=obs.iloc[order].copy(),
-                          var=pd.DataFrame(index=genes), uns={"kind_colors": tiny.uns["kind_colors"]})
+                          var=new_var, uns={"kind_colors": tiny.uns["kind_colors"]})
     new.write_h5ad(f"{d}/new.h5ad")
     frame = pd.DataFrame(new.X.astype(np.int64), index=new.obs_names, columns=genes)
     frame.index.name = "cell"
@@ -70,6 +75,15 @@ def check(d):
             assert got.dtype == want.dtype, f"{col}: {got.dtype}, not {want.dtype}"
             np.testing.assert_array_equal(got.to_numpy(float), want.to_numpy(float), err_msg=col)
     assert list(out.var_names) == GENES, list(out.var_names)
+    # var columns kept, in the run's gene order; numbers and booleans with
+    # their dtypes, strings as categories
+    want = new.var.loc[GENES]
+    assert list(out.var.columns) == list(want.columns), list(out.var.columns)
+    for col in want.columns:
+        if want[col].dtype != object:
+            assert out.var[col].dtype == want[col].dtype, f"var {col}: {out.var[col].dtype}, not {want[col].dtype}"
+        assert list(out.var[col].astype(str)) == list(want[col].astype(str)), f"var {col}"
+
     assert list(out.uns["kind_colors"]) == ["#1f77b4", "#ff7f0e"], out.uns.get("kind_colors")
     np.testing.assert_array_equal(out.X, new[:, GENES].X)
     p = out.obsm["alphast_spatial"]
@@ -86,9 +100,11 @@ def check(d):
     lacking = anndata.read_h5ad(f"{d}/lacking_out.h5ad")
     assert lacking.uns["alphast"]["genes_missing"] == "g3", dict(lacking.uns["alphast"])
     assert (lacking[:, "g3"].X == 0).all()
+    assert np.isnan(lacking.var.loc["g3", "n_cells"]) and lacking.var["gene_ids"].isna()["g3"], lacking.var
     # on the run's own test cells, in sample's order: sample's placement
     gen = anndata.read_h5ad(f"{d}/sample.h5ad")
     assert list(gen.uns["kind_colors"]) == ["#1f77b4", "#ff7f0e"], "sample lost the colours"
+    assert gen.var["highly_variable"].dtype == bool and list(gen.var["n_cells"]) == [0, 10, 20, 30, 40, 50], gen.var
     own = anndata.read_h5ad(f"{d}/own.h5ad")
     placed = own.obsm["alphast_spatial"] / float(own.uns["alphast"]["length_unit"])
     np.testing.assert_allclose(distances(placed), distances(gen.obsm["spatial"]), rtol=1e-4, atol=1e-4)

@@ -76,6 +76,8 @@ typedef struct ast_dataset {
     char **cell_names; /* [n_cells] obs_names; NULL when the source has none */
     ast_obs_column *obs; /* [n_obs] the source's obs columns */
     int n_obs;
+    ast_obs_column *var; /* [n_var] the source's var columns, a row per gene (aligned with genes) */
+    int n_var;
 } ast_dataset;
 
 /* Raw counts and coordinates, validated (shapes, finite values, at least

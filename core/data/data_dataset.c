@@ -28,7 +28,8 @@ void ast_dataset_free(ast_dataset *d)
     free_strings(d->type_names, d->n_types);
     free_strings(d->cell_names, d->n_cells);
     for (int j = 0; j < d->n_obs; j++) ast_obs_column_free(&d->obs[j]);
-    free(d->obs);
+    for (int j = 0; j < d->n_var; j++) ast_obs_column_free(&d->var[j]);
+    free(d->obs), free(d->var);
     memset(d, 0, sizeof *d);
 }
 

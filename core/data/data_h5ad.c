@@ -77,20 +77,33 @@ static void warn_repeated_genes(h5ad *h, const char *var, const ast_dataset *d)
     h5ad_free_strings(names, n_names);
 }
 
+/* The var columns alphast can read, kept to be written back. */
+static int read_var_columns(h5ad *h, h5ad_frame *f, ast_dataset *d)
+{
+    d->var = ast_xcalloc((size_t)f->n_columns + 1, sizeof *d->var);
+    for (int j = 0; j < f->n_columns; j++) {
+        int rc = h5ad_frame_column(h, f, f->columns[j], d->n_genes, &d->var[d->n_var]);
+        if (rc < 0) return 0;
+        d->n_var += rc == 1;
+    }
+    return 1;
+}
+
 static int read_genes(h5ad *h, const char *var, const char *key, ast_dataset *d)
 {
     h5ad_frame f;
     int64_t n = 0;
     if (h5ad_frame_open(h, var, &f) < 0) return 0;
     d->genes = h5ad_frame_index(h, &f, d->n_genes, &n);
-    h5ad_frame_close(&f);
     if (d->genes && n != d->n_genes) {
         ast_error_set(h->e, "%s: %s has %lld genes but %s has %d columns", h->path, var, (long long)n, key, d->n_genes);
         h5ad_free_strings(d->genes, n);
         d->genes = NULL;
     }
     if (d->genes) warn_repeated_genes(h, var, d);
-    return d->genes != NULL;
+    int ok = d->genes && read_var_columns(h, &f, d);
+    h5ad_frame_close(&f);
+    return ok;
 }
 
 static int read_matrix(h5ad *h, const char *key, const char *var, ast_dataset *d)

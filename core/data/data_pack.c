@@ -11,7 +11,7 @@
 _Static_assert(sizeof(int) == 4, "int arrays are stored as I32");
 
 /* The sizes in the "dims" part. */
-enum { D_CELLS, D_GENES, D_SLICES, D_TYPES, D_COORDS, D_OBS, D_HAS_TYPES, D_HAS_NAMES, N_DIMS };
+enum { D_CELLS, D_GENES, D_SLICES, D_TYPES, D_COORDS, D_OBS, D_HAS_TYPES, D_HAS_NAMES, D_VAR, N_DIMS };
 
 void ast_parts_add(ast_parts *p, const char *name, ast_st_dtype dtype, int64_t n, void *data, int owned)
 {
@@ -48,23 +48,24 @@ static void add_names(ast_parts *p, const char *name, char *const *s, int64_t n)
     ast_parts_add(p, name, AST_ST_U8, (int64_t)total, block, 1);
 }
 
-static void pack_obs(const ast_obs_column *c, int j, int64_t cells, ast_parts *p)
+/* Column j of obs or var (`frame`), of `cells` rows. */
+static void pack_column(const char *frame, const ast_obs_column *c, int j, int64_t cells, ast_parts *p)
 {
     char key[AST_PART_NAME];
-    snprintf(key, sizeof key, "obs.%d.name", j);
+    snprintf(key, sizeof key, "%s.%d.name", frame, j);
     add_names(p, key, &c->name, 1);
     if (c->kind == AST_OBS_NUMBER) {
-        snprintf(key, sizeof key, "obs.%d.numbers", j);
+        snprintf(key, sizeof key, "%s.%d.numbers", frame, j);
         ast_parts_add(p, key, AST_ST_F64, cells, c->numbers, 0);
-        snprintf(key, sizeof key, "obs.%d.stored", j);
+        snprintf(key, sizeof key, "%s.%d.stored", frame, j);
         ast_parts_add(p, key, AST_ST_I32, 1, (void *)&c->stored, 0);
         return;
     }
-    snprintf(key, sizeof key, "obs.%d.codes", j);
+    snprintf(key, sizeof key, "%s.%d.codes", frame, j);
     ast_parts_add(p, key, AST_ST_I32, cells, c->codes, 0);
-    snprintf(key, sizeof key, "obs.%d.categories", j);
+    snprintf(key, sizeof key, "%s.%d.categories", frame, j);
     add_names(p, key, c->categories, c->n_categories);
-    snprintf(key, sizeof key, "obs.%d.colors", j);
+    snprintf(key, sizeof key, "%s.%d.colors", frame, j);
     if (c->colors) add_names(p, key, c->colors, c->n_categories);
 }
 
@@ -73,7 +74,7 @@ void ast_data_pack(const ast_dataset *d, ast_parts *p)
     int64_t *dims = ast_xmalloc(N_DIMS * sizeof *dims), n = d->n_cells;
     dims[D_CELLS] = n, dims[D_GENES] = d->n_genes, dims[D_SLICES] = d->n_slices, dims[D_TYPES] = d->n_types;
     dims[D_COORDS] = d->coord_dims, dims[D_OBS] = d->n_obs;
-    dims[D_HAS_TYPES] = d->cell_type != NULL, dims[D_HAS_NAMES] = d->cell_names != NULL;
+    dims[D_HAS_TYPES] = d->cell_type != NULL, dims[D_HAS_NAMES] = d->cell_names != NULL, dims[D_VAR] = d->n_var;
     ast_parts_add(p, "dims", AST_ST_I64, N_DIMS, dims, 1);
     int64_t nnz = d->x.indptr[n], scaled = d->gene_mean ? (int64_t)d->n_slices * d->n_genes : 0;
     ast_parts_add(p, "indptr", AST_ST_I64, n + 1, d->x.indptr, 0);
@@ -90,7 +91,8 @@ void ast_data_pack(const ast_dataset *d, ast_parts *p)
     add_names(p, "genes", d->genes, d->n_genes);
     add_names(p, "type_names", d->type_names, d->n_types);
     if (d->cell_names) add_names(p, "cell_names", d->cell_names, n);
-    for (int j = 0; j < d->n_obs; j++) pack_obs(&d->obs[j], j, n, p);
+    for (int j = 0; j < d->n_obs; j++) pack_column("obs", &d->obs[j], j, n, p);
+    for (int j = 0; j < d->n_var; j++) pack_column("var", &d->var[j], j, d->n_genes, p);
 }
 
 /* ---- unpacking ----------------------------------------------------------------- */
@@ -180,13 +182,15 @@ static int unpack_x(ast_parts *p, ast_dataset *d)
            (d->gene_sd = take(p, "gene_sd", AST_ST_F64, scaled)) && sd_ok(d->gene_mean, d->gene_sd, scaled);
 }
 
-/* The sizes, each in its range. */
-static int unpack_dims(ast_parts *p, ast_dataset *d)
+/* The sizes, each in its range; the numbers of obs and var columns into
+ * columns[2]. */
+static int unpack_dims(ast_parts *p, ast_dataset *d, int columns[2])
 {
     int64_t *v = take(p, "dims", AST_ST_I64, N_DIMS);
     int ok = v && v[D_CELLS] >= 1 && v[D_CELLS] <= INT32_MAX && v[D_GENES] >= 1 && v[D_GENES] <= INT_MAX && v[D_SLICES] >= 1 &&
-             v[D_SLICES] <= INT_MAX && v[D_TYPES] >= 0 && v[D_TYPES] <= INT_MAX && v[D_COORDS] >= 0 && v[D_COORDS] <= 3 && v[D_COORDS] != 1 &&
-             v[D_OBS] >= 0 && v[D_OBS] <= INT_MAX &&
+             v[D_SLICES] <= INT_MAX && v[D_TYPES] >= 0 && v[D_TYPES] <= INT_MAX &&
+             (v[D_COORDS] == 0 || v[D_COORDS] == 2 || v[D_COORDS] == 3) &&
+             v[D_OBS] >= 0 && v[D_OBS] <= INT_MAX && v[D_VAR] >= 0 && v[D_VAR] <= INT_MAX &&
              (v[D_HAS_TYPES] == 0 || v[D_HAS_TYPES] == 1) && (v[D_HAS_NAMES] == 0 || v[D_HAS_NAMES] == 1);
     if (ok) {
         d->n_cells = v[D_CELLS], d->n_genes = (int)v[D_GENES], d->n_slices = (int)v[D_SLICES];
@@ -194,25 +198,25 @@ static int unpack_dims(ast_parts *p, ast_dataset *d)
         ok = (!v[D_HAS_TYPES] || (d->cell_type = take(p, "cell_type", AST_ST_I32, d->n_cells))) &&
              (!v[D_HAS_NAMES] || (d->cell_names = take_names(p, "cell_names", d->n_cells, NULL)));
     }
-    int n_obs = ok ? (int)v[D_OBS] : 0;
+    if (ok) columns[0] = (int)v[D_OBS], columns[1] = (int)v[D_VAR];
     free(v);
-    return ok ? n_obs : -1;
+    return ok ? 0 : -1;
 }
 
-static int unpack_obs(ast_parts *p, int j, int64_t cells, ast_obs_column *c)
+static int unpack_column(ast_parts *p, const char *frame, int j, int64_t cells, ast_obs_column *c)
 {
     char key[AST_PART_NAME];
     int64_t n = 0;
-    snprintf(key, sizeof key, "obs.%d.name", j);
+    snprintf(key, sizeof key, "%s.%d.name", frame, j);
     char **name = take_names(p, key, 1, NULL);
     if (!name) return 0;
     c->name = name[0];
     free(name);
-    snprintf(key, sizeof key, "obs.%d.numbers", j);
+    snprintf(key, sizeof key, "%s.%d.numbers", frame, j);
     if (ast_parts_find(p, key)) {
         c->kind = AST_OBS_NUMBER;
         if (!(c->numbers = take(p, key, AST_ST_F64, cells))) return 0;
-        snprintf(key, sizeof key, "obs.%d.stored", j);
+        snprintf(key, sizeof key, "%s.%d.stored", frame, j);
         if (!ast_parts_find(p, key)) return 1; /* a cache from before: floats (0) */
         int *stored = take(p, key, AST_ST_I32, 1);
         int ok = stored && ints_in_range(stored, 1, AST_OBS_FLOATS, AST_OBS_BOOLS + 1);
@@ -221,12 +225,12 @@ static int unpack_obs(ast_parts *p, int j, int64_t cells, ast_obs_column *c)
         return ok;
     }
     c->kind = AST_OBS_CATEGORY;
-    snprintf(key, sizeof key, "obs.%d.categories", j);
+    snprintf(key, sizeof key, "%s.%d.categories", frame, j);
     if (!(c->categories = take_names(p, key, -1, &n))) return 0;
     c->n_categories = (int)n;
-    snprintf(key, sizeof key, "obs.%d.colors", j);
+    snprintf(key, sizeof key, "%s.%d.colors", frame, j);
     if (ast_parts_find(p, key) && !(c->colors = take_names(p, key, n, NULL))) return 0;
-    snprintf(key, sizeof key, "obs.%d.codes", j);
+    snprintf(key, sizeof key, "%s.%d.codes", frame, j);
     return (c->codes = take(p, key, AST_ST_I32, cells)) && ints_in_range(c->codes, cells, -1, c->n_categories);
 }
 
@@ -243,11 +247,16 @@ static int unpack_arrays(ast_parts *p, ast_dataset *d)
 int ast_data_unpack(ast_parts *p, const char *from, ast_dataset *d, ast_error *e)
 {
     memset(d, 0, sizeof *d);
-    int n_obs = unpack_dims(p, d), ok = n_obs >= 0 && unpack_arrays(p, d);
-    if (ok) d->obs = ast_xcalloc((size_t)n_obs + 1, sizeof *d->obs);
-    for (int j = 0; ok && j < n_obs; j++) {
-        ok = unpack_obs(p, j, d->n_cells, &d->obs[j]);
+    int columns[2], ok = unpack_dims(p, d, columns) == 0 && unpack_arrays(p, d);
+    if (ok) d->obs = ast_xcalloc((size_t)columns[0] + 1, sizeof *d->obs);
+    for (int j = 0; ok && j < columns[0]; j++) {
+        ok = unpack_column(p, "obs", j, d->n_cells, &d->obs[j]);
         d->n_obs = j + 1; /* freed by ast_dataset_free, whole or partial */
+    }
+    if (ok) d->var = ast_xcalloc((size_t)columns[1] + 1, sizeof *d->var);
+    for (int j = 0; ok && j < columns[1]; j++) {
+        ok = unpack_column(p, "var", j, d->n_genes, &d->var[j]);
+        d->n_var = j + 1;
     }
     if (ok) return 0;
     ast_error_set(e, "%s: missing, misshapen or out-of-range entries", from);

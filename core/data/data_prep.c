@@ -48,8 +48,26 @@ static int gene_columns(const ast_dataset *d, const char *const *want, int n_wan
     return found;
 }
 
-/* Reorders the columns to the requested gene list; absent genes are 0.
- * Row by row through dense scratch rows, so a gene listed twice is
+/* A var column's rows in the order col gives (-1: an absent gene, whose
+ * value is missing; integers and booleans with one become floats, NaN). */
+static void reorder_rows(ast_obs_column *c, const int *col, int n)
+{
+    if (c->kind == AST_OBS_NUMBER) {
+        double *v = ast_xmalloc((size_t)n * sizeof *v);
+        for (int j = 0; j < n; j++) {
+            v[j] = col[j] >= 0 ? c->numbers[col[j]] : NAN;
+            if (col[j] < 0) c->stored = AST_OBS_FLOATS;
+        }
+        free(c->numbers), c->numbers = v;
+        return;
+    }
+    int *v = ast_xmalloc((size_t)n * sizeof *v);
+    for (int j = 0; j < n; j++) v[j] = col[j] >= 0 ? c->codes[col[j]] : -1;
+    free(c->codes), c->codes = v;
+}
+
+/* Reorders the columns to the requested gene list (and the var rows);
+ * absent genes are 0. Row by row through dense scratch rows, so a gene listed twice is
  * copied twice, as a dense reorder would. */
 static int align_genes(ast_dataset *d, const char *const *want, int n_want, ast_error *e)
 {
@@ -67,6 +85,7 @@ static int align_genes(ast_dataset *d, const char *const *want, int n_want, ast_
         for (int j = 0; j < n_want; j++) row[j] = col[j] >= 0 ? have[col[j]] : 0.0f;
         ast_csr_append_dense(&b, row, n_want);
     }
+    for (int k = 0; k < d->n_var; k++) reorder_rows(&d->var[k], col, n_want);
     free(have), free(row), free(col);
     ast_csr_free(&d->x);
     d->x = b.m;

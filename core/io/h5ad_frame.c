@@ -81,4 +81,7 @@ int h5w_obs(hid_t file, const ast_h5ad_table *t)
     return dataframe(file, "obs", t->cells, t->n_cells, t->obs, t->n_obs);
 }
 
-int h5w_var(hid_t file, const ast_h5ad_table *t) { return dataframe(file, "var", t->genes, t->n_genes, NULL, 0); }
+int h5w_var(hid_t file, const ast_h5ad_table *t)
+{
+    return dataframe(file, "var", t->genes, t->n_genes, t->var, t->n_var);
+}

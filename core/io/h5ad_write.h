@@ -39,6 +39,8 @@ typedef struct ast_h5ad_table {
     ast_h5ad_matrix obsm[AST_H5AD_MAX_OBSM];
     int n_obs;
     const ast_h5ad_column *obs;      /* [n_obs], in column order */
+    int n_var;
+    const ast_h5ad_column *var;      /* [n_var] var columns, a row per gene */
     const char *uns_group;           /* uns/<uns_group>/<key> = value, strings; NULL: uns is empty */
     const char *const *uns;          /* key, value, ..., NULL */
 } ast_h5ad_table;
