@@ -40,7 +40,7 @@ def check_rest(src, gen):
         assert gen.obsm[key].shape == (gen.n_obs, dims), f"obsm/{key} is {gen.obsm[key].shape}"
         assert np.isfinite(gen.obsm[key]).all(), key
     uns = gen.uns["alphast"]
-    assert set(uns) == {"config", "checkpoint", "version", "command"}, sorted(uns)
+    assert set(uns) == {"config", "checkpoint", "version", "command", "plugins"}, sorted(uns)
     assert "training_mode: expr_to_pos" in uns["config"], uns["config"][:200]
     assert uns["checkpoint"].endswith("/best.safetensors"), uns["checkpoint"]
     assert uns["command"].startswith("alphast-run sample "), uns["command"]

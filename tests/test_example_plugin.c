@@ -534,7 +534,7 @@ Test(guide, every_c_snippet_is_compiled_code)
         cr_assert_not_null(close, "unclosed code block at %.40s", fence);
         size_t lang_len = (size_t)(body - 1 - lang);
         int known = 0;
-        for (const char *const *l = (const char *const[]){"c", "sh", "yaml", "text", NULL}; *l; l++)
+        for (const char *const *l = (const char *const[]){"c", "sh", "yaml", "text", "json", NULL}; *l; l++)
             known |= strlen(*l) == lang_len && !strncmp(*l, lang, lang_len);
         cr_assert(known, "code block of unknown language '%.*s'", (int)lang_len, lang);
         if (lang_len == 1) {
