@@ -20,14 +20,13 @@ run_suite() { # name build-dir coretype configure-args...
 }
 # Once each way: OpenBLAS older than the CPU makes alphast-run run itself
 # again with OPENBLAS_CORETYPE set when it is unset, and keeps a user's
-# choice when it is set; no test may depend on which happened. The set
-# value is the user's, else Haswell on any CPU with AVX2 + FMA (every x86
-# machine CI runs on), else the suite runs unset twice.
-set_coretype=${OPENBLAS_CORETYPE:-}
-if [ -z "$set_coretype" ] && grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then
-  set_coretype=Haswell
-fi
+# choice when it is set; no test may depend on which happened. The plain
+# suite runs with it unset, the sanitizer suite with it set: to the user's
+# value, else to the kernels alphast-run settles on by itself (its debug
+# line names them), so both suites compute with the same kernels.
 run_suite plain "$top/_build" ""
+set_coretype=${OPENBLAS_CORETYPE:-$(env -u OPENBLAS_CORETYPE ALPHAST_LOG=debug "$top/_build/alphast-run" --version 2>&1 >/dev/null |
+  sed -n 's/.*running again with OPENBLAS_CORETYPE=\([A-Za-z0-9]*\).*/\1/p; s/.* chose its \([A-Za-z0-9]*\) kernels, which suit.*/\1/p' | head -1)}
 # The CUDA backend is compiled and its tests run (or report skipped without
 # a GPU) in the plain suite; the sanitizer build leaves it out, as ASan does
 # not see into device code and nvcc would only double the build time.

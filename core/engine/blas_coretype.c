@@ -84,7 +84,11 @@ void ast_blas_coretype_fix(char **argv)
     if (getenv("OPENBLAS_CORETYPE") || getenv(REEXEC_MARK) || !read_cpu_flags(flags, sizeof flags)) return;
     const char *chosen = openblas_get_corename();
     const char *better = chosen ? ast_blas_coretype_better(chosen, flags) : NULL;
-    if (!better) return;
+    if (!better) {
+        ast_log(AST_LOG_DEBUG, "%s chose its %s kernels, which suit this CPU", OPENBLAS_VERSION + 1,
+                chosen ? chosen : "unnamed");
+        return;
+    }
     /* Debug, not info: this runs before every command, --help and
      * --version included, and the choice is recorded in each run's
      * summary.json (ast_blas_coretype_describe) where it matters. */
