@@ -4,14 +4,18 @@ with the real anndata.
 usage: predict_check.py make DIR            tiny.h5ad (80 cells, 6 genes, 2-D) and
                                             new.h5ad / new.csv (its cells shuffled,
                                             genes permuted, one extra gene, no
-                                            coordinates) / lacking.h5ad (no gene g3)
+                                            coordinates) / lacking.h5ad (no gene g3) /
+                                            bad_var.h5ad (a damaged var column)
        predict_check.py cells DIR           cells.h5ad: tiny.h5ad's rows in the
                                             order of DIR/sample.h5ad's obs 'cell'
        predict_check.py check DIR           the outputs of test_predict.sh
 """
 import sys
 
+import shutil
+
 import anndata
+import h5py
 import numpy as np
 import pandas as pd
 
@@ -47,6 +51,12 @@ def make(d):
     frame.index.name = "cell"
     frame.to_csv(f"{d}/new.csv")
     new[:, [g for g in genes if g != "g3"]].copy().write_h5ad(f"{d}/lacking.h5ad")
+    # a var column of the wrong length: kept only for the output, so left out, never an error
+    shutil.copy(f"{d}/new.h5ad", f"{d}/bad_var.h5ad")
+    with h5py.File(f"{d}/bad_var.h5ad", "r+") as f:
+        del f["var/n_cells"]
+        f["var/n_cells"] = np.arange(3)
+        f["var/n_cells"].attrs.update({"encoding-type": "array", "encoding-version": "0.2.0"})
 
 
 def cells(d):
@@ -101,6 +111,10 @@ def check(d):
     assert lacking.uns["alphast"]["genes_missing"] == "g3", dict(lacking.uns["alphast"])
     assert (lacking[:, "g3"].X == 0).all()
     assert np.isnan(lacking.var.loc["g3", "n_cells"]) and lacking.var["gene_ids"].isna()["g3"], lacking.var
+    # a damaged var column: the placement all the same, without var columns
+    bad = anndata.read_h5ad(f"{d}/bad_var_out.h5ad")
+    assert list(bad.var.columns) == [], list(bad.var.columns)
+    np.testing.assert_array_equal(bad.obsm["alphast_spatial"], p)
     # on the run's own test cells, in sample's order: sample's placement
     gen = anndata.read_h5ad(f"{d}/sample.h5ad")
     assert list(gen.uns["kind_colors"]) == ["#1f77b4", "#ff7f0e"], "sample lost the colours"

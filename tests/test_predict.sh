@@ -43,6 +43,8 @@ YAML
 "$run" predict "$tmp/run" --data "$tmp/new.h5ad" --out "$tmp/out.h5ad" evaluation.max_set_size=16 2>"$tmp/err"
 if grep -q 'not aligned' "$tmp/err"; then cat "$tmp/err"; exit 1; fi
 "$run" predict "$tmp/run" --data "$tmp/new.csv" --out "$tmp/out.csv" evaluation.max_set_size=16
+"$run" predict "$tmp/run" --data "$tmp/bad_var.h5ad" --out "$tmp/bad_var_out.h5ad" evaluation.max_set_size=16 2>"$tmp/err"
+grep -q 'var columns are left out' "$tmp/err" || { echo "no warning about the damaged var column:"; cat "$tmp/err"; exit 1; }
 
 # a missing gene: one error line naming it, or zeros when allowed
 if "$run" predict "$tmp/run" --data "$tmp/lacking.h5ad" --out "$tmp/x.h5ad" 2>"$tmp/err"; then

@@ -77,16 +77,21 @@ static void warn_repeated_genes(h5ad *h, const char *var, const ast_dataset *d)
     h5ad_free_strings(names, n_names);
 }
 
-/* The var columns alphast can read, kept to be written back. */
-static int read_var_columns(h5ad *h, h5ad_frame *f, ast_dataset *d)
+/* The var columns alphast can read, kept only to be written back: a
+ * damaged one leaves them all out with a warning, never fails the read. */
+static void read_var_columns(h5ad *h, h5ad_frame *f, ast_dataset *d)
 {
     d->var = ast_xcalloc((size_t)f->n_columns + 1, sizeof *d->var);
     for (int j = 0; j < f->n_columns; j++) {
         int rc = h5ad_frame_column(h, f, f->columns[j], d->n_genes, &d->var[d->n_var]);
-        if (rc < 0) return 0;
         d->n_var += rc == 1;
+        if (rc >= 0) continue;
+        ast_log(AST_LOG_WARN, "%s (the var columns are left out of what alphast writes)", h->e->msg);
+        h->e->msg[0] = 0;
+        for (int k = 0; k <= d->n_var; k++) ast_obs_column_free(&d->var[k]); /* the failed one too */
+        d->n_var = 0;
+        return;
     }
-    return 1;
 }
 
 static int read_genes(h5ad *h, const char *var, const char *key, ast_dataset *d)
@@ -101,9 +106,9 @@ static int read_genes(h5ad *h, const char *var, const char *key, ast_dataset *d)
         d->genes = NULL;
     }
     if (d->genes) warn_repeated_genes(h, var, d);
-    int ok = d->genes && read_var_columns(h, &f, d);
+    if (d->genes) read_var_columns(h, &f, d);
     h5ad_frame_close(&f);
-    return ok;
+    return d->genes != NULL;
 }
 
 static int read_matrix(h5ad *h, const char *key, const char *var, ast_dataset *d)
