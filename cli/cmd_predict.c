@@ -137,16 +137,20 @@ typedef struct placement {
     int landmarks;
 } placement;
 
-/* A 2-D run's sections turned onto their principal axes, as sample turns
- * its sets: x-y is the plane they lie in. */
-static void to_principal_axes(const ast_dataset *d, float *pos)
+/* Each section centred (the stitched frame is its first set's, whose
+ * centre is not the section's) and, flat (a 2-D run), turned onto its
+ * principal axes as sample turns its sets: x-y is the plane it lies in. */
+static void orient_sections(const ast_dataset *d, float *pos, int flat)
 {
     float *part = ast_xmalloc((size_t)d->n_cells * 3 * sizeof *part);
     for (int v = 0; v < d->n_slices; v++) {
         int n = 0;
+        double mean[3] = {0};
         for (int64_t c = 0; c < d->n_cells; c++)
             if (d->slice[c] == v) memcpy(part + 3 * n++, pos + c * 3, 3 * sizeof *part);
-        ast_positions_to_principal_axes(n, part, NULL);
+        for (int i = 0; i < 3 * n; i++) mean[i % 3] += part[i] / (double)n;
+        for (int i = 0; i < 3 * n; i++) part[i] -= (float)mean[i % 3];
+        if (flat) ast_positions_to_principal_axes(n, part, NULL);
         n = 0;
         for (int64_t c = 0; c < d->n_cells; c++)
             if (d->slice[c] == v) memcpy(pos + c * 3, part + 3 * n++, 3 * sizeof *part);
@@ -170,7 +174,7 @@ static void place(cli_run *r, const ast_schedule *s, const ast_sampler_config *s
     if (ast_stitch_sets(e, gen, d->n_cells, p->pos))
         ast_log(AST_LOG_WARN, "%s: some sets shared fewer than 3 cells with the others and are not aligned; raise "
                 "evaluation.max_set_size (its quarter are the shared landmarks)", d->source);
-    if (r->d.coord_dims == 2) to_principal_axes(d, p->pos);
+    orient_sections(d, p->pos, r->d.coord_dims == 2);
     for (int64_t i = 0; i < d->n_cells * 3; i++) p->pos[i] *= p->unit;
     free(gen), free(all.cells);
 }

@@ -98,6 +98,7 @@ def check(d):
     np.testing.assert_array_equal(out.X, new[:, GENES].X)
     p = out.obsm["alphast_spatial"]
     assert p.shape == (new.n_obs, 2) and np.isfinite(p).all(), p.shape
+    np.testing.assert_allclose(p.mean(0), 0, atol=1e-5 * np.abs(p).max(), err_msg="not centred on the section")
     uns = out.uns["alphast"]
     assert uns["genes_dropped"] == "1" and uns["genes_missing"] == "", dict(uns)
     assert uns["command"].startswith("alphast-run predict "), uns["command"]
