@@ -413,6 +413,26 @@ Test(evaluate, h5ad_write_on_a_full_disk_fails_cleanly)
     cr_assert_eq(system(cmd), 0);
 }
 
+/* A string that is not UTF-8 (a gene name here; any name, category or uns
+ * string alike) is refused before anything is written: anndata, and the
+ * reader, would fail on the whole file (the h5ad_write fuzz target found
+ * the writer writing one). */
+Test(evaluate, h5ad_write_refuses_a_string_that_is_not_utf8)
+{
+    char dir[] = "/tmp/alphast-h5utf-XXXXXX", path[64], cmd[128];
+    cr_assert(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/x.h5ad", dir);
+    static const char *const genes[2] = {"Gja1", "G\xfc"}, *const cells[1] = {"a"};
+    static const float x[2] = {1, 2}, pos[2] = {0, 1};
+    ast_h5ad_table t = {.n_cells = 1, .n_genes = 2, .X = x, .genes = genes, .cells = cells, .n_obsm = 1,
+                        .obsm = {{"spatial", pos, 2}}};
+    ast_error e = {""};
+    cr_assert_eq(ast_h5ad_write(path, &t, &e), -1);
+    cr_assert(strstr(e.msg, "x.h5ad: gene name 'G\\xfc' is not UTF-8 text, which anndata cannot read"), "%s", e.msg);
+    snprintf(cmd, sizeof cmd, "test -z \"$(ls -A %s)\" && rm -r %s", dir, dir);
+    cr_assert_eq(system(cmd), 0, "the refused write left a file in %s", dir);
+}
+
 /* alphast-run with args; its exit status, stdout in out. */
 static int run(const char *args, char *out, size_t n)
 {

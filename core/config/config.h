@@ -145,6 +145,9 @@ void ast_cfg_fail(ast_error *e, const char *file, int line, int col, const char 
  * names that do not come through libyaml (overrides, sweep scripts) are
  * checked with it. */
 long ast_cfg_bad_text(const char *s, size_t n);
+/* 1 if s is UTF-8 text, control characters allowed (anndata keeps an obs
+ * name "a\tb"): what an .h5ad string must be for anndata to decode it. */
+int ast_utf8_text(const char *s);
 /* s for a message: bytes outside printable ASCII and valid UTF-8 appear
  * as \xNN; truncated to size (with "..."). */
 void ast_cfg_escape(const char *s, char *out, size_t size);

@@ -93,6 +93,19 @@ long ast_cfg_bad_text(const char *s, size_t n)
     return -1;
 }
 
+/* ast_cfg_bad_text also stops at control characters, which are text here. */
+int ast_utf8_text(const char *s)
+{
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n; i++) {
+        long bad = ast_cfg_bad_text(s + i, n - i);
+        if (bad < 0) return 1;
+        i += (size_t)bad;
+        if ((unsigned char)s[i] >= 0x20 && s[i] != 0x7f) return 0;
+    }
+    return 1;
+}
+
 void ast_cfg_escape(const char *s, char *out, size_t size)
 {
     const unsigned char *u = (const unsigned char *)s;

@@ -288,27 +288,13 @@ static char **read_fixed_strings(h5ad *h, hid_t d, hid_t t, const char *name, in
     return out;
 }
 
-/* 1 if s is UTF-8 text. ast_cfg_bad_text also stops at control
- * characters, which are text here (anndata keeps an obs name "a\tb"). */
-static int is_utf8(const char *s)
-{
-    size_t n = strlen(s);
-    for (size_t i = 0; i < n; i++) {
-        long bad = ast_cfg_bad_text(s + i, n - i);
-        if (bad < 0) return 1;
-        i += (size_t)bad;
-        if ((unsigned char)s[i] >= 0x20 && s[i] != 0x7f) return 0;
-    }
-    return 1;
-}
-
 /* anndata decodes every string it reads, and fails on the file at the
  * first that is not UTF-8; alphast would write such a string into a file
  * anndata cannot read. */
 static int utf8_strings(h5ad *h, const char *name, char *const *s, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
-        if (!is_utf8(s[i])) {
+        if (!ast_utf8_text(s[i])) {
             char shown[64];
             ast_cfg_escape(s[i], shown, sizeof shown);
             ast_error_set(h->e, "%s: %s: string %lld ('%s') is not UTF-8 text, which anndata cannot read either; "

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/atomic_file.h"
+#include "config/config.h"
 #include "io/h5ad_internal.h"
 
 static hid_t utf8_vlen(void)
@@ -153,9 +154,55 @@ static void *build_image(const ast_h5ad_table *t, size_t *n)
     return image;
 }
 
+/* anndata decodes every string of the file and fails on the whole file
+ * at the first that is not UTF-8 (the reader refuses such files too), so
+ * none is written: -1 with e naming the first and where it is. */
+static int text_ok(const char *path, const char *where, const char *s, ast_error *e)
+{
+    if (!s || ast_utf8_text(s)) return 0;
+    char shown[64];
+    ast_cfg_escape(s, shown, sizeof shown);
+    ast_error_set(e, "%s: %s '%s' is not UTF-8 text, which anndata cannot read; nothing was written (give UTF-8 "
+                  "names, e.g. decoded from latin-1)", path, where, shown);
+    return -1;
+}
+
+static int texts_ok(const char *path, const char *where, const char *const *s, int64_t n, ast_error *e)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (text_ok(path, where, s[i], e)) return -1;
+    return 0;
+}
+
+static int columns_ok(const char *path, const char *frame, const ast_h5ad_column *c, int n, ast_error *e)
+{
+    char where[64];
+    for (int j = 0; j < n; j++) {
+        snprintf(where, sizeof where, "%s column name", frame);
+        if (text_ok(path, where, c[j].name, e)) return -1;
+        snprintf(where, sizeof where, "%s column %d's category", frame, j);
+        if (c[j].kind == AST_H5AD_CATEGORY && texts_ok(path, where, c[j].categories, c[j].n_categories, e)) return -1;
+    }
+    return 0;
+}
+
+static int table_ok(const char *path, const ast_h5ad_table *t, ast_error *e)
+{
+    if (texts_ok(path, "gene name", t->genes, t->n_genes, e) || texts_ok(path, "cell name", t->cells, t->n_cells, e) ||
+        columns_ok(path, "obs", t->obs, t->n_obs, e) || columns_ok(path, "var", t->var, t->n_var, e) ||
+        text_ok(path, "uns group", t->uns_group, e))
+        return -1;
+    for (int k = 0; k < t->n_obsm; k++)
+        if (text_ok(path, "obsm name", t->obsm[k].name, e)) return -1;
+    for (const char *const *u = t->uns; u && *u; u++)
+        if (text_ok(path, "uns string", *u, e)) return -1;
+    return 0;
+}
+
 int ast_h5ad_write(const char *path, const ast_h5ad_table *t, ast_error *e)
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* errors are reported once, by us */
+    if (table_ok(path, t, e)) return -1;
     size_t n;
     void *image = build_image(t, &n);
     if (!image) {
