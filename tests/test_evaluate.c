@@ -433,6 +433,44 @@ Test(evaluate, h5ad_write_refuses_a_string_that_is_not_utf8)
     cr_assert_eq(system(cmd), 0, "the refused write left a file in %s", dir);
 }
 
+/* Names HDF5 cannot hold as members of obs (or two columns of one name),
+ * and categories that repeat, are refused before anything is written (the
+ * h5ad_write fuzz target found them written; sample renames its obs
+ * columns before they get here). */
+Test(evaluate, h5ad_write_refuses_names_hdf5_cannot_hold_and_repeated_categories)
+{
+    char dir[] = "/tmp/alphast-h5names-XXXXXX", path[64], cmd[128];
+    cr_assert(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/x.h5ad", dir);
+    static const char *const genes[1] = {"Gja1"}, *const cells[1] = {"a"}, *const cats[2] = {"s0", "s0"};
+    static const float x[1] = {1}, pos[2] = {0, 1};
+    static const double v[1] = {1};
+    static const int codes[1] = {0};
+    const struct {
+        ast_h5ad_column col[2];
+        int n;
+        const char *says;
+    } cases[] = {
+        {{{"a/b", AST_H5AD_NUMBER, .numbers = v}}, 1, "obs column 'a/b' cannot be an HDF5 member of obs"},
+        {{{".", AST_H5AD_NUMBER, .numbers = v}}, 1, "obs column '.' cannot be"},
+        {{{"", AST_H5AD_NUMBER, .numbers = v}}, 1, "obs column '' cannot be"},
+        {{{"_index", AST_H5AD_NUMBER, .numbers = v}}, 1, "obs column '_index' cannot be"},
+        {{{"n", AST_H5AD_NUMBER, .numbers = v}, {"n", AST_H5AD_NUMBER, .numbers = v}}, 2, "two obs columns are named 'n'"},
+        {{{"slice", AST_H5AD_CATEGORY, .codes = codes, .categories = cats, .n_categories = 2}},
+         1,
+         "obs column 'slice': category 's0' appears twice, which pandas refuses"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ast_h5ad_table t = {.n_cells = 1, .n_genes = 1, .X = x, .genes = genes, .cells = cells, .n_obsm = 1,
+                            .obsm = {{"spatial", pos, 2}}, .n_obs = cases[i].n, .obs = cases[i].col};
+        ast_error e = {""};
+        cr_assert_eq(ast_h5ad_write(path, &t, &e), -1, "case %zu", i);
+        cr_assert(strstr(e.msg, cases[i].says) && !strstr(e.msg, "disk"), "case %zu: %s", i, e.msg);
+    }
+    snprintf(cmd, sizeof cmd, "test -z \"$(ls -A %s)\" && rm -r %s", dir, dir);
+    cr_assert_eq(system(cmd), 0, "a refused write left a file in %s", dir);
+}
+
 /* alphast-run with args; its exit status, stdout in out. */
 static int run(const char *args, char *out, size_t n)
 {

@@ -174,14 +174,56 @@ static int texts_ok(const char *path, const char *where, const char *const *s, i
     return 0;
 }
 
+static int by_text(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* The first string that appears twice in s[0..n), or NULL. */
+static const char *repeated(const char *const *s, int n)
+{
+    const char **sorted = ast_xmalloc((size_t)(n ? n : 1) * sizeof *sorted), *twice = NULL;
+    memcpy(sorted, s, (size_t)n * sizeof *sorted);
+    qsort(sorted, (size_t)n, sizeof *sorted, by_text);
+    for (int i = 1; i < n && !twice; i++)
+        if (!strcmp(sorted[i], sorted[i - 1])) twice = sorted[i];
+    free(sorted);
+    return twice;
+}
+
+/* A column is an HDF5 member of its frame's group, named as in the file:
+ * a name with '/', ".", "" or the index's is not one HDF5 can hold beside
+ * the others, and a category list that repeats one pandas refuses. */
+static int column_ok(const char *path, const char *frame, const ast_h5ad_column *c, ast_error *e)
+{
+    const char *name = c->name, *twice;
+    if (!*name || !strcmp(name, ".") || strchr(name, '/') || !strcmp(name, "_index") || !strcmp(name, "__categories")) {
+        ast_error_set(e, "%s: %s column '%s' cannot be an HDF5 member of %s; nothing was written (rename it)", path,
+                      frame, name, frame);
+        return -1;
+    }
+    if (c->kind == AST_H5AD_CATEGORY && (twice = repeated(c->categories, c->n_categories))) {
+        ast_error_set(e, "%s: %s column '%s': category '%s' appears twice, which pandas refuses; nothing was written",
+                      path, frame, name, twice);
+        return -1;
+    }
+    return 0;
+}
+
 static int columns_ok(const char *path, const char *frame, const ast_h5ad_column *c, int n, ast_error *e)
 {
     char where[64];
+    const char **names = ast_xmalloc((size_t)(n ? n : 1) * sizeof *names), *twice;
+    for (int j = 0; j < n; j++) names[j] = c[j].name;
+    twice = repeated(names, n);
+    free(names);
+    if (twice) {
+        ast_error_set(e, "%s: two %s columns are named '%s'; nothing was written (rename one)", path, frame, twice);
+        return -1;
+    }
     for (int j = 0; j < n; j++) {
         snprintf(where, sizeof where, "%s column name", frame);
         if (text_ok(path, where, c[j].name, e)) return -1;
         snprintf(where, sizeof where, "%s column %d's category", frame, j);
         if (c[j].kind == AST_H5AD_CATEGORY && texts_ok(path, where, c[j].categories, c[j].n_categories, e)) return -1;
+        if (column_ok(path, frame, &c[j], e)) return -1;
     }
     return 0;
 }
