@@ -1,6 +1,7 @@
 /* `alphast-run eval RUN_DIR`: the held-out evaluation of a trained run, as
  * at the end of `alphast-run train`, on the test or validation split. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 #include "commands.h"
@@ -31,22 +32,41 @@ static const cli_spec spec = {
              "keys (evaluation.max_set_size=256, sampling.return=z0). See docs/evaluation.md.\n"
              "The dataset is the one the run trained on: config.yaml's data.path (the config's,\n"
              "or train's --data FILE, written there as an absolute path).\n"
+             "The placed cells go beside the report: RUN_DIR/placement.csv (placement_val.csv\n"
+             "for --split val), or STEM.placement.csv for --json STEM.json; with --json - to\n"
+             "RUN_DIR as by default. A pos_to_expr run places no cells and writes none.\n"
              "--device cuda samples on a GPU (docs/gpu.md).",
     .options = options,
     .n_options = N_OPTS,
     .max_args = 1 + CLI_MAX_OVERRIDES,
 };
 
+/* Where the placed cells go: beside a report given as FILE, its
+ * extension (if any) replaced by .placement.csv, so two reports never
+ * share one; else (the default report, or stdout) in the run directory,
+ * where training writes them. */
+static void placement_path(const char *json, const char *dir, int which, char *buf, size_t n)
+{
+    if (!json || !strcmp(json, "-")) {
+        snprintf(buf, n, "%s/%s", dir, which == AST_SPLIT_TEST ? "placement.csv" : "placement_val.csv");
+        return;
+    }
+    const char *name = strrchr(json, '/') ? strrchr(json, '/') + 1 : json, *dot = strrchr(name, '.');
+    size_t stem = dot && dot != name ? (size_t)(dot - json) : strlen(json); /* .json alone is a name */
+    snprintf(buf, n, "%.*s.placement.csv", (int)stem, json);
+}
+
 static int eval(const char **v, const char **args, int n_args, ast_error *e)
 {
     int which = v[OPT_SPLIT] ? cli_split_parse(v[OPT_SPLIT]) : AST_SPLIT_TEST;
     cli_run r;
-    char json[4096];
+    char json[4096], placement[4096 + 32];
     int rc = cli_run_open(&r, args[0], args + 1, n_args - 1, v[OPT_DEVICE], e);
     if (rc == 0 && v[OPT_STEPS]) rc = ast_cfg_set(r.cfg, "sampling.num_steps", v[OPT_STEPS], e);
     if (rc == 0) {
         snprintf(json, sizeof json, "%s/%s", args[0], which == AST_SPLIT_TEST ? "eval.json" : "eval_val.json");
-        rc = cli_evaluate(r.cfg, r.m, &r.d, r.sp, which, v[OPT_JSON] ? v[OPT_JSON] : json, NULL, e);
+        placement_path(v[OPT_JSON], args[0], which, placement, sizeof placement);
+        rc = cli_evaluate(r.cfg, r.m, &r.d, r.sp, which, v[OPT_JSON] ? v[OPT_JSON] : json, placement, e);
     }
     cli_run_close(&r);
     return rc < 0 ? cli_fail(e) : CLI_OK;

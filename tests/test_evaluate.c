@@ -538,12 +538,14 @@ Test(evaluate, train_eval_and_sample_commands, .timeout = 120)
     cr_assert(strstr(out, "(region): val split, 1 set of up to 400 cells") && strstr(out, "2 network evaluations") &&
               strstr(out, "best baseline on knn_k10") && strstr(out, "sample diversity"), "%s", out);
 
-    fixture fx; /* the test split the commands rebuild from the config */
+    fixture fx; /* the splits the commands rebuild from the config */
     fixture_open(&fx, NULL);
-    int64_t n_test = fx.sp[AST_SPLIT_TEST].n;
+    int64_t n_test = fx.sp[AST_SPLIT_TEST].n, n_val = fx.sp[AST_SPLIT_VAL].n;
     fixture_close(&fx);
     snprintf(args, sizeof args, "%s/run/placement.csv", dir);
     cr_assert_eq(count_lines(args), n_test + 1, "train writes placement.csv: a row per test cell and a header");
+    snprintf(args, sizeof args, "%s/val.placement.csv", dir);
+    cr_assert_eq(count_lines(args), n_val + 1, "eval --json val.json writes val.placement.csv beside it");
     snprintf(args, sizeof args, "sample %s/run --out %s/gen.csv", dir, dir);
     cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
     snprintf(args, sizeof args, "%s/gen.csv", dir);
@@ -565,6 +567,8 @@ Test(evaluate, train_eval_and_sample_commands, .timeout = 120)
     cJSON *report = cJSON_Parse(out);
     cr_assert(cJSON_IsObject(report), "eval --json - writes the JSON, and only it, to stdout: %s", out);
     cJSON_Delete(report);
+    snprintf(args, sizeof args, "%s/run/placement_val.csv", dir);
+    cr_assert_eq(count_lines(args), n_val + 1, "eval --split val --json - writes the run's placement_val.csv");
     snprintf(args, sizeof args, "sample %s/run --out %s/gen.h5ad --mode expr_to_pos", dir, dir);
     cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
     ast_data_opts o;
