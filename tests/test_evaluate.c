@@ -241,6 +241,36 @@ Test(evaluate, region_sets_ignore_true_positions, .timeout = 60)
     fixture_close(&f);
 }
 
+/* pos_to_expr's sets (predict --task pos_to_expr) are patches: the test
+ * cells put in two far-apart groups, split into two sets, give one set
+ * per group. */
+Test(evaluate, position_sets_are_patches, .timeout = 60)
+{
+    fixture f;
+    fixture_open(&f, NULL);
+    const ast_split *test = &f.sp[AST_SPLIT_TEST];
+    int64_t n = test->n, half = n / 2;
+    ast_rng rng;
+    ast_rng_seed(&rng, 3);
+    char *group = ast_xcalloc((size_t)f.d.n_cells, 1);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t c = test->cells[i];
+        group[c] = i >= half;
+        for (int k = 0; k < 3; k++) f.d.pos[c * 3 + k] = ast_rng_gauss(&rng) + (k == 0 && group[c] ? 1000.0f : 0.0f);
+    }
+    ast_eval_sets e;
+    ast_eval_sets_by_position(&f.sets, (int)(n - half), 7, &e);
+    cr_assert_eq(e.B, 2, "%d sets", e.B);
+    for (int b = 0; b < e.B; b++)
+        for (int i = 1; i < e.N; i++) {
+            int64_t c = e.cells[(int64_t)b * e.N + i];
+            cr_assert(c < 0 || group[c] == group[e.cells[(int64_t)b * e.N]], "set %d mixes the groups", b);
+        }
+    free(group);
+    ast_eval_sets_free(&e);
+    fixture_close(&f);
+}
+
 /* Two tight expression groups of 6 rows (x = 0 .. 0.5) and 4 rows (x =
  * 10.6 .. 10.9), k = 2, cap ceil(10 / 2) = 5: the second group stays
  * whole and takes exactly one row of the first, one of its two ends (the

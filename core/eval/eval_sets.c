@@ -139,17 +139,23 @@ static int slice_cells(const ast_set_sampler *s, int slice, int64_t *out)
     return n;
 }
 
-/* Labels of one slice's cells: ceil(n / max) balanced expression clusters.
- * Their rows are made dense in x, the slice's sets' own expression (room
- * for at least n rows), rather than in a copy as large; x is zeroed after,
- * for fill_set to write the rows where they belong. */
-static int cluster_slice(const ast_dataset *d, const int64_t *cells, int n, int max_set_size, uint64_t seed, int *label,
-                         float *x)
+/* Labels of one slice's cells: ceil(n / max) balanced clusters of their
+ * expression, or of their positions (by_position). Expression rows are
+ * made dense in x, the slice's sets' own expression (room for at least n
+ * rows), rather than in a copy as large; x is zeroed after, for fill_set
+ * to write the rows where they belong. */
+static int cluster_slice(const ast_dataset *d, const int64_t *cells, int n, int max_set_size, int by_position,
+                         uint64_t seed, int *label, float *x)
 {
-    int k = (n + max_set_size - 1) / max_set_size, G = d->n_genes;
-    for (int i = 0; i < n; i++) ast_data_row(d, cells[i], x + (size_t)i * G);
-    ast_balanced_kmeans(x, n, G, k, seed, label);
-    memset(x, 0, (size_t)n * G * sizeof *x);
+    int k = (n + max_set_size - 1) / max_set_size, G = by_position ? 3 : d->n_genes;
+    float *rows = by_position ? ast_xmalloc((size_t)(n ? n : 1) * 3 * sizeof *rows) : x;
+    for (int i = 0; i < n; i++) {
+        if (by_position) memcpy(rows + (size_t)i * 3, d->pos + cells[i] * 3, 3 * sizeof *rows);
+        else ast_data_row(d, cells[i], rows + (size_t)i * G);
+    }
+    ast_balanced_kmeans(rows, n, G, k, seed, label);
+    if (by_position) free(rows);
+    else memset(x, 0, (size_t)n * G * sizeof *x);
     return k;
 }
 
@@ -176,8 +182,8 @@ static void draw_landmarks(int64_t *cells, int n, int L, uint64_t seed)
     }
 }
 
-void ast_eval_sets_landmarks(const ast_set_sampler *s, int max_set_size, int landmarks, uint64_t seed,
-                             ast_eval_sets *out)
+static void make_sets(const ast_set_sampler *s, int max_set_size, int landmarks, int by_position, uint64_t seed,
+                      ast_eval_sets *out)
 {
     const ast_dataset *d = s->d;
     int64_t *cells = ast_xmalloc((size_t)(s->split->n ? s->split->n : 1) * sizeof *cells);
@@ -197,7 +203,7 @@ void ast_eval_sets_landmarks(const ast_set_sampler *s, int max_set_size, int lan
         draw_landmarks(cells, n, L, seed ^ (uint64_t)v);
         memcpy(members, cells, (size_t)L * sizeof *members);
         float *scratch = out->expr + (size_t)first[v] * N * d->n_genes;
-        int k = cluster_slice(d, cells + L, n - L, max_set_size - L, seed ^ (uint64_t)v, label, scratch);
+        int k = cluster_slice(d, cells + L, n - L, max_set_size - L, by_position, seed ^ (uint64_t)v, label, scratch);
         for (int c = 0; c < k; c++) {
             int m = L;
             for (int i = 0; i < n - L; i++)
@@ -208,9 +214,20 @@ void ast_eval_sets_landmarks(const ast_set_sampler *s, int max_set_size, int lan
     free(cells), free(label), free(first), free(members);
 }
 
+void ast_eval_sets_landmarks(const ast_set_sampler *s, int max_set_size, int landmarks, uint64_t seed,
+                             ast_eval_sets *out)
+{
+    make_sets(s, max_set_size, landmarks, 0, seed, out);
+}
+
 void ast_eval_sets_region(const ast_set_sampler *s, int max_set_size, uint64_t seed, ast_eval_sets *out)
 {
-    ast_eval_sets_landmarks(s, max_set_size, 0, seed, out);
+    make_sets(s, max_set_size, 0, 0, seed, out);
+}
+
+void ast_eval_sets_by_position(const ast_set_sampler *s, int max_set_size, uint64_t seed, ast_eval_sets *out)
+{
+    make_sets(s, max_set_size, 0, 1, seed, out);
 }
 
 void ast_eval_sets_oracle(const ast_set_sampler *s, int count, uint64_t seed, ast_eval_sets *out)

@@ -37,6 +37,11 @@ void ast_eval_sets_region(const ast_set_sampler *s, int max_set_size, uint64_t s
  * ast_eval_sets_region. */
 void ast_eval_sets_landmarks(const ast_set_sampler *s, int max_set_size, int landmarks, uint64_t seed,
                              ast_eval_sets *out);
+/* Sets of cells that have positions and no expression to go by (what
+ * `alphast-run predict` generates expression for): as
+ * ast_eval_sets_region, each slice split by balanced k-means on position
+ * instead, so that a set is a compact patch of its slice. */
+void ast_eval_sets_by_position(const ast_set_sampler *s, int max_set_size, uint64_t seed, ast_eval_sets *out);
 /* `count` sets of s->set_size cells: a centre drawn from `seed` and its
  * nearest cells by TRUE position (what a user placing dissociated cells
  * does not have). */
