@@ -8,7 +8,11 @@ usage: predict_check.py make DIR            tiny.h5ad (80 cells, 6 genes, 2-D) a
                                             bad_var.h5ad (a damaged var column)
        predict_check.py cells DIR           cells.h5ad: tiny.h5ad's rows in the
                                             order of DIR/sample.h5ad's obs 'cell'
+       predict_check.py positions DIR       positions.h5ad (no X) and positions.csv: the
+                                            positions of tiny.h5ad's rows in the order
+                                            of DIR/p2e_sample.h5ad's obs 'cell'
        predict_check.py check DIR           the outputs of test_predict.sh
+       predict_check.py check_expr DIR      those of its pos_to_expr run
 """
 import sys
 
@@ -65,6 +69,41 @@ def cells(d):
     sub = tiny[rows].copy()
     del sub.obsm["spatial"]
     sub.write_h5ad(f"{d}/cells.h5ad")
+
+
+def positions(d):
+    tiny = anndata.read_h5ad(f"{d}/tiny.h5ad")
+    rows = anndata.read_h5ad(f"{d}/p2e_sample.h5ad").obs["cell"].to_numpy()
+    sub = anndata.AnnData(obs=tiny.obs.iloc[rows].copy(), obsm={"spatial": tiny.obsm["spatial"][rows]})
+    sub.write_h5ad(f"{d}/positions.h5ad")
+    with h5py.File(f"{d}/positions.h5ad", "r+") as f:  # positions alone: no expression at all
+        if "X" in f:
+            del f["X"]
+    frame = pd.DataFrame(sub.obsm["spatial"], index=sub.obs_names, columns=["x", "y"])
+    frame.index.name = "cell"
+    frame.to_csv(f"{d}/positions.csv")
+
+
+def check_expr(d):
+    given = anndata.read_h5ad(f"{d}/positions.h5ad")
+    out = anndata.read_h5ad(f"{d}/p2e_out.h5ad")
+    assert list(out.obs_names) == list(given.obs_names), "obs_names or their order changed"
+    assert list(out.obs["kind"].astype(str)) == list(given.obs["kind"].astype(str)), "obs columns lost"
+    assert list(out.var_names) == GENES, list(out.var_names)
+    np.testing.assert_array_equal(out.obsm["spatial"], given.obsm["spatial"])
+    uns = out.uns["alphast"]
+    assert uns["task"] == "pos_to_expr" and uns["expression"].startswith("log1p"), dict(uns)
+    # on the run's own test cells, in sample's order: sample's expression
+    gen = anndata.read_h5ad(f"{d}/p2e_sample.h5ad")
+    np.testing.assert_allclose(out.X, gen.X, rtol=1e-4, atol=1e-4)
+    csv = pd.read_csv(f"{d}/p2e_out.csv", index_col=0)
+    assert list(csv.columns) == ["x", "y"] + GENES, list(csv.columns)
+    assert list(csv.index) == list(given.obs_names), list(csv.index[:3])
+    np.testing.assert_allclose(csv[["x", "y"]].to_numpy(), given.obsm["spatial"], rtol=1e-6)
+    np.testing.assert_allclose(csv[GENES].to_numpy(), out.X, rtol=1e-5, atol=1e-5)
+    # patches of the section, when it takes several sets
+    sets = anndata.read_h5ad(f"{d}/p2e_sets.h5ad")
+    assert int(sets.uns["alphast"]["sets"]) > 1 and np.isfinite(sets.X).all(), dict(sets.uns["alphast"])
 
 
 def distances(p):
@@ -126,4 +165,4 @@ def check(d):
 
 
 if __name__ == "__main__":
-    {"make": make, "cells": cells, "check": check}[sys.argv[1]](sys.argv[2])
+    {"make": make, "cells": cells, "positions": positions, "check": check, "check_expr": check_expr}[sys.argv[1]](sys.argv[2])

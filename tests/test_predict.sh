@@ -5,7 +5,10 @@
 # obs; a missing gene is an error naming it, zeros with
 # --allow-missing-genes; sections larger than a set are stitched; and the
 # run's own test cells are placed as `sample` places them (checked with the
-# real anndata, tests/predict_check.py). Skips (77) without Debian's
+# real anndata, tests/predict_check.py). A tiny pos_to_expr run generates
+# expression at positions given alone (.h5ad without X, CSV of x and y) as
+# `sample` generates it for its test cells, and a missing position key is
+# one error line. Skips (77) without Debian's
 # python3-anndata for /usr/bin/python3.
 set -eu
 python=/usr/bin/python3
@@ -62,3 +65,22 @@ grep -q 'missing and taken as zeros (g3)' "$tmp/err" || { cat "$tmp/err"; exit 1
 "$run" predict "$tmp/run" --data "$tmp/cells.h5ad" --out "$tmp/own.h5ad" >/dev/null
 
 "$python" "$check" check "$tmp"
+
+# pos_to_expr: the expression at the run's own test cells' positions
+sed 's/^training_mode: expr_to_pos/training_mode: pos_to_expr/' "$tmp/tiny.yaml" >"$tmp/p2e.yaml"
+"$run" train -q --config "$tmp/p2e.yaml" --out "$tmp/p2e" >"$tmp/train.log" 2>&1 || { cat "$tmp/train.log"; exit 1; }
+"$run" sample "$tmp/p2e" --out "$tmp/p2e_sample.h5ad" >/dev/null
+"$python" "$check" positions "$tmp"
+"$run" predict "$tmp/p2e" --data "$tmp/positions.h5ad" --out "$tmp/p2e_out.h5ad" >/dev/null
+"$run" predict "$tmp/p2e" --data "$tmp/positions.csv" --out "$tmp/p2e_out.csv" >/dev/null
+"$run" predict "$tmp/p2e" --data "$tmp/positions.h5ad" --out "$tmp/p2e_sets.h5ad" evaluation.max_set_size=3 >/dev/null
+if "$run" predict "$tmp/p2e" --data "$tmp/positions.h5ad" --position-key xy --out "$tmp/y.h5ad" 2>"$tmp/err"; then
+    echo "predict accepted data without obsm/xy"; exit 1
+fi
+[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q '^alphast-run: .*positions.h5ad: no coordinates at obsm/xy .*--position-key' "$tmp/err" ||
+    { echo "missing-position error:"; cat "$tmp/err"; exit 1; }
+if "$run" predict "$tmp/run" --task pos_to_expr --data "$tmp/positions.h5ad" --out "$tmp/y.h5ad" 2>"$tmp/err"; then
+    echo "an expr_to_pos run generated expression"; exit 1
+fi
+grep -q 'trained for expr_to_pos and cannot generate expression' "$tmp/err" || { cat "$tmp/err"; exit 1; }
+"$python" "$check" check_expr "$tmp"

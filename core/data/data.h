@@ -25,6 +25,9 @@ typedef struct ast_data_opts {
     int use_raw;               /* .h5ad: read raw/X and raw/var instead (scanpy's use_raw=True) */
     int positions_optional;    /* a file without coordinates is read with none (coord_dims 0, pos all 0)
                                   rather than refused: the cells `alphast-run predict` places */
+    int expression_optional;   /* a file without expression (an .h5ad without the matrix, a CSV of ids
+                                  and coordinates) is read with no genes rather than refused: the
+                                  positions `alphast-run predict` generates expression at */
 } ast_data_opts;
 
 void ast_data_opts_default(ast_data_opts *o);

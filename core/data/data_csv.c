@@ -21,6 +21,7 @@ typedef struct reader {
     char sep;      /* '\t', ',' or ' ' (white space) */
     int nonneg;    /* counts: negative values are errors (log-normalisation would make them NaN) */
     int no_coords; /* a table without x and y is cells without coordinates (positions_optional) */
+    int no_genes;  /* a table of ids and coordinates alone is cells without genes (expression_optional) */
     ast_error *e;  /* where next_line reports a read error */
     int failed;    /* next_line's NULL was a read error, not the end of the file */
 } reader;
@@ -305,10 +306,10 @@ static int pick_genes(const reader *r, table *tb, char **f, ast_error *e)
     for (int i = 0; i < tb->nh; i++)
         if (i != cc[0] && i != cc[1] && i != cc[2] && (i > 0 || !tb->id_col))
             tb->gene_col[tb->ng] = i, tb->genes[tb->ng++] = ast_xstrdup(tb->header[i]);
-    if (!tb->ng)
+    if (!tb->ng && !r->no_genes)
         ast_error_set(e, "%s:1: no gene columns, only coordinates%s; add the expression columns", r->path,
                       tb->id_col ? " and cell ids" : "");
-    return tb->ng > 0;
+    return tb->ng > 0 || r->no_genes;
 }
 
 /* One row's genes, coordinates and cell id. */
@@ -474,6 +475,7 @@ int ast_data_read_csv(const char *path, const ast_data_opts *o, ast_dataset *out
     if (!open_reader(&r, path, e)) return -1;
     r.nonneg = o->log_normalize;
     r.no_coords = o->positions_optional;
+    r.no_genes = o->expression_optional;
     int ok = o->genes_by_cells ? read_genes_by_cells(&r, out, e) : read_cells_by_genes(&r, out, e);
     close_reader(&r);
     if (ok && out->n_cells < 1) {

@@ -40,7 +40,10 @@ static int choose_matrix(h5ad *h, const ast_data_opts *o, char *key, char *var, 
     } else if (o->use_raw)
         ast_error_set(h->e, "%s: no raw/X (the file was written without adata.raw); set data.use_raw: false",
                       h->path);
-    else
+    else if (o->expression_optional) {
+        key[0] = 0; /* none: read_all reads the cells alone */
+        return 0;
+    } else
         ast_error_set(h->e, "%s: no X matrix (not an AnnData file?)", h->path);
     return -1;
 }
@@ -119,6 +122,31 @@ static int read_matrix(h5ad *h, const char *key, const char *var, ast_dataset *d
     return read_genes(h, var, key, d) && check_finite(h, key, d);
 }
 
+/* A file without the matrix (ast_data_opts.expression_optional): the
+ * cells are counted by the obs names, and have no genes. */
+static int read_cells_only(h5ad *h, ast_dataset *d)
+{
+    h5ad_frame f;
+    int64_t n = 0;
+    if (!h5ad_exists(h, "obs")) {
+        ast_error_set(h->e, "%s: no X matrix and no obs to count the cells by; write the file from an AnnData object",
+                      h->path);
+        return 0;
+    }
+    if (h5ad_frame_open(h, "obs", &f) < 0) return 0;
+    char **names = h5ad_exists(h, f.index) && h5ad_string_dataset(h, f.index) ? h5ad_frame_index(h, &f, 0, &n) : NULL;
+    if (!names && !h->e->msg[0])
+        ast_error_set(h->e, "%s: no X matrix, and obs has no names to count the cells by; give obs an index of cell "
+                      "names", h->path);
+    h5ad_frame_close(&f);
+    if (names) h5ad_free_strings(names, n);
+    d->n_cells = n;
+    d->x = (ast_csr){ast_xcalloc((size_t)n + 1, sizeof(int64_t)), ast_xcalloc(1, sizeof(int32_t)),
+                     ast_xcalloc(1, sizeof(float))};
+    d->genes = ast_xcalloc(1, sizeof *d->genes);
+    return names != NULL;
+}
+
 /* ---- coordinates ---------------------------------------------------------------- */
 
 static void coords_missing(h5ad *h, const char *key)
@@ -126,7 +154,8 @@ static void coords_missing(h5ad *h, const char *key)
     ast_strlist found = {0};
     char list[512];
     h5ad_members(h, "obsm", &found);
-    ast_error_set(h->e, "%s: no coordinates at obsm/%s (present: %s); set data.preprocessing.position_key", h->path,
+    ast_error_set(h->e, "%s: no coordinates at obsm/%s (present: %s); set data.preprocessing.position_key "
+                  "(alphast-run predict: --position-key)", h->path,
                   key, ast_strlist_join(&found, ", ", "none", list, sizeof list));
     ast_strlist_free(&found);
 }
@@ -300,8 +329,8 @@ static int read_slices(h5ad *h, const char *key, ast_dataset *d)
 static int read_all(h5ad *h, const ast_data_opts *o, ast_dataset *d)
 {
     char key[H5AD_PATH], var[H5AD_PATH];
-    if (choose_matrix(h, o, key, var, sizeof key) < 0 || !read_matrix(h, key, var, d) || !read_obs(h, key, d) ||
-        !read_coords(h, o, d))
+    if (choose_matrix(h, o, key, var, sizeof key) < 0 || !(key[0] ? read_matrix(h, key, var, d) : read_cells_only(h, d)) ||
+        !read_obs(h, key[0] ? key : "obs", d) || !read_coords(h, o, d))
         return 0;
     if (o->slice_key && !read_slices(h, o->slice_key, d)) return 0;
     if (!o->slice_key) d->slice = ast_xcalloc((size_t)d->n_cells, sizeof *d->slice), d->n_slices = 1;

@@ -186,8 +186,8 @@ static int unpack_x(ast_parts *p, ast_dataset *d)
  * columns[2]. */
 static int unpack_dims(ast_parts *p, ast_dataset *d, int columns[2])
 {
-    int64_t *v = take(p, "dims", AST_ST_I64, N_DIMS);
-    int ok = v && v[D_CELLS] >= 1 && v[D_CELLS] <= INT32_MAX && v[D_GENES] >= 1 && v[D_GENES] <= INT_MAX && v[D_SLICES] >= 1 &&
+    int64_t *v = take(p, "dims", AST_ST_I64, N_DIMS); /* no genes: positions alone (expression_optional) */
+    int ok = v && v[D_CELLS] >= 1 && v[D_CELLS] <= INT32_MAX && v[D_GENES] >= 0 && v[D_GENES] <= INT_MAX && v[D_SLICES] >= 1 &&
              v[D_SLICES] <= INT_MAX && v[D_TYPES] >= 0 && v[D_TYPES] <= INT_MAX &&
              (v[D_COORDS] == 0 || v[D_COORDS] == 2 || v[D_COORDS] == 3) &&
              v[D_OBS] >= 0 && v[D_OBS] <= INT_MAX && v[D_VAR] >= 0 && v[D_VAR] <= INT_MAX &&
