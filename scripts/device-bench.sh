@@ -19,6 +19,13 @@
 #   scripts/device-bench.sh sweeps OUT_DIR [JOBSxTHREADS...]
 #       there: runs the quickstart's ablation (scripts/ablation.lua, 12 runs)
 #       once per layout (default 16x1 4x4 1x16) and prints runs per hour.
+#   scripts/device-bench.sh matrix OUT_DIR [DATA:SPLIT[:RECIPE]...]
+#       there: the ablation (scripts/ablation.lua, 4 configs x 3 seeds) per
+#       bundled dataset and held-out protocol (default: visium, starmap and
+#       osmfish under random, blocks and slab, and starmap's z-sections), 4
+#       sweeps at a time of 4 one-thread runs each (MATRIX_PARALLEL sweeps);
+#       RECIPE `previous` runs the recipe before issue 23. Each sweep's
+#       report.md lands in OUT_DIR/DATA-SPLIT[-RECIPE]/ (docs/evaluation.md).
 #   scripts/device-bench.sh cluster OUT_DIR
 #       there, from a --cluster bundle of an MPI build: one training run at
 #       1, 2, 4, 8 MPI ranks against one 16-thread process
@@ -280,6 +287,30 @@ sweeps() { # out layouts...
   done
 }
 
+matrix_cell() { # out data:split[:recipe]
+  local out=$1 data split recipe name
+  IFS=: read -r data split recipe <<<"$2"
+  name=$data-$split${recipe:+-$recipe}
+  (cd "$top" && ALPHAST_DATA=$data ALPHAST_SPLIT=$split ALPHAST_RECIPE=${recipe:-} XDG_CACHE_HOME=$out/cache \
+    "$bundle/alphast-run" sweep "$top/device-sweep/ablation.lua" -o "$out/$name" --jobs 4 --threads 1 \
+    >"$out/$name.log" 2>&1) || { echo "$name failed:"; tail -5 "$out/$name.log"; }
+  grep -E "^[^ ]+: [0-9]+/[0-9]+ done" "$out/$name.log" | tail -1
+}
+
+matrix() { # out cells...
+  local out=$1
+  shift
+  local cells=("$@")
+  ((${#cells[@]})) || cells=(visium:random visium:blocks visium:slab starmap:random starmap:blocks
+    starmap:slab starmap:sections osmfish:random osmfish:blocks osmfish:slab)
+  unpack
+  mkdir -p "$top/device-sweep" "$out"
+  cp "$top/scripts/ablation.lua" "$top"/configs/*.yaml "$top/device-sweep/"
+  export -f matrix_cell
+  export top bundle
+  printf '%s\n' "${cells[@]}" | xargs -P "${MATRIX_PARALLEL:-4}" -I{} bash -c 'matrix_cell "$0" "$1"' "$out" {}
+}
+
 cluster() { # out
   local out=$1 here=$top/device-sweep
   unpack
@@ -321,9 +352,10 @@ case ${1:-} in
   bundle) collect "${2:-$top/_build}" "${3:-}" ;;
   run) shift; run "$@" ;;
   sweeps) shift; mkdir -p "$1"; sweeps "$@" ;;
+  matrix) shift; matrix "$@" ;;
   cluster) mkdir -p "$2"; cluster "$2" ;;
   cuda-bundle) cuda_collect "${2:-$top/_build-cuda}" ;;
   cuda-run) shift; cuda_run "$@" ;;
-  -h|--help) sed -n '2,45p' "$0"; exit 0 ;;
-  *) sed -n '2,45p' "$0" >&2; exit 2 ;;
+  -h|--help) sed -n '2,53p' "$0"; exit 0 ;;
+  *) sed -n '2,53p' "$0" >&2; exit 2 ;;
 esac
