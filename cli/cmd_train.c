@@ -144,22 +144,55 @@ static const char *ranks_note(const ast_train_config *tc, char *buf, size_t n)
     return buf;
 }
 
-static int train(const char **v, const char **args, int n_args, ast_error *e)
+/* The run's config: the file, the overrides and --device. NULL with e set,
+ * or with *done = 1 when there is nothing to run (--cfg prints it). */
+static ast_cfg *train_config(const char **v, const char *cfg_path, const char **args, int n_args, int *done,
+                             ast_error *e)
 {
-    char def[4096], out[4096], rank_words[96];
-    const char *cfg_path = v[OPT_CONFIG] ? v[OPT_CONFIG] : ast_shipped_file("configs/starmap.yaml", def, sizeof def);
     ast_cfg *cfg = cli_load_config(cfg_path, args, n_args, e);
     if (cfg && cli_set_device(cfg, v[OPT_DEVICE], e) < 0) {
         ast_cfg_free(cfg);
         cfg = NULL;
     }
-    if (!cfg) return -1;
+    if (!cfg) return NULL;
     int unsupported = ast_cfg_check_supported(cfg, e) < 0;
     if (unsupported || v[OPT_CFG]) { /* --cfg: what the run would start from, and no run */
-        int rc = unsupported ? -1 : ast_cfg_dump(cfg, stdout, e);
+        *done = unsupported ? -1 : ast_cfg_dump(cfg, stdout, e) < 0 ? -1 : 1;
         ast_cfg_free(cfg);
-        return rc;
+        return NULL;
     }
+    return cfg;
+}
+
+/* runs/<the config file's name without extension>. */
+static void default_out_dir(const char *cfg_path, char *out, size_t n)
+{
+    char *copy = ast_xstrdup(cfg_path), *base = basename(copy), *dot = strrchr(base, '.');
+    if (dot) *dot = 0;
+    snprintf(out, n, "runs/%s", base);
+    free(copy);
+}
+
+/* Preempted, or Ctrl-C, in the loop or after it (the last validation, the
+ * summary): the work is saved, evaluation waits for the end. A signal
+ * during the evaluation lets it finish: the run is then complete. */
+static int stopped_by_signal(const char *dir, const ast_train_result *r)
+{
+    if (strcmp(r->stop_reason, "signal") && !ast_dist_any(ast_train_stop_signal())) return 0;
+    int sig = ast_dist_max(ast_train_stop_signal()); /* the ranks stop together, perhaps for one's signal */
+    if (ast_dist_rank() == 0)
+        fprintf(stderr, "alphast: %s: stopped by signal %d (%s) after step %lld, checkpoint written; run the "
+                "same command again to continue\n", dir, sig, strsignal(sig), (long long)r->steps);
+    return 1;
+}
+
+static int train(const char **v, const char **args, int n_args, ast_error *e)
+{
+    char def[4096], out[4096], rank_words[96];
+    const char *cfg_path = v[OPT_CONFIG] ? v[OPT_CONFIG] : ast_shipped_file("configs/starmap.yaml", def, sizeof def);
+    int done_early = -1;
+    ast_cfg *cfg = train_config(v, cfg_path, args, n_args, &done_early, e);
+    if (!cfg) return done_early < 0 ? -1 : 0;
     ast_dataset d = {0};
     ast_split sp[3] = {{0}};
     ast_model_config mc;
@@ -176,12 +209,7 @@ static int train(const char **v, const char **args, int n_args, ast_error *e)
         goto done;
     tc.progress = !v[OPT_QUIET] && ast_dist_rank() == 0; /* one bar for the run, not one per rank */
     if (v[OPT_SCHEDULE] && load_schedule(v[OPT_SCHEDULE], v[OPT_TRUST] != NULL, &tc, &table, &sweep, e) < 0) goto done;
-    if (!v[OPT_OUT]) {
-        char *copy = ast_xstrdup(cfg_path), *base = basename(copy), *dot = strrchr(base, '.');
-        if (dot) *dot = 0;
-        snprintf(out, sizeof out, "runs/%s", base);
-        free(copy);
-    }
+    if (!v[OPT_OUT]) default_out_dir(cfg_path, out, sizeof out);
     const char *dir = v[OPT_OUT] ? v[OPT_OUT] : out;
     /* Rank 0 writes metrics.jsonl, so it alone runs the monitors. */
     if (!(t = ast_trainer_new(m, &d, sp, &tc, dir, yaml, e)) ||
@@ -196,14 +224,7 @@ static int train(const char **v, const char **args, int n_args, ast_error *e)
                 ranks_note(&tc, rank_words, sizeof rank_words));
     ast_train_result r;
     if (ast_trainer_run(t, &r, e) < 0) goto done;
-    /* Preempted, or Ctrl-C, in the loop or after it (the last validation, the
-     * summary): the work is saved, evaluation waits for the end. A signal
-     * during the evaluation lets it finish: the run is then complete. */
-    if (!strcmp(r.stop_reason, "signal") || ast_dist_any(ast_train_stop_signal())) {
-        int sig = ast_dist_max(ast_train_stop_signal()); /* the ranks stop together, perhaps for one's signal */
-        if (ast_dist_rank() == 0)
-            fprintf(stderr, "alphast: %s: stopped by signal %d (%s) after step %lld, checkpoint written; run the "
-                    "same command again to continue\n", dir, sig, strsignal(sig), (long long)r.steps);
+    if (stopped_by_signal(dir, &r)) {
         rc = AST_EXIT_PREEMPTED;
         goto done;
     }

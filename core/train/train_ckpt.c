@@ -64,33 +64,10 @@ static float *moments_to_host(ast_adamw *o)
     return host;
 }
 
-int ast_trainer_save(ast_trainer *t, ast_error *e)
+/* The checkpoint's metadata: the trainer's counters, early-stopping state,
+ * timings and both RNG states, as text (safetensors metadata is strings). */
+static void add_metadata(ast_trainer *t, ast_st_writer *w)
 {
-    if (t->ranks.sharded && train_shards_save(t, e) < 0) return -1;
-    if (t->ranks.rank > 0) return 0; /* rank 0 writes the rest, the same on every rank */
-    ast_params *p = ast_model_params(t->model);
-    int n = ast_params_count(p);
-    ast_st_writer *w = ast_st_writer_new();
-    char **names = ast_xcalloc((size_t)n * 3, sizeof *names);
-    /* Everything the file holds is staged on the host first: the
-     * parameters and the AdamW moments live in the backend's memory. */
-    float *host = ast_params_host_copy(p), *at = host;
-    for (int i = 0; i < n + ast_params_n_buffers(p); i++) {
-        ast_tensor *x = i < n ? ast_params_at(p, i) : ast_params_buffer_at(p, i - n);
-        ast_st_writer_add(w, x->name, AST_ST_F32, x->ndim, x->shape, at);
-        at += x->size;
-    }
-    float *staged = t->ranks.sharded ? NULL : moments_to_host(t->opt);
-    at = staged;
-    for (int k = 0; k < 3 && staged; k++)
-        for (int i = 0; i < n && moments(t->opt, k)[i]; i++) {
-            ast_tensor *x = ast_params_at(p, i);
-            size_t len = strlen(moment_names[k]) + strlen(x->name) + 1;
-            names[k * n + i] = ast_xmalloc(len);
-            snprintf(names[k * n + i], len, "%s%s", moment_names[k], x->name);
-            ast_st_writer_add(w, names[k * n + i], AST_ST_F32, x->ndim, x->shape, at);
-            at += x->size;
-        }
     char buf[256];
     ast_st_writer_metadata(w, "format", CKPT_FORMAT);
     for (const char *const *kv = t->meta; kv[0]; kv += 2) ast_st_writer_metadata(w, kv[0], kv[1]);
@@ -120,6 +97,36 @@ int ast_trainer_save(ast_trainer *t, ast_error *e)
     ast_st_writer_metadata(w, "data_rng", buf);
     rng_encode(ast_ctx_rng(t->ctx), buf, sizeof buf);
     ast_st_writer_metadata(w, "ctx_rng", buf);
+}
+
+int ast_trainer_save(ast_trainer *t, ast_error *e)
+{
+    if (t->ranks.sharded && train_shards_save(t, e) < 0) return -1;
+    if (t->ranks.rank > 0) return 0; /* rank 0 writes the rest, the same on every rank */
+    ast_params *p = ast_model_params(t->model);
+    int n = ast_params_count(p);
+    ast_st_writer *w = ast_st_writer_new();
+    char **names = ast_xcalloc((size_t)n * 3, sizeof *names);
+    /* Everything the file holds is staged on the host first: the
+     * parameters and the AdamW moments live in the backend's memory. */
+    float *host = ast_params_host_copy(p), *at = host;
+    for (int i = 0; i < n + ast_params_n_buffers(p); i++) {
+        ast_tensor *x = i < n ? ast_params_at(p, i) : ast_params_buffer_at(p, i - n);
+        ast_st_writer_add(w, x->name, AST_ST_F32, x->ndim, x->shape, at);
+        at += x->size;
+    }
+    float *staged = t->ranks.sharded ? NULL : moments_to_host(t->opt);
+    at = staged;
+    for (int k = 0; k < 3 && staged; k++)
+        for (int i = 0; i < n && moments(t->opt, k)[i]; i++) {
+            ast_tensor *x = ast_params_at(p, i);
+            size_t len = strlen(moment_names[k]) + strlen(x->name) + 1;
+            names[k * n + i] = ast_xmalloc(len);
+            snprintf(names[k * n + i], len, "%s%s", moment_names[k], x->name);
+            ast_st_writer_add(w, names[k * n + i], AST_ST_F32, x->ndim, x->shape, at);
+            at += x->size;
+        }
+    add_metadata(t, w);
     char path[4096];
     int rc = ast_st_writer_write(w, ast_trainer_file(t, CKPT_FILE, path, sizeof path), e);
     if (rc == 0 && t->ranks.sharded) train_shards_prune(t);
