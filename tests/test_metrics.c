@@ -395,3 +395,34 @@ Test(metrics, most_spatial_genes_prefers_a_smooth_gene_over_noise)
     ast_most_spatial_genes(B, N, G, pos, expr, mask, 1, &one);
     cr_assert_eq(one, 1);
 }
+
+/* The metric table: one row per key, each reads its own field, and the
+ * directions eval.json will carry are the ones the metrics mean. */
+Test(metrics, the_table_reads_each_field_once)
+{
+    ast_pos_metrics pos = {.knn = {0.1, 0.2, 0.3}, .rmsd = 4.0, .procrustes = 0.5};
+    ast_expr_metrics expr = {.mse = 2.0, .pcc_gene = 0.7};
+    int seen_rmsd = 0, seen_knn10 = 0, seen_pcc = 0;
+    for (int i = 0; i < ast_n_metric_defs; i++) {
+        const ast_metric_def *m = &ast_metric_defs[i];
+        for (int j = 0; j < i; j++) cr_assert_str_neq(m->name, ast_metric_defs[j].name, "one row per key");
+        const void *in = m->group == AST_METRIC_POSITIONS ? (const void *)&pos : (const void *)&expr;
+        if (!strcmp(m->name, "rmsd")) {
+            seen_rmsd = 1;
+            cr_assert_eq(ast_metric_value(m, in), 4.0);
+            cr_assert_eq(m->better, AST_BETTER_LOWER);
+        }
+        if (!strcmp(m->name, "knn_k10")) {
+            seen_knn10 = 1;
+            cr_assert_eq(ast_metric_value(m, in), 0.2);
+            cr_assert_eq(m->better, AST_BETTER_HIGHER);
+        }
+        if (!strcmp(m->name, "pcc_gene")) {
+            seen_pcc = 1;
+            cr_assert_eq(ast_metric_value(m, in), 0.7);
+            cr_assert_eq(m->group, AST_METRIC_EXPRESSION);
+        }
+    }
+    cr_assert(seen_rmsd && seen_knn10 && seen_pcc);
+    cr_assert_str_eq(ast_better_name(AST_BETTER_LOWER), "lower");
+}

@@ -1056,3 +1056,26 @@ Test(report, a_huge_placement_is_cut_not_drawn_whole)
     cr_assert(strstr(svg, ": 5000 cells of one held-out set, the first 4000 drawn</text>"));
     free(svg);
 }
+
+/* eval.json's "metrics" says which way each metric is better, and the
+ * report takes its word over the name: knn_gap would be guessed "higher"
+ * from its knn_ prefix. Without the object (an older eval.json) the old
+ * rule stands. */
+Test(report, reads_the_direction_from_eval_json)
+{
+    cJSON *eval = cJSON_Parse("{\"metrics\": {\"knn_gap\": {\"better\": \"lower\", \"label\": \"kNN gap\"},"
+                              " \"graph_shift\": {\"better\": \"closer_to_truth\"}}, \"tasks\": {\"expr_to_pos\":"
+                              " {\"model\": {\"positions\": {\"knn_gap\": 0.1, \"graph_shift\": 0.2}}}}}");
+    rp_run run = {0};
+    run.eval = rp_eval_tasks(eval, &run.metric_defs);
+    cr_assert_not_null(run.metric_defs, "the metrics object is kept");
+    rp_sweep s = {.runs = &run, .n_runs = 1}, older = {0};
+    cr_assert_eq(rp_metric_direction(&s, "knn_gap"), -1, "eval.json says lower");
+    cr_assert_eq(rp_metric_direction(&s, "expr_to_pos.model.knn_gap"), -1, "a dotted key by its last part");
+    cr_assert_eq(rp_metric_direction(&s, "graph_shift"), 0, "closer to the truth ranks neither way");
+    cr_assert_str_eq(rp_metric_label(&s, "knn_gap"), "kNN gap");
+    cr_assert_eq(rp_metric_direction(&older, "knn_gap"), 1, "an older eval.json: guessed from the name");
+    cr_assert_eq(rp_metric_direction(&s, "best_val_loss"), -1, "the training losses are the report's own");
+    cJSON_Delete(run.eval);
+    cJSON_Delete(run.metric_defs);
+}

@@ -46,10 +46,11 @@ typedef struct ast_eval_scores {
     double *morans;        /* [n_genes] Moran's I of the true expression on these coordinates */
 } ast_eval_scores;
 
-enum { AST_EVAL_MAX_TASKS = 2, AST_EVAL_MAX_BASELINES = 4, AST_EVAL_MAX_STEP_COUNTS = 3, AST_EVAL_DEFAULT_GENES = 5 };
+enum { AST_EVAL_MAX_TASKS = 2, AST_EVAL_MAX_BASELINES = 8, AST_EVAL_MAX_STEP_COUNTS = 3, AST_EVAL_DEFAULT_GENES = 5 };
 
 typedef struct ast_eval_baseline {
-    const char *name; /* random, expression_mds, expression_isomap, knn_regression, mean_profile, spatial_knn */
+    const char *name;       /* random, expression_mds, ... (the table in evaluate_baselines.c) */
+    const char *short_name; /* its column head in the printed table */
     ast_eval_scores scores;
 } ast_eval_baseline;
 

@@ -115,50 +115,100 @@ static double training_spacing(const eval_run *run)
     return sum / 8.0;
 }
 
-typedef enum kind { RANDOM, MDS, ISOMAP, KNN_REGRESSION, MEAN_PROFILE, SPATIAL_KNN } kind;
-
-static const char *kind_names[] = {"random", "expression_mds", "expression_isomap", "knn_regression", "mean_profile",
-                                   "spatial_knn"};
-
-/* One baseline's placement of set b's n cells: pos rows of 3 or expr rows
+/* Where one baseline places set b's n cells: pos rows of 3, or expr rows
  * of G (expr NULL where the task generates no expression). */
-static void place_set(const eval_run *run, kind k, int b, int n, double spacing, reference *refs, ast_rng *rng,
-                      float *pos, float *expr)
+typedef struct place_ctx {
+    const eval_run *run;
+    double spacing;  /* the training cells' nearest-neighbour spacing (expr_to_pos) */
+    reference *refs; /* per slice */
+    ast_rng *rng;
+} place_ctx;
+
+typedef void (*place_fn)(const place_ctx *c, int b, int n, float *pos, float *expr);
+
+static const float *set_expr(const place_ctx *c, int b) { return c->run->truth->expr + (int64_t)b * c->run->truth->N * c->run->truth->G; }
+static int set_dims(const place_ctx *c) { return c->run->sets->d->coord_dims; }
+static reference *set_ref(const place_ctx *c, int b) { return &c->refs[c->run->truth->slice[b]]; }
+
+static void place_random(const place_ctx *c, int b, int n, float *pos, float *expr)
 {
-    const ast_eval_sets *t = run->truth;
-    const float *x = t->expr + (int64_t)b * t->N * t->G;
-    int dims = run->sets->d->coord_dims;
-    reference *ref = &refs[t->slice[b]];
-    switch (k) {
-    case RANDOM:
-        for (int i = 0; i < n; i++) {
-            for (int c = 0; c < 3; c++) pos[i * 3 + c] = c < dims ? ast_rng_gauss(rng) : 0.0f;
-            for (int g = 0; g < t->G; g++) { /* drawn unscored too: the positions' stream is every task's */
-                float v = ast_rng_gauss(rng);
-                if (expr) expr[(int64_t)i * t->G + g] = v;
-            }
+    int G = c->run->truth->G, dims = set_dims(c);
+    (void)b;
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < 3; k++) pos[i * 3 + k] = k < dims ? ast_rng_gauss(c->rng) : 0.0f;
+        for (int g = 0; g < G; g++) { /* drawn unscored too: the positions' stream is every task's */
+            float v = ast_rng_gauss(c->rng);
+            if (expr) expr[(int64_t)i * G + g] = v;
         }
-        break;
-    case MDS: ast_baseline_mds(x, n, t->G, dims, pos), ast_rescale_to_spacing(pos, n, spacing); break;
-    case ISOMAP: ast_baseline_isomap(x, n, t->G, dims, run->ec->k, pos), ast_rescale_to_spacing(pos, n, spacing); break;
-    case KNN_REGRESSION: ast_baseline_knn_positions(&ref->cells, x, n, run->ec->k, pos); break;
-    case MEAN_PROFILE: /* the same row for every cell */
-        for (int i = 0; i < n; i++) memcpy(expr + (int64_t)i * t->G, mean_profile(ref), (size_t)t->G * sizeof *expr);
-        break;
-    case SPATIAL_KNN: { /* the query positions in the training cells' frame */
-        float *abs_pos = ast_xmalloc((size_t)n * 3 * sizeof *abs_pos);
-        for (int i = 0; i < n; i++)
-            for (int c = 0; c < 3; c++)
-                abs_pos[i * 3 + c] = run->sets->d->pos[t->cells[(int64_t)b * t->N + i] * 3 + c] / run->sets->pos_scale;
-        ast_baseline_spatial_knn_expr(&ref->cells, abs_pos, n, run->ec->k, expr);
-        free(abs_pos);
-        break;
-    }
     }
 }
 
-static void run_baseline(const eval_run *run, ast_train_mode mode, kind k, double spacing, reference *refs,
-                         ast_eval_baseline *out)
+static void place_mds(const place_ctx *c, int b, int n, float *pos, float *expr)
+{
+    (void)expr;
+    ast_baseline_mds(set_expr(c, b), n, c->run->truth->G, set_dims(c), pos);
+    ast_rescale_to_spacing(pos, n, c->spacing);
+}
+
+static void place_isomap(const place_ctx *c, int b, int n, float *pos, float *expr)
+{
+    (void)expr;
+    ast_baseline_isomap(set_expr(c, b), n, c->run->truth->G, set_dims(c), c->run->ec->k, pos);
+    ast_rescale_to_spacing(pos, n, c->spacing);
+}
+
+static void place_knn_regression(const place_ctx *c, int b, int n, float *pos, float *expr)
+{
+    (void)expr;
+    ast_baseline_knn_positions(&set_ref(c, b)->cells, set_expr(c, b), n, c->run->ec->k, pos);
+}
+
+static void place_mean_profile(const place_ctx *c, int b, int n, float *pos, float *expr)
+{
+    int G = c->run->truth->G;
+    (void)pos;
+    for (int i = 0; i < n; i++) /* the same row for every cell */
+        memcpy(expr + (int64_t)i * G, mean_profile(set_ref(c, b)), (size_t)G * sizeof *expr);
+}
+
+static void place_spatial_knn(const place_ctx *c, int b, int n, float *pos, float *expr)
+{
+    const ast_eval_sets *t = c->run->truth;
+    float *abs_pos = ast_xmalloc((size_t)n * 3 * sizeof *abs_pos); /* the query positions in the training cells' frame */
+    (void)pos;
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < 3; k++)
+            abs_pos[i * 3 + k] = c->run->sets->d->pos[t->cells[(int64_t)b * t->N + i] * 3 + k] / c->run->sets->pos_scale;
+    ast_baseline_spatial_knn_expr(&set_ref(c, b)->cells, abs_pos, n, c->run->ec->k, expr);
+    free(abs_pos);
+}
+
+/* The tasks a baseline is scored on (bits of ast_train_mode). */
+#define FOR(mode) (1u << (mode))
+
+/* Every baseline, in the order eval.json and the table list them. To add
+ * one: its place_* function above and a row here (the modes it answers;
+ * shared_frame when it looks up training cells by position, which needs
+ * held-out and training cells in one frame). */
+static const struct baseline_def {
+    const char *name, *short_name; /* eval.json's key; the printed table's column head (9 characters) */
+    unsigned tasks;
+    int shared_frame;
+    place_fn place;
+} baseline_defs[] = {
+    {"random", "random", FOR(AST_MODE_EXPR_TO_POS) | FOR(AST_MODE_POS_TO_EXPR) | FOR(AST_MODE_JOINT), 0, place_random},
+    {"expression_mds", "expr_mds", FOR(AST_MODE_EXPR_TO_POS), 0, place_mds},
+    {"expression_isomap", "isomap", FOR(AST_MODE_EXPR_TO_POS), 0, place_isomap},
+    {"knn_regression", "knn_reg", FOR(AST_MODE_EXPR_TO_POS), 1, place_knn_regression},
+    {"mean_profile", "mean_prof", FOR(AST_MODE_POS_TO_EXPR) | FOR(AST_MODE_JOINT), 0, place_mean_profile},
+    {"spatial_knn", "spat_knn", FOR(AST_MODE_POS_TO_EXPR), 1, place_spatial_knn},
+};
+
+#define N_BASELINES ((int)(sizeof baseline_defs / sizeof baseline_defs[0]))
+_Static_assert(N_BASELINES <= (int)AST_EVAL_MAX_BASELINES, "ast_eval_task holds every baseline: raise AST_EVAL_MAX_BASELINES");
+
+static void run_baseline(const eval_run *run, ast_train_mode mode, const struct baseline_def *def, double spacing,
+                         reference *refs, ast_eval_baseline *out)
 {
     const ast_eval_sets *t = run->truth;
     float *pos = ast_xcalloc((size_t)t->B * t->N * 3, sizeof *pos);
@@ -166,27 +216,23 @@ static void run_baseline(const eval_run *run, ast_train_mode mode, kind k, doubl
     float *expr = ast_mode_noises(mode, AST_MOD_EXPR) ? ast_xcalloc((size_t)t->B * t->N * t->G, sizeof *expr) : NULL;
     ast_rng rng;
     ast_rng_seed(&rng, run->ec->seed ^ RANDOM_SEED);
+    place_ctx c = {run, spacing, refs, &rng};
     for (int b = 0; b < t->B; b++)
-        place_set(run, k, b, eval_set_cells(t, b), spacing, refs, &rng, pos + (int64_t)b * t->N * 3,
-                  expr ? expr + (int64_t)b * t->N * t->G : NULL);
+        def->place(&c, b, eval_set_cells(t, b), pos + (int64_t)b * t->N * 3, expr ? expr + (int64_t)b * t->N * t->G : NULL);
     ast_center_sets(pos, t->mask, t->B, t->N, 3);
-    out->name = kind_names[k];
+    out->name = def->name;
+    out->short_name = def->short_name;
     eval_score(run, mode, pos, expr, &out->scores);
     free(pos), free(expr);
 }
 
 void eval_baselines(const eval_run *run, ast_eval_task *task)
 {
-    kind list[AST_EVAL_MAX_BASELINES];
+    const struct baseline_def *list[N_BASELINES];
     int n = 0, frame = shared_frame(run);
-    list[n++] = RANDOM;
-    if (task->mode == AST_MODE_EXPR_TO_POS) {
-        list[n++] = MDS, list[n++] = ISOMAP;
-        if (frame) list[n++] = KNN_REGRESSION;
-    } else if (ast_mode_noises(task->mode, AST_MOD_EXPR)) {
-        list[n++] = MEAN_PROFILE;
-        if (task->mode == AST_MODE_POS_TO_EXPR && frame) list[n++] = SPATIAL_KNN;
-    }
+    for (int i = 0; i < N_BASELINES; i++)
+        if ((baseline_defs[i].tasks & FOR(task->mode)) && (frame || !baseline_defs[i].shared_frame))
+            list[n++] = &baseline_defs[i];
     double spacing = task->mode == AST_MODE_EXPR_TO_POS ? training_spacing(run) : 0.0;
     reference *refs = references(run);
     task->n_baselines = n;

@@ -7,36 +7,11 @@
 #include "base/atomic_file.h"
 #include "eval/evaluate.h"
 
-typedef struct metric_row {
-    const char *name;
-    size_t offset;
-} metric_row;
-
-static const metric_row pos_rows[] = {
-    {"knn_k5", offsetof(ast_pos_metrics, knn[0])},
-    {"knn_k10", offsetof(ast_pos_metrics, knn[1])},
-    {"knn_k20", offsetof(ast_pos_metrics, knn[2])},
-    {"dist_row_spearman", offsetof(ast_pos_metrics, dist_row_spearman)},
-    {"rmsd", offsetof(ast_pos_metrics, rmsd)},
-    {"graph_precision", offsetof(ast_pos_metrics, graph_precision)},
-    {"graph_recall", offsetof(ast_pos_metrics, graph_recall)},
-    {"graph_f1", offsetof(ast_pos_metrics, graph_f1)},
-    {"dist_pearson", offsetof(ast_pos_metrics, dist_pearson)},
-    {"dist_spearman", offsetof(ast_pos_metrics, dist_spearman)},
-    {"procrustes", offsetof(ast_pos_metrics, procrustes)},
-    {"dist_mse", offsetof(ast_pos_metrics, dist_mse)},
-};
-
-static const metric_row expr_rows[] = {
-    {"mse", offsetof(ast_expr_metrics, mse)},           {"mae", offsetof(ast_expr_metrics, mae)},
-    {"pcc_gene", offsetof(ast_expr_metrics, pcc_gene)}, {"pcc_cell", offsetof(ast_expr_metrics, pcc_cell)},
-    {"cosine", offsetof(ast_expr_metrics, cosine)},     {"spearman", offsetof(ast_expr_metrics, spearman)},
-};
-
-#define N_POS_ROWS ((int)(sizeof pos_rows / sizeof pos_rows[0]))
-#define N_EXPR_ROWS ((int)(sizeof expr_rows / sizeof expr_rows[0]))
-
-static double at(const void *metrics, const metric_row *row) { return *(const double *)((const char *)metrics + row->offset); }
+/* A group's metrics in a score: its ast_pos_metrics or ast_expr_metrics. */
+static const void *group_of(const ast_eval_scores *s, ast_metric_group g)
+{
+    return g == AST_METRIC_POSITIONS ? (const void *)&s->pos : (const void *)&s->expr;
+}
 
 static double mean_of(const double *v, int n)
 {
@@ -45,23 +20,17 @@ static double mean_of(const double *v, int n)
     return n ? s / n : 0.0;
 }
 
-/* Short column heads for the baselines. */
-static const char *short_name(const char *name)
+/* The table rows of one group's metrics: the model, then every baseline. */
+static void print_rows(FILE *out, const ast_eval_task *task, ast_metric_group g)
 {
-    static const char *const map[][2] = {{"expression_mds", "expr_mds"}, {"expression_isomap", "isomap"},
-                                         {"knn_regression", "knn_reg"}, {"mean_profile", "mean_prof"},
-                                         {"spatial_knn", "spat_knn"}};
-    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-        if (!strcmp(name, map[i][0])) return map[i][1];
-    return name;
-}
-
-/* One table row: the model, then every baseline. */
-static void print_row(FILE *out, const char *label, const ast_eval_task *task, const metric_row *row, size_t part)
-{
-    fprintf(out, "  %-22s %9.4f", label, at((const char *)&task->model + part, row));
-    for (int b = 0; b < task->n_baselines; b++) fprintf(out, " %9.4f", at((const char *)&task->baselines[b].scores + part, row));
-    fputc('\n', out);
+    for (int i = 0; i < ast_n_metric_defs; i++) {
+        const ast_metric_def *m = &ast_metric_defs[i];
+        if (m->group != g) continue;
+        fprintf(out, "  %-22s %9.4f", m->name, ast_metric_value(m, group_of(&task->model, g)));
+        for (int b = 0; b < task->n_baselines; b++)
+            fprintf(out, " %9.4f", ast_metric_value(m, group_of(&task->baselines[b].scores, g)));
+        fputc('\n', out);
+    }
 }
 
 static void print_morans(FILE *out, const ast_eval_report *r, const ast_eval_task *task)
@@ -93,14 +62,14 @@ static void print_verdict(FILE *out, const ast_eval_task *task)
 static void print_task(FILE *out, const ast_eval_report *r, const ast_eval_task *task)
 {
     fprintf(out, "%-24s %9s", ast_mode_name(task->mode), "model");
-    for (int b = 0; b < task->n_baselines; b++) fprintf(out, " %9s", short_name(task->baselines[b].name));
+    for (int b = 0; b < task->n_baselines; b++) fprintf(out, " %9s", task->baselines[b].short_name);
     fputc('\n', out);
     if (ast_mode_noises(task->mode, AST_MOD_POS)) {
-        for (int i = 0; i < N_POS_ROWS; i++) print_row(out, pos_rows[i].name, task, &pos_rows[i], offsetof(ast_eval_scores, pos));
+        print_rows(out, task, AST_METRIC_POSITIONS);
         print_morans(out, r, task);
     }
     if (ast_mode_noises(task->mode, AST_MOD_EXPR))
-        for (int i = 0; i < N_EXPR_ROWS; i++) print_row(out, expr_rows[i].name, task, &expr_rows[i], offsetof(ast_eval_scores, expr));
+        print_rows(out, task, AST_METRIC_EXPRESSION);
     print_verdict(out, task);
 }
 
@@ -114,10 +83,24 @@ void ast_eval_report_print(const ast_eval_report *r, FILE *out)
 }
 
 /* cJSON writes NaN as null, which is what an undefined metric is. */
-static cJSON *rows_json(const metric_row *rows, int n, const void *metrics)
+static cJSON *rows_json(ast_metric_group g, const void *metrics)
 {
     cJSON *o = cJSON_CreateObject();
-    for (int i = 0; i < n; i++) cJSON_AddNumberToObject(o, rows[i].name, at(metrics, &rows[i]));
+    for (int i = 0; i < ast_n_metric_defs; i++)
+        if (ast_metric_defs[i].group == g)
+            cJSON_AddNumberToObject(o, ast_metric_defs[i].name, ast_metric_value(&ast_metric_defs[i], metrics));
+    return o;
+}
+
+/* "metrics": {key: {"better": .., "label": ..}}: what the report ranks by. */
+static cJSON *metric_defs_json(void)
+{
+    cJSON *o = cJSON_CreateObject();
+    for (int i = 0; i < ast_n_metric_defs; i++) {
+        cJSON *m = cJSON_AddObjectToObject(o, ast_metric_defs[i].name);
+        cJSON_AddStringToObject(m, "better", ast_better_name(ast_metric_defs[i].better));
+        if (ast_metric_defs[i].label) cJSON_AddStringToObject(m, "label", ast_metric_defs[i].label);
+    }
     return o;
 }
 
@@ -132,10 +115,10 @@ static cJSON *scores_json(const ast_eval_report *r, ast_train_mode mode, const a
 {
     cJSON *o = cJSON_CreateObject();
     if (ast_mode_noises(mode, AST_MOD_POS)) {
-        cJSON_AddItemToObject(o, "positions", rows_json(pos_rows, N_POS_ROWS, &s->pos));
+        cJSON_AddItemToObject(o, "positions", rows_json(AST_METRIC_POSITIONS, &s->pos));
         cJSON_AddItemToObject(o, "morans_i", per_gene_json(r, s->morans));
     }
-    if (ast_mode_noises(mode, AST_MOD_EXPR)) cJSON_AddItemToObject(o, "expression", rows_json(expr_rows, N_EXPR_ROWS, &s->expr));
+    if (ast_mode_noises(mode, AST_MOD_EXPR)) cJSON_AddItemToObject(o, "expression", rows_json(AST_METRIC_EXPRESSION, &s->expr));
     return o;
 }
 
@@ -160,7 +143,7 @@ static void add_sampler_json(cJSON *to, const ast_eval_report *r, const ast_eval
     for (int i = 0; i < task->n_step_counts; i++) {
         char key[16];
         snprintf(key, sizeof key, "%d", task->step_counts[i]);
-        cJSON_AddItemToObject(steps, key, rows_json(pos_rows, N_POS_ROWS, &task->by_steps[i]));
+        cJSON_AddItemToObject(steps, key, rows_json(AST_METRIC_POSITIONS, &task->by_steps[i]));
     }
 }
 
@@ -193,6 +176,7 @@ static cJSON *report_json(const ast_eval_report *r)
     cJSON_AddItemToObject(o, "morans_i_true", per_gene_json(r, r->morans_true));
     for (int t = 0; t < r->n_tasks; t++) cJSON_AddItemToObject(tasks, ast_mode_name(r->tasks[t].mode), task_json(r, &r->tasks[t]));
     cJSON_AddItemToObject(o, "tasks", tasks);
+    cJSON_AddItemToObject(o, "metrics", metric_defs_json());
     return o;
 }
 

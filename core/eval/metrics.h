@@ -5,6 +5,8 @@
 #ifndef ALPHAST_METRICS_H
 #define ALPHAST_METRICS_H
 
+#include <stddef.h>
+
 #include "engine/engine.h"
 
 /* Expression, pooled over the valid cells of all sets (docs/model.md §7). */
@@ -40,6 +42,31 @@ typedef struct ast_pos_metrics {
 /* k (> 0) is the k-NN graph's (evaluation.k_neighbors). */
 void ast_pos_metrics_compute(int B, int N, const float *pred, const float *truth, const float *mask, int k,
                              ast_pos_metrics *out);
+
+/* ---- the table of metrics (metric_table.c) -------------------------------- */
+
+/* Which way a metric is better; eval.json says it per key ("better":
+ * "higher", "lower" or "closer_to_truth") and the report ranks by it. */
+typedef enum ast_better { AST_BETTER_LOWER = -1, AST_BETTER_TRUTH = 0, AST_BETTER_HIGHER = 1 } ast_better;
+
+/* The struct a metric's value is kept in, and eval.json's group for it. */
+typedef enum ast_metric_group { AST_METRIC_POSITIONS, AST_METRIC_EXPRESSION } ast_metric_group;
+
+typedef struct ast_metric_def {
+    const char *name;       /* its key in eval.json */
+    ast_metric_group group; /* ast_pos_metrics ("positions") or ast_expr_metrics ("expression") */
+    size_t offset;          /* of its double in that struct */
+    ast_better better;
+    const char *label;      /* for people; NULL: the name says it */
+} ast_metric_def;
+
+/* Every metric eval.json reports, in the order it reports them. */
+extern const ast_metric_def ast_metric_defs[];
+extern const int ast_n_metric_defs;
+
+/* m's value in an ast_pos_metrics or ast_expr_metrics (as m->group says). */
+double ast_metric_value(const ast_metric_def *m, const void *metrics);
+const char *ast_better_name(ast_better b);
 
 /* Moran's I of one value per cell (values[(b*N + n) * stride]) on the
  * coordinates pos [B,N,3], averaged over sets with at least 3 valid cells:

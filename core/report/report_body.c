@@ -153,7 +153,7 @@ static void monitors(rp_doc *d, const rp_sweep *s, const rp_figures *figs)
     rp_table_cell(&t, "metric");
     for (int c = 0; c < s->n_configs; c++) rp_table_cell(&t, "%s", s->configs[c].name);
     for (int m = 0; m < s->monitors.n; m++) {
-        rp_table_cell(&t, "%s", rp_metric_label(s->monitors.v[m]));
+        rp_table_cell(&t, "%s", rp_metric_label(s, s->monitors.v[m]));
         for (int c = 0; c < s->n_configs; c++) monitor_cell(&t, s, c, s->monitors.v[m]);
     }
     rp_doc_para(d, "Last logged value of each metric (the monitor's value over layers, else the mean of the layers), "

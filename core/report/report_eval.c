@@ -66,8 +66,11 @@ static void normalise_task(cJSON *task, const cJSON *truth)
     cJSON_ArrayForEach(b, cJSON_GetObjectItemCaseSensitive(task, "baselines")) flatten(b, truth);
 }
 
-cJSON *rp_eval_tasks(cJSON *eval)
+cJSON *rp_eval_tasks(cJSON *eval, cJSON **metric_defs)
 {
+    cJSON *defs = cJSON_DetachItemFromObjectCaseSensitive(eval, "metrics");
+    *metric_defs = cJSON_IsObject(defs) ? defs : NULL;
+    if (!*metric_defs) cJSON_Delete(defs);
     cJSON *tasks = cJSON_DetachItemFromObjectCaseSensitive(eval, "tasks"), *t;
     const cJSON *truth = cJSON_GetObjectItemCaseSensitive(eval, "morans_i_true");
     cJSON_ArrayForEach(t, tasks) normalise_task(t, truth);

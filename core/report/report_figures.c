@@ -159,13 +159,13 @@ static int fill_panel(rp_panel *p, key_panel *k, const rp_sweep *s)
 {
     char path[600];
     const rp_task *t = k->task;
-    int dir = rp_metric_direction(k->metric);
+    int dir = rp_metric_direction(s, k->metric);
     k->cols = ast_xcalloc((size_t)s->n_configs, sizeof *k->cols);
     k->lines = ast_xcalloc((size_t)(t ? t->baselines.n : 0) + 1, sizeof *k->lines);
     k->v = ast_xcalloc((size_t)s->n_runs + 1, sizeof *k->v);
-    snprintf(k->title, sizeof k->title, "%s%s%s%s", t ? t->name : "", t ? ": " : "", rp_metric_label(k->metric),
+    snprintf(k->title, sizeof k->title, "%s%s%s%s", t ? t->name : "", t ? ": " : "", rp_metric_label(s, k->metric),
              dir > 0 ? ", higher is better" : dir < 0 ? ", lower is better" : "");
-    *p = (rp_panel){k->title, rp_metric_label(k->metric), k->cols, 0, k->lines, 0};
+    *p = (rp_panel){k->title, rp_metric_label(s, k->metric), k->cols, 0, k->lines, 0};
     p->n_cols = dot_columns(s, rp_metric_at(t, "model", k->metric, path, sizeof path), path, k->v, k->cols);
     for (int b = 0; t && b < t->baselines.n; b++) {
         rp_metric_at(t, t->baselines.v[b], k->metric, path, sizeof path);
@@ -254,8 +254,8 @@ void rp_figures_make(const rp_sweep *s, rp_figures *f)
         figure_file("monitor", metric, file, sizeof file);
         snprintf(caption, sizeof caption, "%s per step, over layers: mean over seeds (thick), each seed thin, shaded "
                  "min-max.",
-                 rp_metric_label(metric));
-        add_figure(f, s, monitor_curve, metric, 0, file, rp_metric_label(metric), caption);
+                 rp_metric_label(s, metric));
+        add_figure(f, s, monitor_curve, metric, 0, file, rp_metric_label(s, metric), caption);
     }
     add_routing(f, s);
 }

@@ -51,6 +51,7 @@ typedef struct rp_run {
     char note[256];                         /* why it is excluded, or what is missing */
     cJSON *summary;                         /* NULL when absent */
     cJSON *eval;                            /* eval.json's tasks in the report's form (rp_eval_tasks); NULL when absent */
+    cJSON *metric_defs;                     /* eval.json's "metrics": {key: {"better", "label"}}; NULL in older files */
     rp_series train_loss, val_loss, lr;     /* x = optimiser step */
     rp_monitor *mon;
     int n_mon;
@@ -121,7 +122,7 @@ cJSON *rp_json_read_file(const char *path);
  * modality groups flattened and the per-gene Moran's I summarised as
  * morans_i_abs_error. The older layout's "random" becomes the one
  * baseline. NULL for NULL or a file with no tasks. */
-cJSON *rp_eval_tasks(cJSON *eval);
+cJSON *rp_eval_tasks(cJSON *eval, cJSON **metric_defs);
 
 /* Drops from s->monitors each series that repeats another one's values
  * (grad_norm/total_grad_norm is the trainer's own grad_norm every 10
@@ -181,12 +182,16 @@ const char *rp_fmt_pnum(double p, char *buf, size_t n);
 const char *rp_fmt_diff(double d, int dec, char *buf, size_t n);
 const char *rp_fmt_ci(double lo, double hi, int dec, char *buf, size_t n);
 
-/* Human name of a metric key ("best_val_loss" -> "validation loss (best)"). */
-const char *rp_metric_label(const char *key);
+/* Human name of a metric key ("best_val_loss" -> "validation loss (best)"):
+ * the label eval.json gives it, else the report's own for the training
+ * losses and older files, else the key. */
+const char *rp_metric_label(const rp_sweep *s, const char *key);
 
 /* +1 when higher is better, -1 when lower is, 0 when the report does not
- * know; a dotted key is judged by its last part. */
-int rp_metric_direction(const char *key);
+ * know (or it is "closer_to_truth"); a dotted key is judged by its last
+ * part. What eval.json's "metrics" says (the first run that says), else
+ * a guess from the name (training losses, files from before "metrics"). */
+int rp_metric_direction(const rp_sweep *s, const char *key);
 
 /* ---- comparisons with the reference config (report_family.c) -------------- */
 

@@ -72,8 +72,8 @@ void rp_drop_repeats(rp_sweep *s)
             ast_strlist_push(&kept, s->monitors.v[m]);
             continue;
         }
-        snprintf(note, sizeof note, "%s (the same values as %s)", rp_metric_label(s->monitors.v[m]),
-                 rp_metric_label(s->monitors.v[o]));
+        snprintf(note, sizeof note, "%s (the same values as %s)", rp_metric_label(s, s->monitors.v[m]),
+                 rp_metric_label(s, s->monitors.v[o]));
         ast_strlist_push(&s->repeats, note);
     }
     ast_strlist_free(&s->monitors);

@@ -171,7 +171,7 @@ void rp_run_read(rp_run *r, const char *sweep_dir)
     r->usable = r->summary != NULL;
     if (!r->usable) note(r, "summary.json missing or unreadable");
     rp_run_file(r, sweep_dir, "eval.json", path, sizeof path);
-    r->eval = rp_eval_tasks(rp_json_read_file(path));
+    r->eval = rp_eval_tasks(rp_json_read_file(path), &r->metric_defs);
     if (!r->eval) note(r, "no eval.json, or no task in it");
     rp_run_file(r, sweep_dir, "config.yaml", path, sizeof path);
     rp_read_settings(path, &r->settings);
@@ -186,6 +186,7 @@ void rp_run_free(rp_run *r)
     free(r->id), free(r->config), free(r->state), free(r->dir), free(r->error);
     cJSON_Delete(r->summary);
     cJSON_Delete(r->eval);
+    cJSON_Delete(r->metric_defs);
     rp_series_free(&r->train_loss);
     rp_series_free(&r->val_loss);
     rp_series_free(&r->lr);

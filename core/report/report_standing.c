@@ -11,7 +11,7 @@
 
 int rp_best_config(const rp_sweep *s, rp_source src, const char *key)
 {
-    int dir = rp_metric_direction(key) < 0 ? -1 : 1, best = -1;
+    int dir = rp_metric_direction(s, key) < 0 ? -1 : 1, best = -1;
     double best_mean = 0.0;
     for (int c = 0; c < s->n_configs; c++) {
         rp_stat st = rp_stat_of(s, c, src, key);
@@ -23,7 +23,7 @@ int rp_best_config(const rp_sweep *s, rp_source src, const char *key)
 int rp_best_baseline(const rp_sweep *s, const rp_task *t, const char *metric, double *value)
 {
     char path[600];
-    int dir = rp_metric_direction(metric) < 0 ? -1 : 1, best = -1;
+    int dir = rp_metric_direction(s, metric) < 0 ? -1 : 1, best = -1;
     for (int b = 0; b < t->baselines.n; b++) {
         rp_metric_at(t, t->baselines.v[b], metric, path, sizeof path);
         rp_stat st = rp_stat_all(s, RP_EVAL, path);
@@ -51,7 +51,7 @@ int rp_standing_of(const rp_sweep *s, const rp_task *t, const char *metric, char
 {
     char path[600], st_buf[96], base_buf[32], diff[48], ci[96], span[200];
     rp_source src = rp_metric_at(t, "model", metric, path, sizeof path);
-    int c = rp_best_config(s, src, path), dir = rp_metric_direction(metric) < 0 ? -1 : 1;
+    int c = rp_best_config(s, src, path), dir = rp_metric_direction(s, metric) < 0 ? -1 : 1;
     if (c < 0) return 0;
     rp_stat st = rp_stat_of(s, c, src, path);
     double base = 0.0, lo, hi;

@@ -136,18 +136,32 @@ const char *rp_fmt_ci(double lo, double hi, int dec, char *buf, size_t n)
     return buf;
 }
 
-const char *rp_metric_label(const char *key)
+/* What eval.json's "metrics" says of key (its last dotted part), from the
+ * first run that says anything; NULL when none does. */
+static const cJSON *metric_def(const rp_sweep *s, const char *key, const char *field)
+{
+    const char *dot = strrchr(key, '.'), *k = dot ? dot + 1 : key;
+    for (int r = 0; s && r < s->n_runs; r++) {
+        const cJSON *def = cJSON_GetObjectItemCaseSensitive(s->runs[r].metric_defs, k);
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(def, field);
+        if (cJSON_IsString(v)) return v;
+    }
+    return NULL;
+}
+
+/* Names for what eval.json does not label: the training losses, the
+ * gradient norm and the older eval.json's knn_preservation. */
+const char *rp_metric_label(const rp_sweep *s, const char *key)
 {
     static const char *const names[][2] = {
         {"best_val_loss", "validation loss (best)"},
         {"last_val_loss", "validation loss (last)"},
         {"last_train_loss", "training loss (last)"},
         {"knn_preservation", "kNN preservation"},
-        {"dist_pearson", "distance correlation (Pearson)"},
-        {"dist_spearman", "distance correlation (Spearman)"},
-        {"procrustes", "Procrustes disparity"},
         {"train/grad_norm", "gradient norm (whole model)"},
     };
+    const cJSON *label = metric_def(s, key, "label");
+    if (label) return label->valuestring;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(names[i][0], key)) return names[i][1];
     return key;
@@ -160,11 +174,13 @@ static int in(const char *key, const char *const *list, size_t n)
     return 0;
 }
 
-int rp_metric_direction(const char *key)
+/* The direction of a key eval.json does not declare: the training losses,
+ * the report's own morans_i_abs_error, and every metric of an eval.json
+ * written before "metrics" was (the rule those reports were made with). */
+static int guessed_direction(const char *k)
 {
     static const char *const higher[] = {"cosine", "spearman"};
     static const char *const lower[] = {"rmsd", "procrustes", "dist_mse", "mse", "mae"};
-    const char *dot = strrchr(key, '.'), *k = dot ? dot + 1 : key;
     size_t len = strlen(k);
     if (!strncmp(k, "knn_", 4) || !strncmp(k, "graph_", 6) || !strncmp(k, "pcc_", 4) || strstr(k, "agreement") ||
         (!strncmp(k, "dist_", 5) && (strstr(k, "pearson") || strstr(k, "spearman"))) ||
@@ -173,4 +189,12 @@ int rp_metric_direction(const char *key)
     if (in(k, lower, sizeof lower / sizeof *lower) || strstr(k, "loss") || (len > 6 && !strcmp(k + len - 6, "_error")))
         return -1;
     return 0;
+}
+
+int rp_metric_direction(const rp_sweep *s, const char *key)
+{
+    const cJSON *better = metric_def(s, key, "better");
+    const char *dot = strrchr(key, '.');
+    if (!better) return guessed_direction(dot ? dot + 1 : key);
+    return !strcmp(better->valuestring, "higher") ? 1 : !strcmp(better->valuestring, "lower") ? -1 : 0;
 }

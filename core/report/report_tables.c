@@ -11,9 +11,9 @@
 static int n_keys(const rp_task *t) { return t ? t->keys.n : RP_N_LOSS_KEYS; }
 static const char *key_at(const rp_task *t, int k) { return t ? t->keys.v[k] : rp_loss_keys[k]; }
 
-static const char *direction_word(const char *key)
+static const char *direction_word(const rp_sweep *s, const char *key)
 {
-    int dir = rp_metric_direction(key);
+    int dir = rp_metric_direction(s, key);
     return dir > 0 ? "higher" : dir < 0 ? "lower" : "";
 }
 
@@ -21,8 +21,8 @@ static void values_row(rp_table *tb, const rp_sweep *s, const rp_task *t, const 
 {
     char path[600], buf[96];
     rp_source src = rp_metric_at(t, "model", key, path, sizeof path);
-    rp_table_cell(tb, "%s", rp_metric_label(key));
-    rp_table_cell(tb, "%s", direction_word(key));
+    rp_table_cell(tb, "%s", rp_metric_label(s, key));
+    rp_table_cell(tb, "%s", direction_word(s, key));
     rp_table_cell(tb, "%s", rp_fmt_stat(rp_stat_of(s, s->reference, src, path), buf, sizeof buf));
     for (int c = 0; c < s->n_configs; c++)
         if (c != s->reference) rp_table_cell(tb, "%s", rp_fmt_stat(rp_stat_of(s, c, src, path), buf, sizeof buf));
@@ -55,7 +55,7 @@ static void difference_row(rp_table *tb, const rp_sweep *s, const rp_cmp *c)
     int dec = rp_cmp_decimals(c);
     rp_fmt_pnum(c->p_holm, holm, sizeof holm);
     if (rp_survives(c)) strcat(holm, " (survives)");
-    rp_table_cell(tb, "%s", rp_metric_label(c->metric));
+    rp_table_cell(tb, "%s", rp_metric_label(s, c->metric));
     rp_table_cell(tb, "%s", s->configs[c->config].name);
     rp_table_cell(tb, "%s", rp_fmt_diff(c->diff, dec, diff, sizeof diff));
     rp_table_cell(tb, "%s", rp_fmt_ci(c->lo, c->hi, dec, ci, sizeof ci));

@@ -28,21 +28,21 @@ static void say(sentence *s, const char *fmt, ...)
 }
 
 /* "better"/"worse" where the metric has a direction, else "higher"/"lower". */
-static const char *change_word(const rp_cmp *c)
+static const char *change_word(const rp_sweep *s, const rp_cmp *c)
 {
-    int dir = rp_metric_direction(c->metric);
+    int dir = rp_metric_direction(s, c->metric);
     if (!dir) return c->diff > 0 ? "higher" : "lower";
     return dir * c->diff > 0 ? "better" : "worse";
 }
 
 /* "better knn_k10 on expr_to_pos (+0.030, 95% CI [..], p = 0.001, Holm p = 0.03)" */
-static void say_difference(sentence *t, const rp_cmp *c)
+static void say_difference(sentence *t, const rp_sweep *s, const rp_cmp *c)
 {
     char diff[48], ci[96], p[32], holm[32];
     int dec = rp_cmp_decimals(c);
     rp_fmt_diff(c->diff, dec, diff, sizeof diff);
     rp_fmt_ci(c->lo, c->hi, dec, ci, sizeof ci);
-    say(t, "%s %s%s%s (%s, 95%% CI %s, %s, Holm %s)", change_word(c), rp_metric_label(c->metric), c->task ? " on " : "",
+    say(t, "%s %s%s%s (%s, 95%% CI %s, %s, Holm %s)", change_word(s, c), rp_metric_label(s, c->metric), c->task ? " on " : "",
         c->task ? c->task->name : "", diff, ci, rp_fmt_p(c->p, p, sizeof p), rp_fmt_p(c->p_holm, holm, sizeof holm));
 }
 
@@ -59,7 +59,7 @@ static void holm_sentences(const rp_sweep *s, ast_strlist *out)
         for (int i = 0; i < f->n; i++) {
             if (f->v[i].config != c || !rp_survives(&f->v[i])) continue;
             say(&t, "%s", n++ ? "; " : "");
-            say_difference(&t, &f->v[i]);
+            say_difference(&t, s, &f->v[i]);
         }
         if (!n) continue;
         char text[4300];
@@ -105,7 +105,7 @@ static void mdd_sentence(const rp_sweep *s, ast_strlist *out)
     char text[4400];
     snprintf(text, sizeof text, "What these seeds can show: one test at %.2g finds a difference in %s%s%s from the "
              "reference config %s with %.0f%% power only if it is at least the MDD: %s; under Holm's correction it must "
-             "be larger still.", RP_ALPHA, rp_metric_label(metric), task ? " on " : "", task ? task->name : "",
+             "be larger still.", RP_ALPHA, rp_metric_label(s, metric), task ? " on " : "", task ? task->name : "",
              s->configs[s->reference].name, 100 * RP_POWER, t.text);
     ast_strlist_push(out, text);
 }
