@@ -10,7 +10,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "engine/backend.h"
 #include "sweep/ledger.h"
 #include "sweep/sweep.h"
 #include "base/strlist.h"
@@ -141,7 +140,7 @@ static int resolve_opts(const char **v, const ast_sweep *s, sweep_opts *o, int *
     *gpus = NULL;
     if (v[OPT_FAIL_FAST] && v[OPT_KEEP_GOING]) return cli_usage_error("sweep", "--fail-fast and --keep-going exclude each other");
     ast_error why;
-    if (v[OPT_DEVICE] && !ast_backend_require(v[OPT_DEVICE], &why)) return cli_usage_error("sweep", "--device: %s", why.msg);
+    if (cli_check_device(v[OPT_DEVICE], &why) < 0) return cli_usage_error("sweep", "%s", why.msg);
     o->fail_fast = v[OPT_FAIL_FAST] != NULL;
     o->device = v[OPT_DEVICE];
     o->threads = s->threads ? s->threads : 1;

@@ -24,14 +24,18 @@ ast_cfg *cli_load_config(const char *path, const char **args, int n_args, ast_er
     return cfg;
 }
 
+int cli_check_device(const char *device, ast_error *e)
+{
+    ast_error why;
+    if (!device || ast_backend_require(device, &why)) return 0;
+    ast_error_set(e, "--device: %s", why.msg);
+    return -1;
+}
+
 int cli_set_device(ast_cfg *cfg, const char *device, ast_error *e)
 {
     if (!device) return 0;
-    ast_error why;
-    if (!ast_backend_require(device, &why)) {
-        ast_error_set(e, "--device: %s", why.msg);
-        return -1;
-    }
+    if (cli_check_device(device, e) < 0) return -1;
     char text[128];
     snprintf(text, sizeof text, "device=%s", device);
     return ast_cfg_override(cfg, text, e);

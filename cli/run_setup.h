@@ -16,6 +16,9 @@ ast_cfg *cli_load_config(const char *path, const char **args, int n_args, ast_er
 /* --device NAME of train, eval, sample, forward and sweep. */
 #define CLI_DEVICE_OPTION \
     {"device", 0, "NAME", "where the model runs: cpu, or cuda in a CUDA build (default: the config's device)"}
+/* --device names a backend of this build: 0, or -1 with "--device: " and
+ * ast_backend_require's one message (NULL: not given, fine). */
+int cli_check_device(const char *device, ast_error *e);
 /* --device NAME as the override device=NAME, after the others (so it wins);
  * nothing when device is NULL. -1 with e set when this build has no such
  * backend. */

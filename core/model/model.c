@@ -96,12 +96,8 @@ static int build(ast_model *m, ast_error *e)
 ast_model *ast_model_new(const ast_model_config *cfg, uint64_t seed, ast_error *e)
 {
     if (check_config(cfg, e)) return NULL;
-    ast_error why;
-    const ast_backend *backend = ast_backend_require(cfg->device, &why);
-    if (!backend) {
-        ast_error_set(e, "device: %s", why.msg);
-        return NULL;
-    }
+    const ast_backend *backend = ast_backend_require(cfg->device, e); /* ast_cfg_model said where, for a config */
+    if (!backend) return NULL;
     /* The model holds a reference on the plugin registry, so the plugins'
      * code stays loaded as long as their instances live. */
     if (!ast_plugins_init(e)) return NULL;
