@@ -339,7 +339,7 @@ void bench_plugin_child(const void *arg, bench_timing *out)
     free(s.x), free(s.target);
     ast_adamw_free(s.opt);
     ast_ctx_free(s.c);
-    if (s.desc->destroy) s.desc->destroy(s.self);
+    ast_plugin_destroy(s.desc, s.self);
     ast_params_free(s.params);
     ast_plugins_shutdown();
 }

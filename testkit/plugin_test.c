@@ -168,7 +168,7 @@ int ast_test_create(ast_test_layer *l, const ast_plugin_desc *d, const char *sco
     l->params = ast_params_new(seed);
     ast_create_args a = {.host = ast_host_table(), .scope = layer ? ast_scope_new(l->params, v->scope) : NULL,
                          .dims = layer ? &l->dims : NULL, .opts = v->opts, .backend = ast_backend_cpu()->name};
-    l->self = d->create(&a, why, sizeof why);
+    if (!layer || ast_plugin_dims_ok(d, &l->dims, why, sizeof why)) l->self = d->create(&a, why, sizeof why);
     if (!l->self) {
         say(err, n, "%s plugin '%s' refused to create an instance: %s", ast_kind_name(d->kind), d->name,
             why[0] ? why : "no reason given");
@@ -184,7 +184,7 @@ int ast_test_create(ast_test_layer *l, const ast_plugin_desc *d, const char *sco
 void ast_test_destroy(ast_test_layer *l)
 {
     if (!l->desc) return;
-    if (l->self) l->desc->destroy(l->self);
+    ast_plugin_destroy(l->desc, l->self);
     ast_params_free(l->params);
     priv_free(l->priv);
     *l = (ast_test_layer){0};

@@ -85,7 +85,7 @@ int ffn_layer_open(ffn_layer *l, const char *file, const ast_layer_dims *dims, c
 
 void ffn_layer_close(ffn_layer *l)
 {
-    if (l->self) l->desc->destroy(l->self);
+    ast_plugin_destroy(l->desc, l->self);
     ast_params_free(l->params);
     lt_dlclose(l->dl);
     lt_dlexit();

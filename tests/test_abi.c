@@ -54,7 +54,7 @@ Test(abi, an_older_minor_plugin_calls_the_right_functions)
     cr_assert_str_eq(s->name, "abi20.mean");
     cr_assert_eq(s->layer, 3);
     cr_assert_float_eq(s->values[0], sum / 6, 1e-6 * fabs(sum / 6));
-    d->destroy(self);
+    ast_plugin_destroy(d, self);
     ast_ctx_free(c);
 }
 

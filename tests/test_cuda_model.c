@@ -387,7 +387,7 @@ static moe_out moe_on(const ast_backend *b, const float *x, const float *time, c
     o.gparams = read_params(c, p, 1);
     o.np = ast_params_numel(p);
     ast_ctx_free(c);
-    if (d->destroy) d->destroy(self);
+    ast_plugin_destroy(d, self);
     ast_params_free(p);
     return o;
 }

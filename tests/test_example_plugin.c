@@ -379,7 +379,7 @@ Test(example, monitor_writes_the_mean_and_warns_once_on_collapse)
     ast_sink_free(sink);
     fclose(out);
     free(text);
-    d->destroy(mon);
+    ast_plugin_destroy(d, mon);
 }
 
 /* ---- it trains ------------------------------------------------------------------- */

@@ -92,7 +92,7 @@ Test(loader, fixture_runs_through_the_host_table)
     ast_tensor *y = d->forward(self, c, x, &(ast_fwd_args){0});
     cr_assert_neq(y, x);
     for (int i = 0; i < 6; i++) cr_assert_eq(y->data[i], x->data[i], "y[%d]", i);
-    d->destroy(self);
+    ast_plugin_destroy(d, self);
     ast_ctx_free(c);
 }
 

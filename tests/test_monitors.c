@@ -69,7 +69,7 @@ static void rig_open(rig *r, const char *name, const char *const *opts, int n_op
 
 static void rig_close(rig *r)
 {
-    r->d->destroy(r->self);
+    ast_plugin_destroy(r->d, r->self);
     ast_sink_free(r->sink);
     fclose(r->out);
     free(r->text);

@@ -116,6 +116,10 @@ static const cfg_key schema[] = {
     FLT("TransformerLayer_setting.dropout", "0.1", CFG_PROB),
     FLT("TransformerLayer_setting.layer_norm_eps", "1e-6", CFG_POSITIVE),
     BOOL("TransformerLayer_setting.honour_mask", "true"),
+    /* The reference's switches, and the keys the chosen plugin declares as
+     * its own (its descriptor's legacy_keys; core/model/model_config.c).
+     * gate_type's choices repeat the gated plugin's: the config is checked
+     * as it loads, before any plugin is. */
     BOOL("TransformerLayer_setting.use_gated_attention", "false"),
     ENUM("TransformerLayer_setting.gate_type", "headwise", "headwise|elementwise|none"),
     BOOL("TransformerLayer_setting.use_qk_norm", "true"),

@@ -115,7 +115,7 @@ ast_model *ast_model_new(const ast_model_config *cfg, uint64_t seed, ast_error *
 
 static void destroy_plugin(model_plugin *p)
 {
-    if (p->self && p->desc->destroy) p->desc->destroy(p->self);
+    if (p->self) ast_plugin_destroy(p->desc, p->self);
 }
 
 void ast_model_free(ast_model *m)

@@ -4,6 +4,7 @@
 
 #include "engine/backend.h"
 #include "model/model.h"
+#include "plugin/loader.h"
 
 #define TL "TransformerLayer_setting."
 
@@ -29,27 +30,18 @@ void ast_model_config_base(ast_model_config *cfg, int num_genes)
     cfg->ffn = "dense";
 }
 
-/* A reference switch key and the plugin option it becomes. */
-typedef struct switch_opt {
-    const char *key;
-    const char *option;
-} switch_opt;
-
-/* How a reference switch chooses a plugin and which keys feed its options. */
+/* How a reference switch chooses a plugin: true names `on`, false `off`.
+ * Which keys then feed the plugin's options is the plugin's own business
+ * (its descriptor's legacy_keys). */
 typedef struct plugin_rule {
-    const char *key;     /* "attention" */
-    const char *sw;      /* TL "use_gated_attention" */
+    const char *key; /* "attention" */
+    ast_plugin_kind kind;
+    const char *sw;  /* TL "use_gated_attention" */
     const char *on, *off;
-    const switch_opt *opts;
-    int n_opts;
 } plugin_rule;
 
-static const switch_opt gated_opts[] = {{TL "gate_type", "gate_type"}, {TL "use_qk_norm", "use_qk_norm"}};
-static const switch_opt moe_opts[] = {{TL "num_experts", "num_experts"},
-                                      {TL "moe_top_k", "top_k"},
-                                      {TL "moe_load_balance_loss_weight", "load_balance_weight"}};
-static const plugin_rule attention_rule = {"attention", TL "use_gated_attention", "gated", "linear", gated_opts, 2};
-static const plugin_rule ffn_rule = {"ffn", TL "use_moe", "moe", "dense", moe_opts, 3};
+static const plugin_rule attention_rule = {"attention", AST_KIND_ATTENTION, TL "use_gated_attention", "gated", "linear"};
+static const plugin_rule ffn_rule = {"ffn", AST_KIND_FFN, TL "use_moe", "moe", "dense"};
 
 static const ast_optsrc *find_opt(const ast_cfg_plugin *p, const char *key)
 {
@@ -58,15 +50,34 @@ static const ast_optsrc *find_opt(const ast_cfg_plugin *p, const char *key)
     return NULL;
 }
 
-/* Adds the options the switch keys give. They apply when the switch chose
- * the plugin (with the reference's defaults) or when written explicitly. */
-static int add_switch_opts(const ast_cfg *cfg, const plugin_rule *r, int named, ast_cfg_plugin *p, ast_error *e)
+/* The plugin's legacy keys, n of them (none when it declares none, or
+ * cannot be loaded: building the model then says why). Plugins stay
+ * loaded for the process (plugin_loader.c), so the table stays valid. */
+static const ast_legacy_key *legacy_of(const plugin_rule *r, const char *name, int *n)
+{
+    ast_error ignored;
+    const ast_legacy_key *keys = NULL;
+    *n = 0;
+    if (!ast_plugins_init(&ignored)) return NULL;
+    const ast_plugin *pl = ast_plugin_load(r->kind, name, &ignored);
+    if (pl) keys = ast_plugin_desc_of(pl)->legacy_keys, *n = ast_plugin_desc_of(pl)->n_legacy_keys;
+    ast_plugins_shutdown();
+    return keys;
+}
+
+/* Adds the options the plugin's legacy keys give. They apply when the
+ * switch chose the plugin (with the reference's defaults) or when written
+ * explicitly. */
+static int add_legacy_opts(const ast_cfg *cfg, const plugin_rule *r, int named, ast_cfg_plugin *p, ast_error *e)
 {
     const ast_cfg_node *sw = ast_cfg_get(cfg, r->sw);
-    for (int i = 0; i < r->n_opts; i++) {
-        const ast_cfg_node *src = ast_cfg_get(cfg, r->opts[i].key);
+    int n;
+    const ast_legacy_key *keys = legacy_of(r, p->name, &n);
+    for (int i = 0; i < n; i++) {
+        const ast_legacy_key *lk = &keys[i];
+        const ast_cfg_node *src = ast_cfg_get(cfg, lk->key);
         if (!src && named) continue;
-        const ast_optsrc *twice = find_opt(p, r->opts[i].option);
+        const ast_optsrc *twice = find_opt(p, lk->option);
         if (twice) {
             ast_cfg_fail(e, src->file, src->line, src->col, src->path,
                      "also given as %s.%s at %s; keep one of the two", r->key, twice->key, twice->where);
@@ -76,8 +87,7 @@ static int add_switch_opts(const ast_cfg *cfg, const plugin_rule *r, int named, 
             ast_error_set(e, "%s: %s: more than %d options; remove some", p->where, r->key, AST_MAX_PLUGIN_OPTS);
             return -1;
         }
-        p->opts[p->n_opts++] = (ast_optsrc){r->opts[i].option,
-                                            src ? src->value : ast_cfg_default(r->opts[i].key),
+        p->opts[p->n_opts++] = (ast_optsrc){lk->option, src ? src->value : ast_cfg_default(lk->key),
                                             src ? src->where : sw ? sw->where : r->sw};
     }
     return 0;
@@ -100,8 +110,7 @@ static int choose_plugin(const ast_cfg *cfg, const plugin_rule *r, ast_cfg_plugi
         p->name = by_switch;
         p->where = sw ? sw->where : r->sw;
     }
-    if (strcmp(p->name, r->on)) return 0;
-    return add_switch_opts(cfg, r, given != NULL, p, e);
+    return add_legacy_opts(cfg, r, given != NULL, p, e);
 }
 
 static void put_plugin(const ast_cfg_plugin *p, const char **name, ast_optsrc *opts, int *n_opts)

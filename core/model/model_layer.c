@@ -18,10 +18,12 @@ static int plugin_create(model_plugin *mp, const ast_plugin *pl, const ast_model
                          .backend = backend};
     mp->desc = ast_plugin_desc_of(pl);
     mp->path = ast_plugin_path(pl);
-    ast_crash_scope saved;
-    ast_crash_enter(&saved, "create of plugin", mp->desc->name, mp->path, dims->layer);
-    mp->self = mp->desc->create(&a, err, sizeof err);
-    ast_crash_leave(&saved);
+    if (ast_plugin_dims_ok(mp->desc, dims, err, sizeof err)) {
+        ast_crash_scope saved;
+        ast_crash_enter(&saved, "create of plugin", mp->desc->name, mp->path, dims->layer);
+        mp->self = mp->desc->create(&a, err, sizeof err);
+        ast_crash_leave(&saved);
+    }
     if (!mp->self) {
         ast_error_set(e, "%s plugin '%s' could not be built for layer %d: %s", ast_kind_name(mp->desc->kind),
                       mp->desc->name, dims->layer, err[0] ? err : "no reason given");

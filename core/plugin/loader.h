@@ -26,6 +26,11 @@ const char *ast_plugin_path(const ast_plugin *p);
  * values point into `src` or the descriptor, so keep them alive. */
 int ast_plugin_options(const ast_plugin *p, const ast_optsrc *src, int n_src, ast_optval *out, ast_error *e);
 
+/* The sizes every layer plugin may count on, checked by the host before
+ * create() so no plugin repeats them: d_model > 0, and for attention
+ * heads > 0 dividing d_model. 1, or 0 with the reason in why. */
+int ast_plugin_dims_ok(const ast_plugin_desc *d, const ast_layer_dims *dims, char *why, size_t n);
+
 /* Checks that the plugin has a kernel for `backend` for every fused op it
  * declares (its descriptor's kernels table). 0, or -1 with e naming the op,
  * the backend and the backends it has kernels for. */

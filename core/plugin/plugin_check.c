@@ -61,7 +61,6 @@ static int check_entry_points(const ast_plugin_desc *d, char *why, size_t n)
 {
     const char *missing = NULL;
     if (!d->create) missing = "create";
-    else if (!d->destroy) missing = "destroy";
     else if (d->kind != AST_KIND_MONITOR && !d->forward) missing = "forward";
     else if (d->kind == AST_KIND_MONITOR && !d->observe) missing = "observe";
     if (missing) snprintf(why, n, "has no %s function; a %s plugin needs one", missing, ast_kind_name(d->kind));
@@ -143,4 +142,18 @@ int ast_plugin_check_backend(const ast_plugin *p, const char *backend, ast_error
         return -1;
     }
     return 0;
+}
+
+int ast_plugin_dims_ok(const ast_plugin_desc *d, const ast_layer_dims *dims, char *why, size_t n)
+{
+    if (dims->d_model <= 0) {
+        snprintf(why, n, "d_model %d is not positive", dims->d_model);
+        return 0;
+    }
+    if (d->kind == AST_KIND_ATTENTION && (dims->heads <= 0 || dims->d_model % dims->heads)) {
+        snprintf(why, n, "d_model %d is not a positive multiple of num_heads %d; choose num_heads dividing d_model",
+                 dims->d_model, dims->heads);
+        return 0;
+    }
+    return 1;
 }

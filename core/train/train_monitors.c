@@ -112,7 +112,7 @@ void train_monitors_free(train_monitors *tm)
 {
     if (!tm) return;
     for (int i = 0; i < tm->n; i++) {
-        tm->items[i].desc->destroy(tm->items[i].self);
+        ast_plugin_destroy(tm->items[i].desc, tm->items[i].self);
         ast_sink_free(tm->items[i].sink);
     }
     free(tm->items);

@@ -21,10 +21,6 @@
 
 #include <alphast/plugin_api.h>
 
-/* Subtracted from padded cells' key logits: their exp underflows to
- * exactly 0, while valid logits get + 0 and keep their exact values. */
-#define MASKED_LOGIT 1e9f
-
 /* ---- options ------------------------------------------------------------ */
 
 enum { OPT_NUM_KERNELS, OPT_MAX_DISTANCE, OPT_USE_GATE };
@@ -98,11 +94,7 @@ typedef struct distbias {
 
 static void *distbias_create(const ast_create_args *a, char *err, size_t errlen)
 {
-    const ast_layer_dims *dims = a->dims;
-    AST_REQUIRE(dims->d_model > 0 && dims->heads > 0 && dims->d_model % dims->heads == 0, err, errlen,
-                "attention 'distbias': d_model %d is not a positive multiple of num_heads %d; "
-                "choose num_heads dividing d_model",
-                dims->d_model, dims->heads);
+    const ast_layer_dims *dims = a->dims; /* the host checked: heads divide d_model */
     distbias *l = calloc(1, sizeof *l);
     AST_REQUIRE(l, err, errlen, "attention 'distbias': out of memory");
     int E = dims->d_model;
@@ -118,8 +110,6 @@ static void *distbias_create(const ast_create_args *a, char *err, size_t errlen)
     if (a->opts[OPT_USE_GATE].i) l->gate = ast_linear_params(a->scope, "gate_proj", E, l->heads, 1);
     return l;
 }
-
-static void distbias_destroy(void *self) { free(self); }
 
 /* Pairwise distances [B, N, N] -> bias [B, H, N, N]. */
 static ast_tensor *distance_bias(const distbias *l, ast_ctx *c, ast_tensor *dist)
@@ -180,7 +170,7 @@ static ast_tensor *distbias_forward(void *self, ast_ctx *c, ast_tensor *x, const
 
     ast_tensor *logits = ast_affine(c, ast_bmm(c, q, k, 0, 1), 1.0f / sqrtf((float)q->shape[3]), 0.0f);
     logits = ast_add(c, logits, distance_bias(l, c, dist));
-    if (a->mask) logits = ast_add(c, logits, ast_key_mask_bias(c, a->mask, MASKED_LOGIT));
+    if (a->mask) logits = ast_add(c, logits, ast_key_mask_bias(c, a->mask, AST_MASKED_LOGIT));
     ast_tensor *p = ast_softmax(c, logits, -1);
     publish_attended_distance(c, p, dist, a->mask, a->layer);
 
@@ -189,15 +179,6 @@ static ast_tensor *distbias_forward(void *self, ast_ctx *c, ast_tensor *x, const
     return ast_linear(c, ast_merge_heads(c, o), l->o_proj.weight, l->o_proj.bias);
 }
 
-static const ast_plugin_desc desc = {
-    AST_PLUGIN_DESC_INIT(AST_KIND_ATTENTION, "distbias", "1.0",
-                         "softmax attention with a learned per-head bias from pairwise cell distances (example)"),
-    .options = options,
-    .n_options = AST_N_OPTIONS(options),
-    .create = distbias_create,
-    .destroy = distbias_destroy,
-    .forward = distbias_forward,
-};
-
-AST_API_DEFINE;
-AST_PLUGIN_DEFINE(desc)
+AST_PLUGIN(AST_KIND_ATTENTION, "distbias", "1.0",
+           "softmax attention with a learned per-head bias from pairwise cell distances (example)",
+           AST_OPTIONS(options), .create = distbias_create, .forward = distbias_forward)

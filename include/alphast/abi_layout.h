@@ -60,6 +60,8 @@ AST_AT(ast_plugin_desc, summary, 32) AST_AT(ast_plugin_desc, options, 40) AST_AT
 AST_AT(ast_plugin_desc, create, 56) AST_AT(ast_plugin_desc, destroy, 64) AST_AT(ast_plugin_desc, forward, 72)
 AST_AT(ast_plugin_desc, observe, 80) AST_AT(ast_plugin_desc, active_params, 88)
 AST_AT(ast_plugin_desc, kernels, 96) AST_AT(ast_plugin_desc, n_kernels, 104)
+AST_AT(ast_plugin_desc, legacy_keys, 112) AST_AT(ast_plugin_desc, n_legacy_keys, 120)
+AST_AT(ast_legacy_key, key, 0) AST_AT(ast_legacy_key, option, 8)
 
 #undef AST_AT
 #endif

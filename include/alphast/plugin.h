@@ -32,6 +32,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #ifdef __cplusplus
@@ -42,8 +43,9 @@ extern "C" {
 /* 2.1 appended the ops silu, exp and key_mask_bias; 2.2 grouped_linear;
  * 2.3 the host table's read and write (tensor data to and from host memory);
  * 2.4 the host table's rng_key (a kernel's key in backend memory) and
- * stats_wanted */
-#define AST_ABI_MINOR 4
+ * stats_wanted; 2.5 the descriptor's legacy_keys, and destroy may be NULL
+ * (the host then frees the instance) */
+#define AST_ABI_MINOR 5
 #define AST_MAX_DIMS 4
 
 /* ---- tensors ---------------------------------------------------------- */
@@ -339,6 +341,13 @@ static inline ast_kernel_fn ast_kernel_find(const ast_kernel *k, int n, const ch
     return 0;
 }
 
+/* A key of the reference's flat config that sets one of the plugin's
+ * options ("TransformerLayer_setting.moe_top_k" -> "top_k"). */
+typedef struct ast_legacy_key {
+    const char *key;    /* the full config key; the host's schema declares it */
+    const char *option; /* a name in the plugin's options[] */
+} ast_legacy_key;
+
 typedef struct ast_plugin_desc {
     uint32_t abi_major, abi_minor, struct_size; /* AST_ABI_MAJOR, AST_ABI_MINOR, sizeof */
     ast_plugin_kind kind;
@@ -349,8 +358,11 @@ typedef struct ast_plugin_desc {
     int n_options;
 
     /* Build one instance (attention/ffn: one per layer). Return NULL and
-     * write a one-line reason into err on failure. */
+     * write a one-line reason into err on failure. An attention plugin
+     * is created only with dims->heads dividing dims->d_model (> 0): the
+     * host checks that first. */
     void *(*create)(const ast_create_args *a, char *err, size_t errlen);
+    /* NULL (ABI 2.5): the instance is one malloc'd block the host frees. */
     void (*destroy)(void *self);
 
     /* attention and ffn: x [B, N, E] -> [B, N, E], built from host ops so
@@ -371,7 +383,21 @@ typedef struct ast_plugin_desc {
      * a->backend (ast_kernel_find). NULL / 0: the plugin uses ops only. */
     const ast_kernel *kernels;
     int n_kernels;
+
+    /* ABI 2.5, optional: the reference config's keys that feed this
+     * plugin's options when the reference's switch chose it (use_moe: true
+     * chooses moe) or when they are written beside it. NULL / 0: none. */
+    const ast_legacy_key *legacy_keys;
+    int n_legacy_keys;
 } ast_plugin_desc;
+
+/* How the host ends an instance: the plugin's destroy, else free(). */
+static inline void ast_plugin_destroy(const ast_plugin_desc *d, void *self)
+{
+    if (!self) return;
+    if (d->destroy) d->destroy(self);
+    else free(self);
+}
 
 #define AST_PLUGIN_DESC_INIT(kind_, name_, version_, summary_)                       \
     .abi_major = AST_ABI_MAJOR, .abi_minor = AST_ABI_MINOR,                           \

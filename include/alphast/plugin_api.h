@@ -182,6 +182,32 @@ static inline void ast_require_failed(char *err, size_t errlen, const char *file
         }                                                                             \
     } while (0)
 
+/* Added to padded cells' key logits (as -AST_MASKED_LOGIT, through
+ * ast_key_mask_bias) before a softmax: their exp underflows to exactly 0,
+ * while valid logits get + 0 and keep their exact values. */
+#define AST_MASKED_LOGIT 1e9f
+
+/* The descriptor fields for an option table and a kernel table. */
+#define AST_OPTIONS(table) .options = (table), .n_options = AST_N_OPTIONS(table)
+#define AST_KERNELS(table) .kernels = (table), .n_kernels = (int)(sizeof(table) / sizeof((table)[0]))
+#define AST_LEGACY_KEYS(table) .legacy_keys = (table), .n_legacy_keys = (int)(sizeof(table) / sizeof((table)[0]))
+
+/* A plugin's descriptor `ast_plugin_self`, ast_api and the entry point in
+ * one line, at the end of the plugin's main file:
+ *
+ *     AST_PLUGIN(AST_KIND_FFN, "dense", "1.0", "GELU feed-forward", .create = dense_create,
+ *                .forward = dense_forward)
+ *
+ * The fields after the summary are the descriptor's (AST_OPTIONS(...),
+ * .destroy when free(self) is not enough, ...). Code above it that needs the
+ * descriptor (its kernel table) declares `static const ast_plugin_desc
+ * ast_plugin_self;` first. */
+#define AST_PLUGIN(kind_, name_, version_, summary_, ...)                                       \
+    AST_API_DEFINE;                                                                             \
+    static const ast_plugin_desc ast_plugin_self = {AST_PLUGIN_DESC_INIT(kind_, name_, version_, summary_), \
+                                                    __VA_ARGS__};                               \
+    AST_PLUGIN_DEFINE(ast_plugin_self)
+
 #ifdef __cplusplus
 }
 #endif

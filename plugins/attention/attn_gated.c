@@ -30,6 +30,11 @@ static const ast_option_spec options[] = {
                   "the CUDA kernel's tiles follow the head width"},
 };
 
+/* The reference's keys for two options: use_gated_attention: true chose
+ * this plugin, and these set its gate and QK norm. */
+static const ast_legacy_key legacy_keys[] = {{"TransformerLayer_setting.gate_type", "gate_type"},
+                                             {"TransformerLayer_setting.use_qk_norm", "use_qk_norm"}};
+
 typedef struct gated {
     int d_model, heads, gate_type, qk_norm;
     float dropout;
@@ -47,17 +52,13 @@ static int gate_width(const gated *g)
 }
 
 /* Defined at the end of the file; create() looks up its kernels. */
-static const ast_plugin_desc desc;
+static const ast_plugin_desc ast_plugin_self;
 
 static void *gated_create(const ast_create_args *a, char *err, size_t errlen)
 {
     const ast_layer_dims *d = a->dims;
     const char *backend = a->backend ? a->backend : "cpu";
-    AST_REQUIRE(d->d_model > 0 && d->heads > 0 && d->d_model % d->heads == 0, err, errlen,
-                "attention 'gated': d_model %d is not a positive multiple of num_heads %d; "
-                "choose num_heads dividing d_model",
-                d->d_model, d->heads);
-    attn_core_fn core_fn = (attn_core_fn)ast_kernel_find(desc.kernels, desc.n_kernels, "gated_attention", backend);
+    attn_core_fn core_fn = (attn_core_fn)ast_kernel_find(ast_plugin_self.kernels, ast_plugin_self.n_kernels, "gated_attention", backend);
     AST_REQUIRE(core_fn, err, errlen, "attention 'gated': no gated_attention kernel for backend '%s'", backend);
     /* Only the CPU has the naive reference and tiles of any width. */
     int cpu = !strcmp(backend, "cpu");
@@ -92,8 +93,6 @@ static void *gated_create(const ast_create_args *a, char *err, size_t errlen)
     }
     return g;
 }
-
-static void gated_destroy(void *self) { free(self); }
 
 /* [B, N, E] projection -> [B, H, N, dh], RMS-normalised when asked. */
 static ast_tensor *heads_of(const gated *g, ast_ctx *c, ast_tensor *x, ast_tensor *norm_w)
@@ -164,17 +163,7 @@ static const ast_kernel kernels[] = {
 #endif
 };
 
-static const ast_plugin_desc desc = {
-    AST_PLUGIN_DESC_INIT(AST_KIND_ATTENTION, "gated", "1.0",
-                         "gated multi-head softmax attention (sigmoid output gate, QK RMSNorm, fused tiled core)"),
-    .options = options,
-    .n_options = AST_N_OPTIONS(options),
-    .create = gated_create,
-    .destroy = gated_destroy,
-    .forward = gated_forward,
-    .kernels = kernels,
-    .n_kernels = (int)(sizeof kernels / sizeof kernels[0]),
-};
-
-AST_API_DEFINE;
-AST_PLUGIN_DEFINE(desc)
+AST_PLUGIN(AST_KIND_ATTENTION, "gated", "1.0",
+           "gated multi-head softmax attention (sigmoid output gate, QK RMSNorm, fused tiled core)",
+           AST_OPTIONS(options), AST_KERNELS(kernels), AST_LEGACY_KEYS(legacy_keys), .create = gated_create,
+           .forward = gated_forward)

@@ -9,9 +9,6 @@
 
 #define LN_EPS 1e-5f
 #define FF_MULT 4
-/* Subtracted from padded cells' key logits: their exp underflows to exactly
- * 0, while valid logits get + 0 and keep their exact values. */
-#define MASKED_LOGIT 1e9f
 
 typedef struct linear_attn {
     int heads;
@@ -22,10 +19,6 @@ typedef struct linear_attn {
 static void *linear_create(const ast_create_args *a, char *err, size_t errlen)
 {
     const ast_layer_dims *d = a->dims;
-    AST_REQUIRE(d->d_model > 0 && d->heads > 0 && d->d_model % d->heads == 0, err, errlen,
-                "attention 'linear': d_model %d is not a positive multiple of num_heads %d; "
-                "choose num_heads dividing d_model",
-                d->d_model, d->heads);
     linear_attn *l = calloc(1, sizeof *l);
     AST_REQUIRE(l, err, errlen, "attention 'linear': out of memory");
     l->heads = d->heads;
@@ -43,14 +36,12 @@ static void *linear_create(const ast_create_args *a, char *err, size_t errlen)
     return l;
 }
 
-static void linear_destroy(void *self) { free(self); }
-
 /* Keys [B, H, N, dh] softmaxed over the sequence; padded cells get no weight
  * (the key mask bias [B, 1, 1, N] turned to the key axis [B, 1, N, 1]). */
 static ast_tensor *key_softmax(ast_ctx *c, ast_tensor *k, ast_tensor *mask)
 {
     if (mask) {
-        ast_tensor *bias = ast_key_mask_bias(c, mask, MASKED_LOGIT);
+        ast_tensor *bias = ast_key_mask_bias(c, mask, AST_MASKED_LOGIT);
         k = ast_add(c, k, ast_reshape(c, bias, 4, (int64_t[]){k->shape[0], 1, k->shape[2], 1}));
     }
     return ast_softmax(c, k, 2);
@@ -83,13 +74,5 @@ static ast_tensor *linear_forward(void *self, ast_ctx *c, ast_tensor *x, const a
     return feed_forward(l, c, attention(l, c, x, a ? a->mask : NULL));
 }
 
-static const ast_plugin_desc desc = {
-    AST_PLUGIN_DESC_INIT(AST_KIND_ATTENTION, "linear", "1.0",
-                         "lucidrains linear-attention transformer block (pre-norm, GELU feed-forward)"),
-    .create = linear_create,
-    .destroy = linear_destroy,
-    .forward = linear_forward,
-};
-
-AST_API_DEFINE;
-AST_PLUGIN_DEFINE(desc)
+AST_PLUGIN(AST_KIND_ATTENTION, "linear", "1.0", "lucidrains linear-attention transformer block (pre-norm, GELU feed-forward)",
+           .create = linear_create, .forward = linear_forward)

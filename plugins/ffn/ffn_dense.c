@@ -21,8 +21,6 @@ static void *dense_create(const ast_create_args *a, char *err, size_t errlen)
     return f;
 }
 
-static void dense_destroy(void *self) { free(self); }
-
 static ast_tensor *dense_forward(void *self, ast_ctx *c, ast_tensor *x, const ast_fwd_args *args)
 {
     (void)args;
@@ -31,14 +29,5 @@ static ast_tensor *dense_forward(void *self, ast_ctx *c, ast_tensor *x, const as
     return ast_linear(c, ast_dropout(c, hid, f->dropout), f->lin2.weight, f->lin2.bias);
 }
 
-static const ast_plugin_desc dense_desc = {
-    AST_PLUGIN_DESC_INIT(AST_KIND_FFN, "dense", "1.0", "GELU feed-forward E -> F -> E (the reference FFN)"),
-    .options = NULL,
-    .n_options = 0,
-    .create = dense_create,
-    .destroy = dense_destroy,
-    .forward = dense_forward,
-};
-
-AST_API_DEFINE;
-AST_PLUGIN_DEFINE(dense_desc)
+AST_PLUGIN(AST_KIND_FFN, "dense", "1.0", "GELU feed-forward E -> F -> E (the reference FFN)", .create = dense_create,
+           .forward = dense_forward)

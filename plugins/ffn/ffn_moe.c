@@ -83,7 +83,7 @@ static void register_params(moe *m, const ast_create_args *a)
 }
 
 /* Defined at the end of the file; create() looks up its kernels. */
-static const ast_plugin_desc moe_desc;
+static const ast_plugin_desc ast_plugin_self;
 
 static void *moe_create(const ast_create_args *a, char *err, size_t errlen)
 {
@@ -96,7 +96,7 @@ static void *moe_create(const ast_create_args *a, char *err, size_t errlen)
     AST_REQUIRE(!o.time_conditioned || a->dims->d_time >= 1, err, errlen,
                 "time_conditioned needs a time embedding (d_time %d)", a->dims->d_time);
     moe_combine_fn combine =
-        (moe_combine_fn)ast_kernel_find(moe_desc.kernels, moe_desc.n_kernels, "moe_combine", backend);
+        (moe_combine_fn)ast_kernel_find(ast_plugin_self.kernels, ast_plugin_self.n_kernels, "moe_combine", backend);
     AST_REQUIRE(combine, err, errlen, "no moe_combine kernel for backend '%s' (it has: cpu, cuda)", backend);
     moe *m = calloc(1, sizeof *m + (size_t)(o.num_experts + o.num_shared) * sizeof *m->experts);
     AST_REQUIRE(m, err, errlen, "out of memory");
@@ -226,22 +226,18 @@ static int64_t moe_active_params(void *self)
     return router + (int64_t)(m->o.top_k + m->o.num_shared) * expert;
 }
 
-static const ast_plugin_desc moe_desc = {
-    AST_PLUGIN_DESC_INIT(AST_KIND_FFN, "moe", "1.0",
-                         "mixture of ReLU experts: noisy top-k or expert-choice routing, optional capacity, "
-                         "shared experts, loss or bias balancing"),
-    .options = moe_options,
-    .n_options = AST_N_OPTIONS(moe_options),
-    .create = moe_create,
-    .destroy = moe_destroy,
-    .forward = moe_forward,
-    .active_params = moe_active_params,
-    /* The fused kernel on the CPU; elsewhere the same from ops, which every
-     * backend runs (moe_combine_ops.c). */
-    .kernels = (const ast_kernel[]){{"moe_combine", "cpu", (ast_kernel_fn)moe_combine},
-                                    {"moe_combine", "cuda", (ast_kernel_fn)moe_combine_ops}},
-    .n_kernels = 2,
-};
+/* The fused kernel on the CPU; elsewhere the same from ops, which every
+ * backend runs (moe_combine_ops.c). */
+static const ast_kernel kernels[] = {{"moe_combine", "cpu", (ast_kernel_fn)moe_combine},
+                                     {"moe_combine", "cuda", (ast_kernel_fn)moe_combine_ops}};
 
-AST_API_DEFINE;
-AST_PLUGIN_DEFINE(moe_desc)
+/* The reference's keys for three options: use_moe: true chose this plugin. */
+static const ast_legacy_key legacy_keys[] = {{"TransformerLayer_setting.num_experts", "num_experts"},
+                                             {"TransformerLayer_setting.moe_top_k", "top_k"},
+                                             {"TransformerLayer_setting.moe_load_balance_loss_weight", "load_balance_weight"}};
+
+AST_PLUGIN(AST_KIND_FFN, "moe", "1.0",
+           "mixture of ReLU experts: noisy top-k or expert-choice routing, optional capacity, shared experts, loss or "
+           "bias balancing",
+           AST_OPTIONS(moe_options), AST_KERNELS(kernels), AST_LEGACY_KEYS(legacy_keys), .create = moe_create,
+           .destroy = moe_destroy, .forward = moe_forward, .active_params = moe_active_params)

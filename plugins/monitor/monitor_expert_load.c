@@ -41,8 +41,6 @@ static void *load_create(const ast_create_args *a, char *err, size_t errlen)
     return m;
 }
 
-static void load_destroy(void *self) { free(self); }
-
 /* Normalised entropy and std of the usage fractions; 0 if no tokens. A
  * single expert has nothing to balance: entropy 1. */
 static int usage_of(const ast_stat *s, double *entropy, double *std)
@@ -100,16 +98,5 @@ static void load_observe(void *self, const ast_observation *o)
                            entropy, m->collapse);
 }
 
-static const ast_plugin_desc desc = {
-    AST_PLUGIN_DESC_INIT(AST_KIND_MONITOR, "expert_load", "1.0",
-                         "MoE expert load: normalised routing entropy, usage std, aux loss, dropped tokens; "
-                         "warns on expert collapse"),
-    .options = options,
-    .n_options = AST_N_OPTIONS(options),
-    .create = load_create,
-    .destroy = load_destroy,
-    .observe = load_observe,
-};
-
-AST_API_DEFINE;
-AST_PLUGIN_DEFINE(desc)
+AST_PLUGIN(AST_KIND_MONITOR, "expert_load", "1.0", "MoE expert load: normalised routing entropy, usage std, aux loss, dropped tokens; warns on expert collapse",
+           AST_OPTIONS(options), .create = load_create, .observe = load_observe)

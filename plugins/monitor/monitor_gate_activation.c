@@ -31,8 +31,6 @@ static void *gate_create(const ast_create_args *a, char *err, size_t errlen)
     return m;
 }
 
-static void gate_destroy(void *self) { free(self); }
-
 static void gate_observe(void *self, const ast_observation *o)
 {
     const gate_activation *m = self;
@@ -65,15 +63,5 @@ static void gate_observe(void *self, const ast_observation *o)
                            mean, m->max_mean);
 }
 
-static const ast_plugin_desc desc = {
-    AST_PLUGIN_DESC_INIT(AST_KIND_MONITOR, "gate_activation", "1.0",
-                         "gated attention: mean and std of the sigmoid gates; warns when they stop filtering"),
-    .options = options,
-    .n_options = AST_N_OPTIONS(options),
-    .create = gate_create,
-    .destroy = gate_destroy,
-    .observe = gate_observe,
-};
-
-AST_API_DEFINE;
-AST_PLUGIN_DEFINE(desc)
+AST_PLUGIN(AST_KIND_MONITOR, "gate_activation", "1.0", "gated attention: mean and std of the sigmoid gates; warns when they stop filtering",
+           AST_OPTIONS(options), .create = gate_create, .observe = gate_observe)

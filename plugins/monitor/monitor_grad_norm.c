@@ -40,8 +40,6 @@ static void *grad_create(const ast_create_args *a, char *err, size_t errlen)
     return m;
 }
 
-static void grad_destroy(void *self) { free(self); }
-
 static void grad_observe(void *self, const ast_observation *o)
 {
     const grad_norm *m = self;
@@ -65,15 +63,5 @@ static void grad_observe(void *self, const ast_observation *o)
     if (found) ast_sink_emit(o->sink, "grad_overflow_warning", -1, overflow);
 }
 
-static const ast_plugin_desc desc = {
-    AST_PLUGIN_DESC_INIT(AST_KIND_MONITOR, "grad_norm", "1.0",
-                         "gradient norms (total, MoE router, time modulation) before clipping; warns on overflow"),
-    .options = options,
-    .n_options = AST_N_OPTIONS(options),
-    .create = grad_create,
-    .destroy = grad_destroy,
-    .observe = grad_observe,
-};
-
-AST_API_DEFINE;
-AST_PLUGIN_DEFINE(desc)
+AST_PLUGIN(AST_KIND_MONITOR, "grad_norm", "1.0", "gradient norms (total, MoE router, time modulation) before clipping; warns on overflow",
+           AST_OPTIONS(options), .create = grad_create, .observe = grad_observe)

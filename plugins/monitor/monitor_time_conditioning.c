@@ -144,16 +144,5 @@ static void time_observe(void *self, const ast_observation *o)
     else if (o->phase == AST_PHASE_EPOCH_END) observe_epoch(self, o);
 }
 
-static const ast_plugin_desc desc = {
-    AST_PLUGIN_DESC_INIT(AST_KIND_MONITOR, "time_conditioning", "1.0",
-                         "diffusion-time conditioning: L2 norm of each layer's time modulation, per step and epoch; "
-                         "expert choice per diffusion-time bucket"),
-    .options = options,
-    .n_options = AST_N_OPTIONS(options),
-    .create = time_create,
-    .destroy = time_destroy,
-    .observe = time_observe,
-};
-
-AST_API_DEFINE;
-AST_PLUGIN_DEFINE(desc)
+AST_PLUGIN(AST_KIND_MONITOR, "time_conditioning", "1.0", "diffusion-time conditioning: L2 norm of each layer's time modulation, per step and epoch; expert choice per diffusion-time bucket",
+           AST_OPTIONS(options), .create = time_create, .destroy = time_destroy, .observe = time_observe)
