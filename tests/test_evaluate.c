@@ -525,21 +525,21 @@ static int count_lines(const char *path)
     return n;
 }
 
-Test(evaluate, train_eval_and_sample_commands, .timeout = 120)
+/* train: the table, eval.json (with which way each metric is better) and
+ * plugins.json; without the evaluation; with the profile. */
+static void train_commands(const char *dir, const char *cfg, char *out, size_t n_out)
 {
-    char dir[] = "/tmp/alphast-run-XXXXXX", args[1024], cfg[1100];
-    static char out[65536];
-    cr_assert(mkdtemp(dir));
-    snprintf(cfg, sizeof cfg, "%s/tiny.yaml", dir);
-    FILE *f = fopen(cfg, "w");
-    fputs(tiny_yaml, f);
-    fclose(f);
+    char args[2400]; /* cfg is up to 1100 bytes, dir about 30 */
     /* masking adds mask tokens to the saved weights, which sampling ignores */
     snprintf(args, sizeof args, "train -q --config %s --out %s/run evaluation.sets=4 masking.enable=true", cfg, dir);
-    cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
+    cr_assert_eq(run(args, out, n_out), 0, "%s", out);
     cr_assert(strstr(out, "knn_k5") && strstr(out, "random"), "train prints the table: %s", out);
     snprintf(args, sizeof args, "%s/run/eval.json", dir);
     cr_assert(count_lines(args) > 10, "train writes eval.json");
+    snprintf(args, sizeof args, "/usr/bin/python3 -c 'import json, sys; m = json.load(open(sys.argv[1]))[\"metrics\"]; "
+             "assert m[\"knn_k10\"][\"better\"] == \"higher\" and m[\"rmsd\"][\"better\"] == \"lower\", m' "
+             "%s/run/eval.json", dir);
+    cr_assert_eq(system(args), 0, "eval.json says which way each metric is better: %s", args);
     /* the plugins it ran, the same list sample's .h5ad keeps in uns/alphast/plugins (below) */
     snprintf(args, sizeof args, "/usr/bin/python3 -c 'import json, sys; p = json.load(open(sys.argv[1])); "
              "assert [x[\"kind\"] for x in p] == [\"attention\", \"ffn\"] and len(p[0][\"sha256\"]) == 64, p' "
@@ -549,7 +549,7 @@ Test(evaluate, train_eval_and_sample_commands, .timeout = 120)
     /* evaluation.after_train=false: training ends without the evaluation, and says so */
     snprintf(args, sizeof args, "train -q --config %s --out %s/noeval training.epochs=1 evaluation.after_train=false",
              cfg, dir);
-    cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
+    cr_assert_eq(run(args, out, n_out), 0, "%s", out);
     cr_assert(strstr(out, "evaluation.after_train is false: evaluation skipped") && !strstr(out, "knn_k5"), "%s", out);
     snprintf(args, sizeof args, "%s/noeval/eval.json", dir);
     cr_assert_neq(access(args, F_OK), 0, "no eval.json without the evaluation");
@@ -557,27 +557,20 @@ Test(evaluate, train_eval_and_sample_commands, .timeout = 120)
     /* ALPHAST_PROFILE=1: the command ends with the per-op table of its steps */
     setenv("ALPHAST_PROFILE", "1", 1);
     snprintf(args, sizeof args, "train -q --config %s --out %s/profiled training.epochs=1 evaluation.sets=2", cfg, dir);
-    int profiled = run(args, out, sizeof out);
+    int profiled = run(args, out, n_out);
     unsetenv("ALPHAST_PROFILE");
     cr_assert_eq(profiled, 0, "%s", out);
     cr_assert(strstr(out, "alphast profile: ") && strstr(out, "\nlinear ") && strstr(out, "total on the tape"), "%s",
               out);
+}
 
-    snprintf(args, sizeof args, "eval %s/run --split val --steps 2 --json %s/val.json", dir, dir);
-    cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
-    cr_assert(strstr(out, "(region): val split, 1 set of up to 400 cells") && strstr(out, "2 network evaluations") &&
-              strstr(out, "best baseline on knn_k10") && strstr(out, "sample diversity"), "%s", out);
-
-    fixture fx; /* the splits the commands rebuild from the config */
-    fixture_open(&fx, NULL);
-    int64_t n_test = fx.sp[AST_SPLIT_TEST].n, n_val = fx.sp[AST_SPLIT_VAL].n;
-    fixture_close(&fx);
-    snprintf(args, sizeof args, "%s/run/placement.csv", dir);
-    cr_assert_eq(count_lines(args), n_test + 1, "train writes placement.csv: a row per test cell and a header");
-    snprintf(args, sizeof args, "%s/val.placement.csv", dir);
-    cr_assert_eq(count_lines(args), n_val + 1, "eval --json val.json writes val.placement.csv beside it");
+/* sample and eval to files and to stdout (--out -, --json -), with the
+ * placement beside them. */
+static void sample_and_eval_to_files(const char *dir, int64_t n_test, int64_t n_val, char *out, size_t n_out)
+{
+    char args[1024];
     snprintf(args, sizeof args, "sample %s/run --out %s/gen.csv", dir, dir);
-    cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
+    cr_assert_eq(run(args, out, n_out), 0, "%s", out);
     snprintf(args, sizeof args, "%s/gen.csv", dir);
     cr_assert_eq(count_lines(args), n_test + 1, "one row per test cell and a header");
     /* --out - and --json -: the data alone on stdout, the messages on stderr */
@@ -592,15 +585,21 @@ Test(evaluate, train_eval_and_sample_commands, .timeout = 120)
     snprintf(args, sizeof args, "%s/stdout.json", dir);
     FILE *json = fopen(args, "r");
     cr_assert(json);
-    out[fread(out, 1, sizeof out - 1, json)] = 0;
+    out[fread(out, 1, n_out - 1, json)] = 0;
     fclose(json);
     cJSON *report = cJSON_Parse(out);
     cr_assert(cJSON_IsObject(report), "eval --json - writes the JSON, and only it, to stdout: %s", out);
     cJSON_Delete(report);
     snprintf(args, sizeof args, "%s/run/placement_val.csv", dir);
     cr_assert_eq(count_lines(args), n_val + 1, "eval --split val --json - writes the run's placement_val.csv");
+}
+
+/* sample to .h5ad: the test cells, the genes and the plugins it ran. */
+static void sample_h5ad(const char *dir, int64_t n_test, char *out, size_t n_out)
+{
+    char args[1024];
     snprintf(args, sizeof args, "sample %s/run --out %s/gen.h5ad --mode expr_to_pos", dir, dir);
-    cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
+    cr_assert_eq(run(args, out, n_out), 0, "%s", out);
     ast_data_opts o;
     ast_data_opts_default(&o);
     o.position_key = "spatial", o.cell_type_key = NULL;
@@ -615,6 +614,34 @@ Test(evaluate, train_eval_and_sample_commands, .timeout = 120)
              "assert json.loads(f[\"uns/alphast/plugins\"][()]) == json.load(open(sys.argv[2]))' "
              "%s/gen.h5ad %s/run/plugins.json", dir, dir);
     cr_assert_eq(system(args), 0, "%s", args);
+}
+
+Test(evaluate, train_eval_and_sample_commands, .timeout = 120)
+{
+    char dir[] = "/tmp/alphast-run-XXXXXX", args[1024], cfg[1100];
+    static char out[65536];
+    cr_assert(mkdtemp(dir));
+    snprintf(cfg, sizeof cfg, "%s/tiny.yaml", dir);
+    FILE *f = fopen(cfg, "w");
+    fputs(tiny_yaml, f);
+    fclose(f);
+    train_commands(dir, cfg, out, sizeof out);
+
+    snprintf(args, sizeof args, "eval %s/run --split val --steps 2 --json %s/val.json", dir, dir);
+    cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
+    cr_assert(strstr(out, "(region): val split, 1 set of up to 400 cells") && strstr(out, "2 network evaluations") &&
+              strstr(out, "best baseline on knn_k10") && strstr(out, "sample diversity"), "%s", out);
+
+    fixture fx; /* the splits the commands rebuild from the config */
+    fixture_open(&fx, NULL);
+    int64_t n_test = fx.sp[AST_SPLIT_TEST].n, n_val = fx.sp[AST_SPLIT_VAL].n;
+    fixture_close(&fx);
+    snprintf(args, sizeof args, "%s/run/placement.csv", dir);
+    cr_assert_eq(count_lines(args), n_test + 1, "train writes placement.csv: a row per test cell and a header");
+    snprintf(args, sizeof args, "%s/val.placement.csv", dir);
+    cr_assert_eq(count_lines(args), n_val + 1, "eval --json val.json writes val.placement.csv beside it");
+    sample_and_eval_to_files(dir, n_test, n_val, out, sizeof out);
+    sample_h5ad(dir, n_test, out, sizeof out);
 
     snprintf(args, sizeof args, "sample %s/run --out %s/gen.txt", dir, dir);
     cr_assert_eq(run(args, out, sizeof out), 2, "an unknown output format is a usage error: %s", out);
