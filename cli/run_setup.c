@@ -89,7 +89,8 @@ int cli_load_data(ast_cfg *cfg, const char *cfg_path, const char *data_arg, ast_
     if (set_absolute(cfg, "data.path", path, e) < 0 ||
         (coords[0] && set_absolute(cfg, "data.coords_file", coords, e) < 0))
         return -1;
-    return ast_data_split(d, ast_cfg_float(cfg, "data.split_ratio.val"), ast_cfg_float(cfg, "data.split_ratio.test"), sp, e);
+    ast_split_opts so;
+    return ast_split_opts_from_cfg(cfg, &so, e) < 0 ? -1 : ast_data_split_by(d, &so, sp, e);
 }
 
 const char *cli_weights_file(const char *dir, char *buf, size_t n, ast_error *e)

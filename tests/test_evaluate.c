@@ -41,7 +41,20 @@ typedef struct fixture {
     ast_set_sampler sets;
 } fixture;
 
-static void fixture_open(fixture *f, const char *override)
+/* Cuts the data read into `slices` slices by z (before preprocessing:
+ * each then has a frame of its own), as sections of separate frames are. */
+static void slice_by_z(ast_dataset *d, int slices)
+{
+    float lo = INFINITY, hi = -INFINITY;
+    for (int64_t c = 0; c < d->n_cells; c++) lo = fminf(lo, d->pos[c * 3 + 2]), hi = fmaxf(hi, d->pos[c * 3 + 2]);
+    for (int64_t c = 0; c < d->n_cells; c++)
+        d->slice[c] = (int)fminf((float)(slices - 1), (d->pos[c * 3 + 2] - lo) / (hi - lo) * (float)slices);
+    d->n_slices = slices;
+}
+
+/* The tiny model on STARmap, split as the config (with override) says;
+ * slices > 0: cut into that many slices of their own first. */
+static void fixture_open_sliced(fixture *f, const char *override, int slices)
 {
     ast_error e = {""};
     memset(f, 0, sizeof *f);
@@ -51,8 +64,10 @@ static void fixture_open(fixture *f, const char *override)
     ast_data_opts o;
     ast_data_opts_from_cfg(f->cfg, &o);
     cr_assert(ast_data_read(STARMAP, &o, &f->d, &e) == 0, "%s", e.msg);
+    if (slices) slice_by_z(&f->d, slices);
     cr_assert(ast_data_preprocess(&f->d, &o, &e) == 0, "%s", e.msg);
-    cr_assert(ast_data_split(&f->d, 0.1, 0.1, f->sp, &e) == 0, "%s", e.msg);
+    ast_split_opts so;
+    cr_assert(ast_split_opts_from_cfg(f->cfg, &so, &e) == 0 && ast_data_split_by(&f->d, &so, f->sp, &e) == 0, "%s", e.msg);
     ast_model_config mc;
     cr_assert(ast_cfg_model(f->cfg, f->d.n_genes, &mc, &e) == 0, "%s", e.msg);
     f->m = ast_model_new(&mc, 1, &e);
@@ -60,6 +75,8 @@ static void fixture_open(fixture *f, const char *override)
     cr_assert(ast_schedule_init(&f->s, 50, 1.0, 1.0, &e) == 0, "%s", e.msg);
     f->sets = (ast_set_sampler){&f->d, &f->sp[AST_SPLIT_TEST], 24, 1.0f, 0, 0.0f};
 }
+
+static void fixture_open(fixture *f, const char *override) { fixture_open_sliced(f, override, 0); }
 
 static void fixture_close(fixture *f)
 {
@@ -123,7 +140,10 @@ Test(evaluate, scores_model_and_chance_on_held_out_sets, .timeout = 60)
     knn = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
           cJSON_GetObjectItem(j, "tasks"), "expr_to_pos"), "baselines"), "random"), "positions"), "knn_k5");
     cr_assert(cJSON_IsNumber(knn) && knn->valuedouble == chance->pos.knn[0], "the report's numbers");
-    cr_assert_str_eq(cJSON_GetObjectItem(j, "protocol")->valuestring, "oracle_neighbourhoods");
+    cJSON *protocol = cJSON_GetObjectItem(j, "protocol");
+    cr_assert_str_eq(cJSON_GetObjectItem(protocol, "sets")->valuestring, "oracle_neighbourhoods");
+    cr_assert_str_eq(cJSON_GetObjectItem(protocol, "split")->valuestring, "slab", "one slice: auto holds out slabs");
+    cr_assert_str_eq(cJSON_GetObjectItem(protocol, "chosen_by")->valuestring, "auto");
     cr_assert(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "morans_i_true"), "Gja1"), "Moran's I per gene name");
     cJSON_Delete(j);
     ast_eval_report_free(&r);
@@ -220,6 +240,37 @@ Test(evaluate, region_protocol_places_every_held_out_cell_with_baselines, .timeo
     ast_eval_report_free(&r);
     ast_eval_config_free(&ec);
     fixture_close(&f);
+}
+
+/* Whether the expr_to_pos baselines of the fixture's test split, split as
+ * `override` says, include kNN regression. */
+static int has_knn_regression(const char *override, int slices)
+{
+    fixture f;
+    fixture_open_sliced(&f, override, slices);
+    ast_error e = {""};
+    ast_eval_config ec;
+    cr_assert(ast_eval_config_from_cfg(f.cfg, &f.d, &ec, &e) == 0, "%s", e.msg);
+    ec.noise_seeds = 1; /* the baselines are the subject */
+    ast_eval_report r;
+    cr_assert(ast_evaluate(f.m, &f.s, &f.sets, &f.sp[AST_SPLIT_TRAIN], &ec, "test", &r, &e) == 0, "%s", e.msg);
+    int found = 0;
+    for (int b = 0; b < r.tasks[0].n_baselines; b++) found |= !strcmp(r.tasks[0].baselines[b].name, "knn_regression");
+    ast_eval_report_free(&r);
+    ast_eval_config_free(&ec);
+    fixture_close(&f);
+    return found;
+}
+
+/* kNN regression looks the held-out cells up among training cells of
+ * their frame: there are such with random cells, blocks and z-sections of
+ * the one 3-D tissue, none when whole slices of their own are held out. */
+Test(evaluate, knn_regression_runs_where_held_out_cells_share_the_training_frame, .timeout = 120)
+{
+    cr_assert(has_knn_regression("data.split=random", 0));
+    cr_assert(has_knn_regression("data.split=blocks", 0));
+    cr_assert(has_knn_regression("data.sections_from_z=5", 0), "z-sections of one tissue share its frame");
+    cr_assert(!has_knn_regression("data.split=sections", 5), "separate slices: no frame in common");
 }
 
 /* Which cells share a set never depends on their true coordinates:
@@ -523,6 +574,52 @@ static int count_lines(const char *path)
     while (f && (c = fgetc(f)) != EOF) n += c == '\n';
     if (f) fclose(f);
     return n;
+}
+
+static cJSON *read_json(const char *dir, const char *file)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    FILE *f = fopen(path, "r");
+    cr_assert(f, "no %s", path);
+    static char text[1 << 17];
+    text[fread(text, 1, sizeof text - 1, f)] = 0;
+    fclose(f);
+    cJSON *j = cJSON_Parse(text);
+    cr_assert(j, "%s is not JSON", path);
+    return j;
+}
+
+/* The held-out protocol is named in the printed table, eval.json and
+ * summary.json; a split_key beside another protocol is refused. */
+Test(evaluate, results_name_the_held_out_protocol, .timeout = 120)
+{
+    char dir[] = "/tmp/alphast-protocol-XXXXXX", args[1400], cfg[1100];
+    static char out[65536];
+    cr_assert(mkdtemp(dir));
+    snprintf(cfg, sizeof cfg, "%s/tiny.yaml", dir);
+    FILE *f = fopen(cfg, "w");
+    fputs(tiny_yaml, f);
+    fclose(f);
+    snprintf(args, sizeof args, "train -q --config %s --out %s/run training.epochs=1 evaluation.sets=2 "
+             "evaluation.noise_seeds=1 data.split=blocks data.split_seed=3", cfg, dir);
+    cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
+    cr_assert(strstr(out, "held out by blocks, val 0.1 test 0.1, split seed 3"), "%s", out);
+    snprintf(args, sizeof args, "%s/run", dir);
+    const char *files[] = {"eval.json", "summary.json"};
+    for (int i = 0; i < 2; i++) {
+        cJSON *j = read_json(args, files[i]), *p = cJSON_GetObjectItem(j, "protocol");
+        cr_assert_str_eq(cJSON_GetObjectItem(p, "split")->valuestring, "blocks", "%s", files[i]);
+        cr_assert_eq(cJSON_GetObjectItem(p, "split_seed")->valuedouble, 3.0, "%s", files[i]);
+        cr_assert_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "split_ratio"), "test")->valuedouble, 0.1);
+        if (i == 0) cr_assert_str_eq(cJSON_GetObjectItem(p, "sets")->valuestring, "region");
+        cJSON_Delete(j);
+    }
+    snprintf(args, sizeof args, "train -q --config %s --out %s/bad data.split=random data.split_key=fold", cfg, dir);
+    cr_assert_neq(run(args, out, sizeof out), 0, "%s", out);
+    cr_assert(strstr(out, "data.split_key is set and data.split is random; set data.split: key"), "%s", out);
+    snprintf(args, sizeof args, "rm -r %s", dir);
+    cr_assert_eq(system(args), 0);
 }
 
 /* train: the table, eval.json (with which way each metric is better) and

@@ -170,6 +170,11 @@ static const cfg_key schema[] = {
     FLT("data.split_ratio.train", "0.8", CFG_PROB),
     FLT("data.split_ratio.val", "0.1", CFG_PROB),
     FLT("data.split_ratio.test", "0.1", CFG_PROB),
+    /* alphast: the held-out protocol (docs/evaluation.md, Protocol); auto: sections with 3+ sections, else slab */
+    ENUM("data.split", "auto", "auto|slab|blocks|random|sections|key"),
+    STR("data.split_key", "null"),            /* alphast: obs column of train/val/test per cell; alone implies key */
+    INT("data.split_seed", "0", CFG_FREE),    /* alphast: the deal of blocks and random; not seed.value */
+    INT("data.sections_from_z", "0", CFG_NONNEG), /* alphast: K > 0 cuts one 3-D slice into K z-sections */
 
     MAP("sampling"),
     INT("sampling.num_steps", "100", CFG_POSITIVE),

@@ -137,10 +137,36 @@ typedef struct ast_split {
     int64_t n;
 } ast_split;
 
-/* Held-out cells are spatially separate from training cells, never drawn
- * at random (random cells would leak their neighbours across splits): with
- * 3 or more slices whole slices are held out; otherwise each slice is cut
- * along its longest axis into slabs of 1 - val - test, val and test. */
+/* The held-out protocol: how cells are dealt to train / val / test
+ * (docs/evaluation.md, Protocol). Cells drawn at random share their
+ * neighbours with the training cells (interpolation); slabs, blocks and
+ * sections hold out regions (extrapolation): which one decides which
+ * method wins, so every result names it. */
+typedef enum ast_split_kind {
+    AST_SPLIT_AUTO,     /* sections with 3 or more sections, else slab */
+    AST_SPLIT_SLAB,     /* each slice cut along its longest axis: train, val, test slabs */
+    AST_SPLIT_BLOCKS,   /* each slice a grid of squares / cubes dealt by a seeded shuffle */
+    AST_SPLIT_RANDOM,   /* cells of each slice dealt at random */
+    AST_SPLIT_SECTIONS, /* whole sections held out, the last ones in order */
+    AST_SPLIT_KEY,      /* the obs column `key` says train, val or test per cell */
+} ast_split_kind;
+
+typedef struct ast_split_opts {
+    ast_split_kind kind;
+    double val, test;    /* fractions of each slice's cells, or of the sections */
+    uint64_t seed;       /* blocks and random: the deal (data.split_seed) */
+    const char *key;     /* key: the obs column */
+    int sections_from_z; /* K > 0: the sections of one 3-D slice are K z-ranges of equal cell counts */
+} ast_split_opts;
+
+const char *ast_split_kind_name(ast_split_kind k);
+int ast_split_kind_parse(const char *s, ast_split_kind *out); /* 0, or -1 for an unknown name */
+/* The protocol o->kind stands for on d: auto resolved, others as given. */
+ast_split_kind ast_split_resolve(const ast_dataset *d, const ast_split_opts *o);
+/* Deals d's cells to out[AST_SPLIT_TRAIN / VAL / TEST] by o. Errors name
+ * the file, the key and the fix. */
+int ast_data_split_by(const ast_dataset *d, const ast_split_opts *o, ast_split out[3], ast_error *e);
+/* ast_data_split_by with the auto protocol. */
 int ast_data_split(const ast_dataset *d, double val_frac, double test_frac, ast_split out[3], ast_error *e);
 void ast_split_free(ast_split s[3]);
 

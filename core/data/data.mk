@@ -1,7 +1,8 @@
 # data: reading tissue (AnnData .h5ad through libhdf5, CSV), preprocessing,
 # splits, set sampling and the preprocessing cache.
 libalphast_la_SOURCES += core/data/data.h core/data/data_dataset.c core/data/data_csv.c core/data/data_prep.c \
-	core/data/data_sets.c core/data/data_cache.c core/data/data_csr.c core/data/data_csr.h \
+	core/data/data_sets.c core/data/data_keyed.h core/data/data_split.c core/data/data_split.h \
+	core/data/data_split_blocks.c core/data/data_split_key.c core/data/data_cache.c core/data/data_csr.c core/data/data_csr.h \
 	core/data/data_labels.c core/data/data_labels.h core/data/data_sections.c core/data/data_pack.c core/data/data_pack.h core/data/data_lzf.c \
 	core/data/data_h5ad.c core/data/data_h5ad.h core/data/data_h5ad_io.c core/data/data_h5ad_frame.c \
 	core/data/data_h5ad_matrix.c core/data/data_h5ad_child.c
@@ -15,7 +16,10 @@ EXTRA_DIST += tests/data/h5ad_bad/README.md tests/data/h5ad_bad/mkmin.py \
 	tests/data/h5ad_bad/lsan-hdf5-leak.h5ad tests/data/h5ad_bad/hdf5-vlen-huge-alloc.h5ad \
 	tests/data/h5ad_bad/var_not_group_or_dataset.h5ad
 
-check_PROGRAMS += tests/test_data
+check_PROGRAMS += tests/test_data tests/test_split
+tests_test_split_SOURCES = tests/test_split.c
+tests_test_split_CFLAGS = $(TEST_CC)
+tests_test_split_LDADD = $(TEST_LIBS)
 tests_test_data_SOURCES = tests/test_data.c
 tests_test_data_CFLAGS = $(TEST_CC) $(HDF5_CFLAGS)
 tests_test_data_LDADD = $(TEST_LIBS) $(HDF5_LIBS)

@@ -4,86 +4,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data/data.h"
+#include "data/data_keyed.h"
 
-void ast_split_free(ast_split s[3])
+int ast_cmp_keyed(const void *a, const void *b)
 {
-    for (int i = 0; i < 3; i++) {
-        free(s[i].cells);
-        s[i] = (ast_split){0};
-    }
-}
-
-static void push(ast_split *s, int64_t cell)
-{
-    if ((s->n & (s->n - 1)) == 0) s->cells = ast_xrealloc(s->cells, (size_t)(s->n ? 2 * s->n : 1) * sizeof *s->cells);
-    s->cells[s->n++] = cell;
-}
-
-typedef struct keyed {
-    float key;
-    int64_t cell;
-} keyed;
-
-static int cmp_keyed(const void *a, const void *b)
-{
-    float x = ((const keyed *)a)->key, y = ((const keyed *)b)->key;
+    float x = ((const ast_keyed *)a)->key, y = ((const ast_keyed *)b)->key;
     return (x > y) - (x < y);
-}
-
-/* Cuts one slice along its longest axis into train / val / test slabs. */
-static void split_slice_by_region(const ast_dataset *d, int slice, double val, double test, ast_split out[3])
-{
-    float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-    int64_t n = 0;
-    for (int64_t c = 0; c < d->n_cells; c++)
-        if (d->slice[c] == slice) {
-            n++;
-            for (int k = 0; k < 3; k++) lo[k] = fminf(lo[k], d->pos[c * 3 + k]), hi[k] = fmaxf(hi[k], d->pos[c * 3 + k]);
-        }
-    int axis = 0;
-    for (int k = 1; k < 3; k++)
-        if (hi[k] - lo[k] > hi[axis] - lo[axis]) axis = k;
-    keyed *order = ast_xmalloc((size_t)(n ? n : 1) * sizeof *order);
-    int64_t m = 0;
-    for (int64_t c = 0; c < d->n_cells; c++)
-        if (d->slice[c] == slice) order[m++] = (keyed){d->pos[c * 3 + axis], c};
-    qsort(order, (size_t)n, sizeof *order, cmp_keyed);
-    int64_t n_train = (int64_t)llround((double)n * (1.0 - val - test)), n_val = (int64_t)llround((double)n * val);
-    for (int64_t i = 0; i < n; i++)
-        push(&out[i < n_train ? AST_SPLIT_TRAIN : i < n_train + n_val ? AST_SPLIT_VAL : AST_SPLIT_TEST], order[i].cell);
-    free(order);
-}
-
-int ast_data_split(const ast_dataset *d, double val, double test, ast_split out[3], ast_error *e)
-{
-    memset(out, 0, 3 * sizeof *out);
-    if (val < 0 || test < 0 || val + test >= 1.0) {
-        ast_error_set(e, "data.val_ratio + data.test_ratio must be in [0, 1) (got %g + %g)", val, test);
-        return -1;
-    }
-    if (d->n_slices >= 3) { /* whole slices: the last ones in order go to val, then test */
-        int n_test = test > 0 ? (int)fmax(1.0, round(d->n_slices * test)) : 0;
-        int n_val = val > 0 ? (int)fmax(1.0, round(d->n_slices * val)) : 0;
-        int first_val = d->n_slices - n_val - n_test, first_test = d->n_slices - n_test;
-        for (int64_t c = 0; c < d->n_cells; c++)
-            push(&out[d->slice[c] >= first_test ? AST_SPLIT_TEST : d->slice[c] >= first_val ? AST_SPLIT_VAL : AST_SPLIT_TRAIN], c);
-    } else {
-        for (int s = 0; s < d->n_slices; s++) split_slice_by_region(d, s, val, test, out);
-    }
-    if (out[AST_SPLIT_TRAIN].n < 2) {
-        ast_error_set(e, "%s: the training split has %lld cells; lower data.val_ratio/test_ratio or add data",
-                      d->source, (long long)out[AST_SPLIT_TRAIN].n);
-        ast_split_free(out);
-        return -1;
-    }
-    return 0;
 }
 
 /* Indices of the k cells of the split nearest to `centre` in its slice, nearest first. */
 static int nearest(const ast_dataset *d, const ast_split *s, int64_t centre, int k, int64_t *out)
 {
-    keyed *cand = ast_xmalloc((size_t)s->n * sizeof *cand);
+    ast_keyed *cand = ast_xmalloc((size_t)s->n * sizeof *cand);
     int64_t m = 0;
     const float *p0 = d->pos + centre * 3;
     for (int64_t i = 0; i < s->n; i++) {
@@ -91,9 +23,9 @@ static int nearest(const ast_dataset *d, const ast_split *s, int64_t centre, int
         if (d->slice[c] != d->slice[centre]) continue;
         const float *p = d->pos + c * 3;
         float dx = p[0] - p0[0], dy = p[1] - p0[1], dz = p[2] - p0[2];
-        cand[m++] = (keyed){dx * dx + dy * dy + dz * dz, c};
+        cand[m++] = (ast_keyed){dx * dx + dy * dy + dz * dz, c};
     }
-    qsort(cand, (size_t)m, sizeof *cand, cmp_keyed);
+    qsort(cand, (size_t)m, sizeof *cand, ast_cmp_keyed);
     int n = m < k ? (int)m : k;
     for (int i = 0; i < n; i++) out[i] = cand[i].cell;
     free(cand);

@@ -71,6 +71,8 @@ int ast_eval_config_from_cfg(const ast_cfg *cfg, const ast_dataset *d, ast_eval_
     ec->pos_param = tc.pos_param;
     ec->align = tc.loss.position_loss == AST_POS_LOSS_ALIGNED;
     ec->precision = tc.precision;
+    ec->split = tc.split;
+    ec->split_kind = ast_split_resolve(d, &tc.split);
     if (read_genes(cfg, d, ec, e) < 0) {
         ast_eval_config_free(ec);
         return -1;
@@ -210,7 +212,7 @@ int ast_evaluate(ast_model *m, const ast_schedule *s, const ast_set_sampler *set
         ast_eval_sets_region(sets, ec->max_set_size, ec->seed ^ SETS_SEED, &truth);
     else
         ast_eval_sets_oracle(sets, ec->sets, ec->seed ^ SETS_SEED, &truth);
-    *r = (ast_eval_report){.split = split_name, .protocol = ec->protocol, .seed = ec->seed, .sets = truth.B,
+    *r = (ast_eval_report){.split = split_name, .split_opts = ec->split, .split_kind = ec->split_kind, .protocol = ec->protocol, .seed = ec->seed, .sets = truth.B,
                            .set_size = truth.N, .k = ec->k, .num_steps = ec->num_steps, .ret = ec->ret,
                            .noise_seeds = ec->noise_seeds, .evaluations = ast_sample_grid(s->steps, ec->num_steps, NULL),
                            .gene_names = (const char *const *)d->genes};

@@ -32,6 +32,8 @@ typedef struct ast_eval_config {
     ast_precision precision;     /* of the sampler's GEMMs (training.precision, as trained) */
     int *genes;                  /* evaluation.morans_genes as gene indices; NULL: the most spatially variable */
     int n_genes;
+    ast_split_opts split;        /* the held-out protocol (data.split ...), named in the results */
+    ast_split_kind split_kind;   /* split.kind resolved on the data */
 } ast_eval_config;
 
 /* From a loaded config; gene names are looked up in d. 0, or -1 with e set
@@ -82,7 +84,9 @@ typedef struct ast_eval_placement {
 } ast_eval_placement;
 
 typedef struct ast_eval_report {
-    const char *split;
+    const char *split;        /* the held-out part evaluated: test or val */
+    ast_split_opts split_opts; /* the held-out protocol that dealt it (key borrowed from the config) */
+    ast_split_kind split_kind; /* resolved */
     ast_eval_protocol protocol;
     uint64_t seed;
     int sets, set_size, cells, k, num_steps, evaluations, noise_seeds;

@@ -3,9 +3,10 @@
  * - positions: random N(0, 1) coordinates; classical MDS and Isomap of the
  *   set's expression (training-free, in the data's dimension, given the
  *   training cells' nearest-neighbour spacing as length unit); and, where
- *   held-out and training cells share a coordinate frame (a slab of a slice
- *   whose other part was trained on), kNN regression from the training
- *   cells' positions;
+ *   held-out and training cells share a coordinate frame (the held-out
+ *   cells' slice has training cells: slabs, blocks, random cells, z-sections
+ *   of one 3-D slice, a key that mixes them; not whole held-out slices),
+ *   kNN regression from the training cells' positions;
  * - expression: random N(0, 1) values; the mean training profile; and, in a
  *   shared frame, the mean of the k spatially nearest training cells. */
 #include <stdlib.h>
@@ -88,7 +89,7 @@ static const float *mean_profile(reference *ref)
 }
 
 /* Held-out and training cells share a frame when every set's slice has
- * more than k training cells (slabs of one slice; not whole held-out slices). */
+ * more than k training cells: any protocol but whole held-out slices. */
 static int shared_frame(const eval_run *run)
 {
     const ast_dataset *d = run->sets->d;

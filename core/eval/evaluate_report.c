@@ -6,6 +6,7 @@
 
 #include "base/atomic_file.h"
 #include "eval/evaluate.h"
+#include "train/train.h"
 
 /* A group's metrics in a score: its ast_pos_metrics or ast_expr_metrics. */
 static const void *group_of(const ast_eval_scores *s, ast_metric_group g)
@@ -75,9 +76,11 @@ static void print_task(FILE *out, const ast_eval_report *r, const ast_eval_task 
 
 void ast_eval_report_print(const ast_eval_report *r, FILE *out)
 {
-    fprintf(out, "held-out evaluation (%s): %s split, %d set%s of up to %d cells (%d cells), eval seed %llu, %d network "
-                 "evaluations, returning %s, k = %d, %.1f s\n",
-            ast_eval_protocol_name(r->protocol), r->split, r->sets, r->sets == 1 ? "" : "s", r->set_size, r->cells,
+    char held_out[256];
+    ast_split_protocol_text(r->split_kind, &r->split_opts, held_out, sizeof held_out);
+    fprintf(out, "held-out evaluation (%s): %s split, %d set%s of up to %d cells (%d cells), held out by %s; eval "
+                 "seed %llu, %d network evaluations, returning %s, k = %d, %.1f s\n",
+            ast_eval_protocol_name(r->protocol), r->split, r->sets, r->sets == 1 ? "" : "s", r->set_size, r->cells, held_out,
             (unsigned long long)r->seed, r->evaluations, ast_sample_return_name(r->ret), r->k, r->seconds);
     for (int t = 0; t < r->n_tasks; t++) print_task(out, r, &r->tasks[t]);
 }
@@ -162,7 +165,9 @@ static cJSON *task_json(const ast_eval_report *r, const ast_eval_task *task)
 static cJSON *report_json(const ast_eval_report *r)
 {
     cJSON *o = cJSON_CreateObject(), *tasks = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "protocol", ast_eval_protocol_name(r->protocol));
+    cJSON *protocol = ast_split_protocol_json(r->split_kind, &r->split_opts);
+    cJSON_AddStringToObject(protocol, "sets", ast_eval_protocol_name(r->protocol)); /* evaluation.protocol */
+    cJSON_AddItemToObject(o, "protocol", protocol);
     cJSON_AddStringToObject(o, "split", r->split);
     cJSON_AddNumberToObject(o, "eval_seed", (double)r->seed);
     cJSON_AddNumberToObject(o, "sets", r->sets);

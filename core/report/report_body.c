@@ -121,10 +121,16 @@ static void task_section(rp_doc *d, const rp_sweep *s, const rp_task *t)
     snprintf(title, sizeof title, "Task %s", t->name);
     rp_doc_heading(d, 2, title);
     rp_doc_para(d, "From eval.json on held-out cells. Baselines are scored on the same cells with an evaluation seed of "
-                   "their own, so they are the same in every run; shown is their mean over runs.%s",
+                   "their own, so they are the same in every run of a held-out protocol; shown is their mean over "
+                   "runs.%s",
                 ast_strlist_find(&t->keys, "morans_i_abs_error") >= 0
                     ? " morans_i_abs_error: the mean over genes of |Moran's I on the placed cells - on the true ones|."
                     : "");
+    if (s->protocols.n == 1) rp_doc_para(d, "Held out by %s (docs/evaluation.md, Protocol).", s->protocols.v[0]);
+    if (s->protocols.n > 1)
+        rp_doc_para(d, "The runs hold out cells by %d protocols, which decide which method wins: a table per protocol, "
+                       "each beside the baselines scored on its cells. The differences below compare configs with "
+                       "the reference across protocols as well, on different cells.", s->protocols.n);
     rp_metric_tables(d, s, t);
     rp_sampler_tables(d, s, t);
 }

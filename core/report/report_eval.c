@@ -79,3 +79,19 @@ cJSON *rp_eval_tasks(cJSON *eval, cJSON **metric_defs)
     cJSON_Delete(tasks);
     return NULL;
 }
+
+char *rp_protocol_text(const cJSON *p)
+{
+    const cJSON *split = cJSON_GetObjectItemCaseSensitive(p, "split");
+    if (!cJSON_IsString(split)) return NULL;
+    char text[512];
+    int n = snprintf(text, sizeof text, "%s", split->valuestring);
+    const cJSON *key = cJSON_GetObjectItemCaseSensitive(p, "split_key");
+    double z = rp_json_number(p, "sections_from_z"), seed = rp_json_number(p, "split_seed");
+    double val = rp_json_number(p, "split_ratio.val"), test = rp_json_number(p, "split_ratio.test");
+    if (cJSON_IsString(key)) n += snprintf(text + n, sizeof text - (size_t)n, ", column %.200s", key->valuestring);
+    if (!isnan(z)) n += snprintf(text + n, sizeof text - (size_t)n, ", %g z-sections", z);
+    if (!isnan(seed)) n += snprintf(text + n, sizeof text - (size_t)n, ", split seed %g", seed);
+    if (!isnan(val)) snprintf(text + n, sizeof text - (size_t)n, ", val %g test %g", val, test);
+    return ast_xstrdup(text);
+}

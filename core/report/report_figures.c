@@ -169,7 +169,7 @@ static int fill_panel(rp_panel *p, key_panel *k, const rp_sweep *s)
     p->n_cols = dot_columns(s, rp_metric_at(t, "model", k->metric, path, sizeof path), path, k->v, k->cols);
     for (int b = 0; t && b < t->baselines.n; b++) {
         rp_metric_at(t, t->baselines.v[b], k->metric, path, sizeof path);
-        rp_stat st = rp_stat_all(s, RP_EVAL, path);
+        rp_stat st = rp_stat_all(s, s->configs[s->reference].protocol, RP_EVAL, path); /* the reference's cells */
         if (st.n) k->lines[p->n_lines++] = (rp_hline){t->baselines.v[b], st.mean};
     }
     return p->n_cols > 0;

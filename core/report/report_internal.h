@@ -57,12 +57,14 @@ typedef struct rp_run {
     int n_mon;
     rp_routes routes;
     ast_strlist settings; /* config.yaml as "key=value" leaves (report_configs.c); empty when absent */
+    char *protocol;       /* summary.json's held-out protocol in words (rp_protocol_text); NULL when absent */
 } rp_run;
 
 typedef struct rp_config {
     char *name;
     int *runs; /* indices of usable runs */
     int n_runs, n_ledger;
+    int protocol; /* its runs' held-out protocol, an index into rp_sweep.protocols; -1 when unknown */
 } rp_config;
 
 /* One task of the evaluation (expr_to_pos, pos_to_expr, joint) over the
@@ -99,6 +101,7 @@ typedef struct rp_sweep {
     ast_strlist monitors; /* monitored metric names, in order of appearance, each series once */
     ast_strlist repeats;  /* "a (the same values as b)": series left out of monitors as repeats */
     rp_family family;
+    ast_strlist protocols; /* the held-out protocols of the configs, in order of appearance */
 } rp_sweep;
 
 int rp_sweep_load(rp_sweep *s, const char *dir, const char *reference, ast_error *e);
@@ -123,6 +126,9 @@ cJSON *rp_json_read_file(const char *path);
  * morans_i_abs_error. The older layout's "random" becomes the one
  * baseline. NULL for NULL or a file with no tasks. */
 cJSON *rp_eval_tasks(cJSON *eval, cJSON **metric_defs);
+/* A held-out protocol object (summary.json's and eval.json's "protocol") in
+ * words: "blocks, split seed 0, val 0.1 test 0.1"; NULL when p is none. */
+char *rp_protocol_text(const cJSON *p);
 
 /* Drops from s->monitors each series that repeats another one's values
  * (grad_norm/total_grad_norm is the trainer's own grad_norm every 10
@@ -166,9 +172,11 @@ typedef struct rp_stat {
  * holds at least n_runs. Returns how many. */
 int rp_values(const rp_sweep *s, int config, rp_source src, const char *key, double *out);
 /* The same over every usable run of the sweep; out holds s->n_runs. */
-int rp_values_all(const rp_sweep *s, rp_source src, const char *key, double *out);
+/* protocol: only the configs of s->protocols.v[protocol]; -1: every config. Baselines are
+ * scored on the cells a protocol holds out, so they are pooled within one protocol only. */
+int rp_values_all(const rp_sweep *s, int protocol, rp_source src, const char *key, double *out);
 rp_stat rp_stat_of(const rp_sweep *s, int config, rp_source src, const char *key);
-rp_stat rp_stat_all(const rp_sweep *s, rp_source src, const char *key);
+rp_stat rp_stat_all(const rp_sweep *s, int protocol, rp_source src, const char *key);
 rp_stat rp_stat_values(const double *v, int n);
 
 /* Decimals to print a mean at (and differences of such means): three
@@ -460,7 +468,7 @@ void rp_headline(const rp_sweep *s, char *text, size_t n);
 /* The best config on a metric by its mean over seeds (direction-aware), or
  * -1; the best baseline of task t likewise, its mean over runs in *value. */
 int rp_best_config(const rp_sweep *s, rp_source src, const char *key);
-int rp_best_baseline(const rp_sweep *s, const rp_task *t, const char *metric, double *value);
+int rp_best_baseline(const rp_sweep *s, int protocol, const rp_task *t, const char *metric, double *value);
 
 /* The tables of one group of metrics: the training losses (t NULL) or a
  * task's (report_tables.c), and a task's sampler tables. */

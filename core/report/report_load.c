@@ -78,12 +78,21 @@ static int read_ledger(rp_sweep *s, ast_error *e)
     return s->n_runs ? 0 : -1;
 }
 
+/* The index of a held-out protocol in s->protocols, added when new. */
+static int protocol_index(rp_sweep *s, const char *protocol)
+{
+    int i = ast_strlist_find(&s->protocols, protocol);
+    if (i >= 0) return i;
+    ast_strlist_push(&s->protocols, protocol);
+    return s->protocols.n - 1;
+}
+
 static int config_index(rp_sweep *s, const char *name)
 {
     for (int i = 0; i < s->n_configs; i++)
         if (!strcmp(s->configs[i].name, name)) return i;
     s->configs = ast_xrealloc(s->configs, (size_t)(s->n_configs + 1) * sizeof *s->configs);
-    s->configs[s->n_configs] = (rp_config){.name = ast_xstrdup(name), .runs = ast_xmalloc((size_t)s->n_runs * sizeof(int))};
+    s->configs[s->n_configs] = (rp_config){.name = ast_xstrdup(name), .protocol = -1, .runs = ast_xmalloc((size_t)s->n_runs * sizeof(int))};
     return s->n_configs++;
 }
 
@@ -185,6 +194,7 @@ int rp_sweep_load(rp_sweep *s, const char *dir, const char *reference, ast_error
         rp_config *c = &s->configs[ci];
         c->n_ledger++;
         if (!r->usable) continue;
+        if (!c->n_runs) c->protocol = r->protocol ? protocol_index(s, r->protocol) : -1;
         c->runs[c->n_runs++] = i;
         collect_keys(s, r);
     }
@@ -205,6 +215,7 @@ void rp_sweep_free(rp_sweep *s)
     }
     rp_family_free(&s->family);
     free(s->runs), free(s->configs), free(s->tasks), free(s->dir), free(s->name);
+    ast_strlist_free(&s->protocols);
     ast_strlist_free(&s->monitors);
     ast_strlist_free(&s->repeats);
     memset(s, 0, sizeof *s);

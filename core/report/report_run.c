@@ -169,6 +169,7 @@ void rp_run_read(rp_run *r, const char *sweep_dir)
     rp_run_file(r, sweep_dir, "summary.json", path, sizeof path);
     r->summary = rp_json_read_file(path);
     r->usable = r->summary != NULL;
+    r->protocol = rp_protocol_text(cJSON_GetObjectItemCaseSensitive(r->summary, "protocol"));
     if (!r->usable) note(r, "summary.json missing or unreadable");
     rp_run_file(r, sweep_dir, "eval.json", path, sizeof path);
     r->eval = rp_eval_tasks(rp_json_read_file(path), &r->metric_defs);
@@ -183,7 +184,7 @@ void rp_run_read(rp_run *r, const char *sweep_dir)
 
 void rp_run_free(rp_run *r)
 {
-    free(r->id), free(r->config), free(r->state), free(r->dir), free(r->error);
+    free(r->id), free(r->config), free(r->state), free(r->dir), free(r->error), free(r->protocol);
     cJSON_Delete(r->summary);
     cJSON_Delete(r->eval);
     cJSON_Delete(r->metric_defs);

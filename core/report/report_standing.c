@@ -20,13 +20,13 @@ int rp_best_config(const rp_sweep *s, rp_source src, const char *key)
     return best;
 }
 
-int rp_best_baseline(const rp_sweep *s, const rp_task *t, const char *metric, double *value)
+int rp_best_baseline(const rp_sweep *s, int protocol, const rp_task *t, const char *metric, double *value)
 {
     char path[600];
     int dir = rp_metric_direction(s, metric) < 0 ? -1 : 1, best = -1;
     for (int b = 0; b < t->baselines.n; b++) {
         rp_metric_at(t, t->baselines.v[b], metric, path, sizeof path);
-        rp_stat st = rp_stat_all(s, RP_EVAL, path);
+        rp_stat st = rp_stat_all(s, protocol, RP_EVAL, path);
         if (st.n && (best < 0 || dir * (st.mean - *value) > 0)) best = b, *value = st.mean;
     }
     return best;
@@ -40,7 +40,7 @@ static double against(const rp_sweep *s, const rp_task *t, int c, int b, const c
     double *x = ast_xmalloc((size_t)(s->n_runs + 1) * sizeof *x), *y = ast_xmalloc((size_t)(s->n_runs + 1) * sizeof *y);
     int nx = rp_values(s, c, rp_metric_at(t, "model", metric, path, sizeof path), path, x);
     rp_metric_at(t, t->baselines.v[b], metric, path, sizeof path);
-    int ny = rp_values_all(s, RP_EVAL, path, y);
+    int ny = rp_values_all(s, s->configs[c].protocol, RP_EVAL, path, y);
     rp_diff_ci(x, nx, y, ny, lo, hi);
     double d = rp_stat_values(x, nx).mean - rp_stat_values(y, ny).mean;
     free(x), free(y);
@@ -55,7 +55,7 @@ int rp_standing_of(const rp_sweep *s, const rp_task *t, const char *metric, char
     if (c < 0) return 0;
     rp_stat st = rp_stat_of(s, c, src, path);
     double base = 0.0, lo, hi;
-    int b = rp_best_baseline(s, t, metric, &base), dec = rp_decimals(st);
+    int b = rp_best_baseline(s, s->configs[c].protocol, t, metric, &base), dec = rp_decimals(st);
     const char *name = s->configs[c].name;
     rp_fmt_stat(st, st_buf, sizeof st_buf);
     if (b < 0) {

@@ -52,10 +52,11 @@ int rp_values(const rp_sweep *s, int config, rp_source src, const char *key, dou
     return n;
 }
 
-int rp_values_all(const rp_sweep *s, rp_source src, const char *key, double *out)
+int rp_values_all(const rp_sweep *s, int protocol, rp_source src, const char *key, double *out)
 {
     int n = 0;
-    for (int c = 0; c < s->n_configs; c++) n += rp_values(s, c, src, key, out + n);
+    for (int c = 0; c < s->n_configs; c++)
+        if (protocol < 0 || s->configs[c].protocol == protocol) n += rp_values(s, c, src, key, out + n);
     return n;
 }
 
@@ -77,10 +78,10 @@ rp_stat rp_stat_of(const rp_sweep *s, int config, rp_source src, const char *key
     return st;
 }
 
-rp_stat rp_stat_all(const rp_sweep *s, rp_source src, const char *key)
+rp_stat rp_stat_all(const rp_sweep *s, int protocol, rp_source src, const char *key)
 {
     double *v = ast_xmalloc((size_t)(s->n_runs + 1) * sizeof *v);
-    rp_stat st = rp_stat_values(v, rp_values_all(s, src, key, v));
+    rp_stat st = rp_stat_values(v, rp_values_all(s, protocol, src, key, v));
     free(v);
     return st;
 }

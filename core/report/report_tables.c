@@ -17,34 +17,41 @@ static const char *direction_word(const rp_sweep *s, const char *key)
     return dir > 0 ? "higher" : dir < 0 ? "lower" : "";
 }
 
-static void values_row(rp_table *tb, const rp_sweep *s, const rp_task *t, const char *key)
+/* Whether config c is among those of held-out protocol p (-1: all). */
+static int shown(const rp_sweep *s, int c, int p) { return p < 0 || s->configs[c].protocol == p; }
+
+static void values_row(rp_table *tb, const rp_sweep *s, const rp_task *t, const char *key, int p)
 {
     char path[600], buf[96];
     rp_source src = rp_metric_at(t, "model", key, path, sizeof path);
     rp_table_cell(tb, "%s", rp_metric_label(s, key));
     rp_table_cell(tb, "%s", direction_word(s, key));
-    rp_table_cell(tb, "%s", rp_fmt_stat(rp_stat_of(s, s->reference, src, path), buf, sizeof buf));
+    for (int c = 0; c < s->n_configs; c++) /* the reference first */
+        if (shown(s, c, p) && c == s->reference) rp_table_cell(tb, "%s", rp_fmt_stat(rp_stat_of(s, c, src, path), buf, sizeof buf));
     for (int c = 0; c < s->n_configs; c++)
-        if (c != s->reference) rp_table_cell(tb, "%s", rp_fmt_stat(rp_stat_of(s, c, src, path), buf, sizeof buf));
+        if (shown(s, c, p) && c != s->reference) rp_table_cell(tb, "%s", rp_fmt_stat(rp_stat_of(s, c, src, path), buf, sizeof buf));
     for (int b = 0; t && b < t->baselines.n; b++) {
         rp_metric_at(t, t->baselines.v[b], key, path, sizeof path);
-        rp_stat st = rp_stat_all(s, RP_EVAL, path);
+        rp_stat st = rp_stat_all(s, p, RP_EVAL, path);
         st.n = st.n ? 1 : 0; /* the mean over runs: the same cells in each, so no spread to show */
         rp_table_cell(tb, "%s", rp_fmt_stat(st, buf, sizeof buf));
     }
 }
 
-static void values_table(rp_doc *d, const rp_sweep *s, const rp_task *t)
+/* The values of the configs of held-out protocol p (-1: all) beside the
+ * baselines scored on the cells it held out. */
+static void values_table(rp_doc *d, const rp_sweep *s, const rp_task *t, int p)
 {
-    int n_base = t ? t->baselines.n : 0;
+    int n_base = t ? t->baselines.n : 0, n_shown = 0;
+    for (int c = 0; c < s->n_configs; c++) n_shown += shown(s, c, p);
     rp_table tb;
-    rp_table_init(&tb, 3 + (s->n_configs - 1) + n_base);
+    rp_table_init(&tb, 2 + n_shown + n_base);
     rp_table_cell(&tb, "metric"), rp_table_cell(&tb, "better");
-    rp_table_cell(&tb, "%s (reference)", s->configs[s->reference].name);
+    if (shown(s, s->reference, p)) rp_table_cell(&tb, "%s (reference)", s->configs[s->reference].name);
     for (int c = 0; c < s->n_configs; c++)
-        if (c != s->reference) rp_table_cell(&tb, "%s", s->configs[c].name);
+        if (shown(s, c, p) && c != s->reference) rp_table_cell(&tb, "%s", s->configs[c].name);
     for (int b = 0; b < n_base; b++) rp_table_cell(&tb, "%s (baseline)", t->baselines.v[b]);
-    for (int k = 0; k < n_keys(t); k++) values_row(&tb, s, t, key_at(t, k));
+    for (int k = 0; k < n_keys(t); k++) values_row(&tb, s, t, key_at(t, k), p);
     rp_doc_table(d, &tb);
     rp_table_free(&tb);
 }
@@ -90,7 +97,11 @@ static void differences_table(rp_doc *d, const rp_sweep *s, const rp_task *t)
 
 void rp_metric_tables(rp_doc *d, const rp_sweep *s, const rp_task *t)
 {
-    values_table(d, s, t);
+    if (!t || s->protocols.n < 2) values_table(d, s, t, -1);
+    for (int p = 0; t && s->protocols.n >= 2 && p < s->protocols.n; p++) {
+        rp_doc_para(d, "Held out by %s:", s->protocols.v[p]);
+        values_table(d, s, t, p);
+    }
     if (s->n_configs > 1) differences_table(d, s, t);
 }
 

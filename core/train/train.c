@@ -433,17 +433,21 @@ static void write_summary(ast_trainer *t, const ast_train_result *r)
     if (!f) return;
     size_t peak = ast_ctx_arena_peak(t->ctx);
     peak = peak > t->prior_peak_arena ? peak : t->prior_peak_arena;
+    cJSON *p = ast_split_protocol_json(ast_split_resolve(t->data, &t->tc.split), &t->tc.split);
+    char *protocol = cJSON_PrintUnformatted(p);
+    cJSON_Delete(p);
     fprintf(f,
             "{\n  \"steps\": %lld,\n  \"epochs\": %d,\n  \"best_val_loss\": %.9g,\n  \"best_epoch\": %d,\n"
             "  \"last_val_loss\": %.9g,\n  \"last_train_loss\": %.9g,\n  \"seconds\": %.3f,\n"
             "  \"steps_per_second\": %.4f,\n  \"invocations\": %d,\n  \"stop_reason\": \"%s\",\n"
             "  \"parameters\": %lld,\n  \"active_parameters\": %lld,\n  \"peak_arena_bytes\": %zu,\n"
-            "  \"position_scale\": %.9g,\n  \"cuda_graph\": %s,\n  \"blas\": \"%s\"\n}\n",
+            "  \"position_scale\": %.9g,\n  \"cuda_graph\": %s,\n  \"blas\": \"%s\",\n  \"protocol\": %s\n}\n",
             (long long)r->steps, r->epochs, r->best_val, r->best_epoch, r->last_val, r->last_train, r->seconds,
             r->steps_per_second, t->invocations, r->stop_reason, (long long)ast_model_param_count(t->model),
             (long long)ast_model_active_param_count(t->model), peak, t->train_sets.pos_scale,
-            ast_trainer_cuda_graph(t) ? "true" : "false", ast_blas_coretype_describe(blas, sizeof blas));
+            ast_trainer_cuda_graph(t) ? "true" : "false", ast_blas_coretype_describe(blas, sizeof blas), protocol);
     fclose(f);
+    cJSON_free(protocol);
 }
 
 /* The result describes the whole run, not this invocation: a resumed one

@@ -64,6 +64,7 @@ typedef struct ast_train_config {
     int progress;        /* 1: progress bar on a terminal */
     int tensorboard;     /* logging.logger: tensorboard: metrics.jsonl's values as TensorBoard events too */
     ast_masking_config masking;
+    ast_split_opts split;     /* the held-out protocol the run's splits were dealt by (summary.json names it) */
     ast_schedule_fn schedule; /* optional, called before every optimiser step */
     void *schedule_ud;
 } ast_train_config;
@@ -72,6 +73,16 @@ void ast_train_config_default(ast_train_config *tc);
 /* From a loaded config (0, or -1 with e set); strings point into cfg. */
 int ast_train_config_from_cfg(const ast_cfg *cfg, ast_train_config *tc, ast_error *e);
 int ast_data_opts_from_cfg(const ast_cfg *cfg, ast_data_opts *o);
+/* data.split, split_ratio, split_seed, split_key and sections_from_z
+ * (a split_key alone means data.split: key; beside another protocol it is
+ * an error located at the key). 0, or -1 with e set. */
+int ast_split_opts_from_cfg(const ast_cfg *cfg, ast_split_opts *o, ast_error *e);
+/* The protocol `kind` (resolved: ast_split_resolve) of options o as
+ * results name it: an object {"split", "chosen_by" (auto), "split_seed"
+ * (blocks, random), "split_ratio" (all but key), "split_key" (key),
+ * "sections_from_z"} for JSON, and a line for tables. */
+struct cJSON *ast_split_protocol_json(ast_split_kind kind, const ast_split_opts *o);
+void ast_split_protocol_text(ast_split_kind kind, const ast_split_opts *o, char *buf, size_t n);
 /* training.precision: 32-true / 32 is float32, bf16-mixed the bf16 GEMMs
  * of engine.h. bf16-mixed where this build or CPU cannot run it is an
  * error located at the value, saying why (0, or -1 with e set). Training

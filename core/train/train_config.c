@@ -23,6 +23,25 @@ int ast_data_opts_from_cfg(const ast_cfg *cfg, ast_data_opts *o)
     return 0;
 }
 
+int ast_split_opts_from_cfg(const ast_cfg *cfg, ast_split_opts *o, ast_error *e)
+{
+    memset(o, 0, sizeof *o);
+    ast_split_kind_parse(ast_cfg_str(cfg, "data.split"), &o->kind); /* the schema's enum */
+    o->val = ast_cfg_float(cfg, "data.split_ratio.val");
+    o->test = ast_cfg_float(cfg, "data.split_ratio.test");
+    o->seed = (uint64_t)ast_cfg_int(cfg, "data.split_seed");
+    o->key = ast_cfg_str(cfg, "data.split_key");
+    o->sections_from_z = (int)ast_cfg_int(cfg, "data.sections_from_z");
+    if (o->key && o->kind == AST_SPLIT_AUTO) o->kind = AST_SPLIT_KEY; /* the key alone says it */
+    if (o->key && o->kind != AST_SPLIT_KEY) {
+        const ast_cfg_node *n = ast_cfg_get(cfg, "data.split_key");
+        ast_error_set(e, "%s: data.split_key is set and data.split is %s; set data.split: key to use the column, or "
+                      "data.split_key: null", n ? n->where : "config", ast_split_kind_name(o->kind));
+        return -1;
+    }
+    return 0;
+}
+
 /* loss.position_loss decides; under reference_parity the reference's
  * switch loss.use_distance_matrix does (distance, else coordinate MSE). */
 static ast_pos_loss position_loss_from_cfg(const ast_cfg *cfg)
@@ -79,6 +98,7 @@ int ast_train_config_from_cfg(const ast_cfg *cfg, ast_train_config *tc, ast_erro
         ast_error_set(e, "training_mode: unknown mode '%s'", mode);
         return -1;
     }
+    if (ast_split_opts_from_cfg(cfg, &tc->split, e) < 0) return -1;
     tc->diffusion_steps = (int)ast_cfg_int(cfg, "diffusion.diffusion_steps");
     tc->nu_expression = ast_cfg_float(cfg, "diffusion.nu_expression");
     tc->nu_position = ast_cfg_float(cfg, "diffusion.nu_position");
