@@ -25,9 +25,10 @@ tests_test_data_CFLAGS = $(TEST_CC) $(HDF5_CFLAGS)
 tests_test_data_LDADD = $(TEST_LIBS) $(HDF5_LIBS)
 
 # Shipped with the program: the bundled datasets (MIT, see their READMEs) and configs.
-nobase_dist_pkgdata_DATA = configs/starmap.yaml configs/visium.yaml \
+nobase_dist_pkgdata_DATA = configs/starmap.yaml configs/visium.yaml configs/osmfish.yaml \
 	data/starmap3d/starmap3d.h5ad data/starmap3d/expr.txt.gz data/starmap3d/loc.txt data/starmap3d/README.md \
-	data/visium_prostate/visium_prostate.h5ad data/visium_prostate/README.md
+	data/visium_prostate/visium_prostate.h5ad data/visium_prostate/README.md \
+	data/osmfish_sscortex/osmfish_sscortex.h5ad data/osmfish_sscortex/README.md
 # Malformed CSV inputs (tests/test_data.c, csv_bad): the reproducers of issue 11.
 EXTRA_DIST += tests/data/csv_bad/c10_negative_counts_nan.csv tests/data/csv_bad/c15_dup_x_col.csv \
 	tests/data/csv_bad/c19_gzip_trunc_at_line.csv.gz tests/data/csv_bad/ubsan-null-offset-grow.fuzz
