@@ -3,7 +3,10 @@
  * deciding them, blocks that are regions, whole sections (slices or
  * z-sections), and the user's key column with its errors. */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "data/data.h"
 
@@ -233,5 +236,29 @@ Test(split, a_key_column_is_the_split_and_its_errors_say_what_to_fix)
     d.obs[0].codes[1] = -1;
     cr_assert(ast_data_split_by(&d, &o, sp, &e) == -1, "a missing value");
     cr_assert(strstr(e.msg, "cell 1 has no value"), "%s", e.msg);
+    ast_dataset_free(&d);
+}
+
+/* A CSV's split column (ast_data_opts.label_column) is read as labels,
+ * not as a gene, and is the key of the split. */
+Test(split, a_csv_column_is_a_key)
+{
+    char path[] = "/tmp/alphast-split-XXXXXX";
+    FILE *f = fdopen(mkstemp(path), "w");
+    fputs("cell,x,y,fold,g1,g2\nc1,0,0,train,1,2\nc2,1,0,train,3,1\nc3,0,1,val,2,2\nc4,1,1,test,0,5\n", f);
+    fclose(f);
+    ast_data_opts o;
+    ast_data_opts_default(&o);
+    o.label_column = "fold";
+    ast_dataset d;
+    ast_error e = {""};
+    cr_assert(ast_data_read_csv(path, &o, &d, &e) == 0, "%s", e.msg);
+    remove(path);
+    cr_assert_eq(d.n_genes, 2, "the split column is no gene");
+    ast_split sp[3];
+    ast_split_opts so = {.kind = AST_SPLIT_KEY, .key = "fold"};
+    cr_assert(ast_data_split_by(&d, &so, sp, &e) == 0, "%s", e.msg);
+    cr_assert(sp[0].n == 2 && sp[1].n == 1 && sp[2].n == 1 && sp[1].cells[0] == 2 && sp[2].cells[0] == 3);
+    ast_split_free(sp);
     ast_dataset_free(&d);
 }

@@ -14,6 +14,8 @@ typedef struct ast_data_opts {
     const char *slice_key;     /* obs column naming the slice, or NULL = one slice */
     int detect_sections;       /* with no slice_key: an obs column of sections on top of each other is an error */
     const char *coords_file;   /* CSV genes x cells layout: the x y z file */
+    const char *label_column;  /* CSV cells x genes: a column of labels kept as an obs column, not a
+                                  gene (data.split_key), or NULL */
     int genes_by_cells;        /* CSV: 1 if rows are genes (the STARmap layout) */
     int log_normalize;         /* library size 1e4 then log1p */
     int scale;                 /* per-gene z-score (ddof 1), clipped at +-clip */

@@ -59,6 +59,7 @@ static uint64_t cache_key(const char *path, const ast_data_opts *o)
     h = hash_file(h, o->coords_file);
     h = hash_str(hash_str(hash_str(h, o->position_key), o->cell_type_key), o->slice_key);
     h = hash_str(h, o->layer && o->layer[0] ? o->layer : NULL);
+    h = hash_str(h, o->label_column);
     int flags[5] = {o->genes_by_cells, o->log_normalize, o->scale, o->use_raw, o->positions_optional};
     float values[2] = {o->clip, o->z_spacing};
     h = ast_fnv1a(ast_fnv1a(h, flags, sizeof flags), values, sizeof values);

@@ -11,6 +11,7 @@
 #include <zlib.h>
 
 #include "data/data_csr.h"
+#include "data/data_labels.h"
 
 typedef struct reader {
     gzFile f;
@@ -22,6 +23,7 @@ typedef struct reader {
     int nonneg;    /* counts: negative values are errors (log-normalisation would make them NaN) */
     int no_coords; /* a table without x and y is cells without coordinates (positions_optional) */
     int no_genes;  /* a table of ids and coordinates alone is cells without genes (expression_optional) */
+    const char *label_column; /* cells x genes: the column kept as labels (ast_data_opts.label_column) */
     ast_error *e;  /* where next_line reports a read error */
     int failed;    /* next_line's NULL was a read error, not the end of the file */
 } reader;
@@ -221,7 +223,7 @@ static int is_coord_name(const char *s)
 static void push_name(char ***names, int64_t *n, const char *s)
 {
     if ((*n & (*n - 1)) == 0) *names = ast_xrealloc(*names, (size_t)(*n ? 2 * *n : 1) * sizeof **names);
-    (*names)[(*n)++] = ast_xstrdup(s);
+    (*names)[(*n)++] = s ? ast_xstrdup(s) : NULL;
 }
 
 static void free_names(char **names, int64_t n)
@@ -264,6 +266,9 @@ typedef struct table {
     int ng;
     char **cells; /* the ids of column 1, when it holds them */
     int64_t n_cells;
+    int label_col;  /* the label column; -1: none */
+    char **labels;  /* its values, NULL for an empty field */
+    int64_t n_labels;
     float *row;   /* one row's genes, dense, before it joins the sparse matrix */
 } table;
 
@@ -273,6 +278,7 @@ static void table_free(table *tb)
     for (int g = 0; tb->genes && g < tb->ng; g++) free(tb->genes[g]);
     free(tb->header), free(tb->genes), free(tb->gene_col), free(tb->row);
     free_names(tb->cells, tb->n_cells);
+    free_names(tb->labels, tb->n_labels);
 }
 
 /* x and y columns, maybe z; a second column of one coordinate (x twice,
@@ -304,7 +310,7 @@ static int pick_genes(const reader *r, table *tb, char **f, ast_error *e)
     const int *cc = tb->coord_col;
     tb->id_col = cc[0] != 0 && cc[1] != 0 && cc[2] != 0 && !is_number(f[0]);
     for (int i = 0; i < tb->nh; i++)
-        if (i != cc[0] && i != cc[1] && i != cc[2] && (i > 0 || !tb->id_col))
+        if (i != cc[0] && i != cc[1] && i != cc[2] && i != tb->label_col && (i > 0 || !tb->id_col))
             tb->gene_col[tb->ng] = i, tb->genes[tb->ng++] = ast_xstrdup(tb->header[i]);
     if (!tb->ng && !r->no_genes)
         ast_error_set(e, "%s:1: no gene columns, only coordinates%s; add the expression columns", r->path,
@@ -318,6 +324,7 @@ static int read_row(const reader *r, char **f, table *tb, ast_csr_builder *ex, r
     float *p = grow(po, 3);
     const char *cell = tb->id_col ? f[0] : NULL;
     if (cell) push_name(&tb->cells, &tb->n_cells, cell);
+    if (tb->label_col >= 0) push_name(&tb->labels, &tb->n_labels, f[tb->label_col][0] ? f[tb->label_col] : NULL);
     for (int g = 0; g < tb->ng; g++)
         if (!parse_count(r, f[tb->gene_col[g]], tb->gene_col[g], tb->genes[g], cell, &tb->row[g], e)) return 0;
     ast_csr_append_dense(ex, tb->row, tb->ng);
@@ -325,6 +332,17 @@ static int read_row(const reader *r, char **f, table *tb, ast_csr_builder *ex, r
     for (int c = 0; c < 3; c++)
         if (tb->coord_col[c] >= 0 && !parse_number(r, f[tb->coord_col[c]], tb->coord_col[c], &p[c], e)) return 0;
     return 1;
+}
+
+/* The label column as the dataset's one obs column, of categories. */
+static void labels_as_obs(const table *tb, ast_dataset *d)
+{
+    d->obs = ast_xcalloc(1, sizeof *d->obs);
+    d->n_obs = 1;
+    ast_obs_column *c = &d->obs[0];
+    c->name = ast_xstrdup(tb->header[tb->label_col]);
+    c->kind = AST_OBS_CATEGORY;
+    c->codes = ast_labels_of_strings(tb->labels, tb->n_labels, &c->categories, &c->n_categories);
 }
 
 /* cells x genes: the header names the columns; x/y/z columns are the
@@ -339,7 +357,7 @@ static int read_cells_by_genes(reader *r, ast_dataset *d, ast_error *e)
         return 0;
     }
     r->sep = detect_sep(line);
-    table tb = {.coord_col = {-1, -1, -1}};
+    table tb = {.coord_col = {-1, -1, -1}, .label_col = -1};
     if ((tb.nh = split(r, line, &f, &cap)) < 0) {
         free(f);
         return 0;
@@ -352,6 +370,8 @@ static int read_cells_by_genes(reader *r, ast_dataset *d, ast_error *e)
     ast_csr_builder ex = {{0}, 0, 0, 0};
     rows po = {0};
     if (find_coords(r, &tb, e) < 0) goto done;
+    for (int i = 0; r->label_column && i < tb.nh; i++)
+        if (!strcmp(tb.header[i], r->label_column)) tb.label_col = i;
     while ((line = next_line(r))) {
         if (!*line) continue;
         int n = split(r, line, &f, &cap);
@@ -367,6 +387,7 @@ static int read_cells_by_genes(reader *r, ast_dataset *d, ast_error *e)
     d->n_cells = po.n / 3;
     d->n_genes = tb.ng;
     d->x = ex.m, d->pos = po.v, d->genes = tb.genes, d->cell_names = tb.cells;
+    if (tb.label_col >= 0) labels_as_obs(&tb, d);
     memset(&ex, 0, sizeof ex);
     po.v = NULL, tb.genes = NULL, tb.cells = NULL, tb.n_cells = 0;
     ok = 1;
@@ -476,6 +497,7 @@ int ast_data_read_csv(const char *path, const ast_data_opts *o, ast_dataset *out
     r.nonneg = o->log_normalize;
     r.no_coords = o->positions_optional;
     r.no_genes = o->expression_optional;
+    r.label_column = o->label_column;
     int ok = o->genes_by_cells ? read_genes_by_cells(&r, out, e) : read_cells_by_genes(&r, out, e);
     close_reader(&r);
     if (ok && out->n_cells < 1) {

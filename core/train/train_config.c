@@ -15,6 +15,7 @@ int ast_data_opts_from_cfg(const ast_cfg *cfg, ast_data_opts *o)
     o->layer = ast_cfg_str(cfg, "data.layer");
     o->use_raw = ast_cfg_bool(cfg, "data.use_raw");
     o->coords_file = ast_cfg_str(cfg, "data.coords_file");
+    o->label_column = ast_cfg_str(cfg, "data.split_key"); /* a CSV's split column is no gene */
     o->genes_by_cells = ast_cfg_bool(cfg, "data.genes_by_cells");
     o->log_normalize = ast_cfg_bool(cfg, "data.preprocessing.log_normalize");
     o->scale = ast_cfg_bool(cfg, "data.preprocessing.scale");
