@@ -51,6 +51,9 @@ static void write_file(const char *path, const char *fmt, ...)
 }
 
 
+/* summary.json's held-out protocol object, when a test sets one. */
+static const char *summary_protocol = NULL;
+
 static void write_summary(const char *sweep, const fake_run *r, double val)
 {
     char path[512];
@@ -59,8 +62,9 @@ static void write_summary(const char *sweep, const fake_run *r, double val)
     write_file(path,
                "{\"steps\": 20, \"best_val_loss\": %.9g, \"last_val_loss\": %.9g, \"last_train_loss\": 0.45,"
                " \"seconds\": 10, \"steps_per_second\": %g, \"parameters\": %d, \"active_parameters\": %d,"
-               " \"peak_arena_bytes\": 2097152, \"stop_reason\": \"epochs\"}\n",
-               val, val + 0.01, moe ? 4.0 : 5.0, moe ? 300 : 200, moe ? 250 : 200);
+               " \"peak_arena_bytes\": 2097152, \"stop_reason\": \"epochs\"%s%s}\n",
+               val, val + 0.01, moe ? 4.0 : 5.0, moe ? 300 : 200, moe ? 250 : 200,
+               summary_protocol ? ", \"protocol\": " : "", summary_protocol ? summary_protocol : "");
 }
 
 /* eval.json as `alphast-run train` writes it: per task the model, the
@@ -461,6 +465,33 @@ Test(report, a_changed_run_changes_its_cell_and_the_verdict)
     cr_assert(strstr(after, "expr_to_pos — best config Gated: knn_k10 0.730 ± 0.174 vs best baseline expression_isomap "
                             "0.700 (difference +0.030"), "%s", after);
     free(after);
+}
+
+/* Runs held out by different protocols are not pooled: a values table per
+ * protocol, each with the baselines of its own runs' cells; one protocol
+ * is named once. */
+Test(report, each_protocol_gets_its_table_and_its_baselines)
+{
+    char *sweep = make_sweep();
+    summary_protocol = "{\"split\": \"slab\", \"chosen_by\": \"auto\", \"split_ratio\": {\"val\": 0.1, \"test\": 0.1}}";
+    for (int i = 0; i < 6; i++) write_summary(sweep, &runs[i], runs[i].val);
+    char *md = report_md(sweep, NULL);
+    cr_assert(strstr(md, "Held out by slab, val 0.1 test 0.1 (docs/evaluation.md, Protocol)."), "%s", md);
+    cr_assert(!strstr(md, "Held out by slab, val 0.1 test 0.1:"), "one protocol, no table per protocol");
+    free(md);
+    summary_protocol = "{\"split\": \"random\", \"split_seed\": 0, \"split_ratio\": {\"val\": 0.1, \"test\": 0.1}}";
+    isomap_knn = 0.90; /* random cells: another set of held-out cells, other baseline scores */
+    for (int i = 3; i < 6; i++) write_summary(sweep, &runs[i], runs[i].val), write_eval(sweep, &runs[i], runs[i].knn);
+    summary_protocol = NULL;
+    isomap_knn = 0.70;
+    md = report_md(sweep, NULL);
+    /* columns: metric, better, the one config, random, expression_isomap */
+    cr_assert_str_eq(cell_after(md, "Held out by slab, val 0.1 test 0.1:", "knn_k10", 2), "0.620 ± 0.020");
+    cr_assert_str_eq(cell_after(md, "Held out by slab, val 0.1 test 0.1:", "knn_k10", 4), "0.700");
+    cr_assert_str_eq(cell_after(md, "Held out by random, split seed 0, val 0.1 test 0.1:", "knn_k10", 2), "0.630 ± 0.020");
+    cr_assert_str_eq(cell_after(md, "Held out by random, split seed 0, val 0.1 test 0.1:", "knn_k10", 4), "0.900");
+    cr_assert(strstr(md, "hold out cells by 2 protocols"), "%s", md);
+    free(md);
 }
 
 /* The layout before the baselines: per task "model" and "random" only. */
