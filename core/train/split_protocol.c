@@ -35,6 +35,7 @@ void ast_split_protocol_text(ast_split_kind kind, const ast_split_opts *o, char 
     if (kind == AST_SPLIT_KEY) snprintf(buf + used, n - (size_t)used, ", column %s", o->key ? o->key : "");
     else if (uses_seed(kind)) snprintf(buf + used, n - (size_t)used, ", val %g test %g, split seed %llu", o->val, o->test,
                                        (unsigned long long)o->seed);
-    else snprintf(buf + used, n - (size_t)used, ", val %g test %g%s", o->val, o->test,
-                  kind == AST_SPLIT_SECTIONS && o->sections_from_z > 0 ? ", z-sections" : "");
+    else if (kind == AST_SPLIT_SECTIONS && o->sections_from_z > 0)
+        snprintf(buf + used, n - (size_t)used, ", %d z-sections, val %g test %g", o->sections_from_z, o->val, o->test);
+    else snprintf(buf + used, n - (size_t)used, ", val %g test %g", o->val, o->test);
 }
