@@ -492,6 +492,11 @@ Test(report, each_protocol_gets_its_table_and_its_baselines)
     cr_assert_str_eq(cell_after(md, "Held out by random, split seed 0, val 0.1 test 0.1:", "knn_k10", 4), "0.900");
     cr_assert(strstr(md, "hold out cells by 2 protocols"), "%s", md);
     free(md);
+    for (int i = 3; i < 6; i++) write_summary(sweep, &runs[i], runs[i].val); /* as written before data.split */
+    md = report_md(sweep, NULL);
+    cr_assert(strstr(md, "Held out by a protocol its runs do not record (written before data.split):"), "%s", md);
+    cr_assert_str_eq(cell_after(md, "written before data.split):", "knn_k10", 2), "0.630 ± 0.020", "not dropped");
+    free(md);
 }
 
 /* The layout before the baselines: per task "model" and "random" only. */

@@ -87,12 +87,23 @@ static int protocol_index(rp_sweep *s, const char *protocol)
     return s->protocols.n - 1;
 }
 
+/* Runs written before summary.json named the protocol, beside runs that
+ * name one, are a group of their own rather than pooled with any; when no
+ * run names one, the sweep stays one group, as it was read before. */
+static void group_unnamed(rp_sweep *s)
+{
+    for (int c = 0; s->protocols.n && c < s->n_configs; c++)
+        if (s->configs[c].protocol < 0 && s->configs[c].n_runs)
+            s->configs[c].protocol = protocol_index(s, "a protocol its runs do not record (written before data.split)");
+}
+
 static int config_index(rp_sweep *s, const char *name)
 {
     for (int i = 0; i < s->n_configs; i++)
         if (!strcmp(s->configs[i].name, name)) return i;
     s->configs = ast_xrealloc(s->configs, (size_t)(s->n_configs + 1) * sizeof *s->configs);
-    s->configs[s->n_configs] = (rp_config){.name = ast_xstrdup(name), .protocol = -1, .runs = ast_xmalloc((size_t)s->n_runs * sizeof(int))};
+    s->configs[s->n_configs] = (rp_config){.name = ast_xstrdup(name), .protocol = -1,
+                                           .runs = ast_xmalloc((size_t)s->n_runs * sizeof(int))};
     return s->n_configs++;
 }
 
@@ -198,6 +209,7 @@ int rp_sweep_load(rp_sweep *s, const char *dir, const char *reference, ast_error
         c->runs[c->n_runs++] = i;
         collect_keys(s, r);
     }
+    group_unnamed(s);
     rp_drop_repeats(s);
     for (int t = 0; t < s->n_tasks; t++) pick_primary(&s->tasks[t]);
     if (pick_reference(s, reference, e) < 0) return -1;
