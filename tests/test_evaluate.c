@@ -223,9 +223,9 @@ Test(evaluate, region_protocol_places_every_held_out_cell_with_baselines, .timeo
     cr_assert_eq(r.sets, 3, "400 cells in sets of at most 150");
     cr_assert_eq(r.set_size, 134, "balanced: ceil(400 / 3)");
     const ast_eval_task *t = &r.tasks[0];
-    const char *names[] = {"random", "expression_mds", "expression_isomap", "knn_regression"};
-    cr_assert_eq(t->n_baselines, 4, "the test slab shares the training cells' frame");
-    for (int b = 0; b < 4; b++) {
+    const char *names[] = {"random", "expression_mds", "expression_isomap", "knn_regression", "mlp_regression"};
+    cr_assert_eq(t->n_baselines, 5, "the test slab shares the training cells' frame");
+    for (int b = 0; b < 5; b++) {
         cr_assert_str_eq(t->baselines[b].name, names[b]);
         assert_pos_in_range(&t->baselines[b].scores.pos);
         cr_assert(ast_eval_primary(t->mode, &t->baselines[b].scores) <= ast_eval_primary(t->mode, &t->baselines[t->best].scores),
@@ -271,6 +271,34 @@ Test(evaluate, knn_regression_runs_where_held_out_cells_share_the_training_frame
     cr_assert(has_knn_regression("data.split=blocks", 0));
     cr_assert(has_knn_regression("data.sections_from_z=5", 0), "z-sections of one tissue share its frame");
     cr_assert(!has_knn_regression("data.split=sections", 5), "separate slices: no frame in common");
+}
+
+/* The baselines that look up training cells need them in the held-out
+ * cells' frame: with only k training cells in the slice (as for a whole
+ * held-out slice) neither kNN nor the MLP regressor runs, and
+ * evaluation.mlp_regression=false leaves the MLP out where it would. */
+static int baselines_of(const char *override, int64_t n_train)
+{
+    fixture f;
+    fixture_open(&f, override);
+    ast_error e = {""};
+    ast_eval_config ec;
+    cr_assert(ast_eval_config_from_cfg(f.cfg, &f.d, &ec, &e) == 0, "%s", e.msg);
+    ast_split train = {f.sp[AST_SPLIT_TRAIN].cells, n_train < f.sp[AST_SPLIT_TRAIN].n ? n_train : f.sp[AST_SPLIT_TRAIN].n};
+    ast_eval_report r;
+    cr_assert(ast_evaluate(f.m, &f.s, &f.sets, &train, &ec, "test", &r, &e) == 0, "%s", e.msg);
+    int n = r.tasks[0].n_baselines;
+    cr_assert_str_eq(r.tasks[0].baselines[2].name, "expression_isomap");
+    ast_eval_report_free(&r);
+    ast_eval_config_free(&ec);
+    fixture_close(&f);
+    return n;
+}
+
+Test(evaluate, regression_baselines_only_in_a_shared_frame, .timeout = 120)
+{
+    cr_assert_eq(baselines_of("sampling.num_steps=1", 5), 3, "k = 5 training cells: no shared frame");
+    cr_assert_eq(baselines_of("evaluation.mlp_regression=false", INT64_MAX), 4, "knn_regression alone");
 }
 
 /* Which cells share a set never depends on their true coordinates:

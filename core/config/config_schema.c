@@ -201,6 +201,10 @@ static const cfg_key schema[] = {
     INT("evaluation.seed", "0", CFG_FREE),                   /* alphast: eval cells, sets and noise; not seed.value */
     INT("evaluation.noise_seeds", "2", CFG_POSITIVE),        /* alphast: samples per set for the diversity score */
     BOOL("evaluation.after_train", "true"),                  /* alphast: train ends with the held-out evaluation */
+    /* alphast: the mlp_regression baseline (expression -> position MLP fitted on the training cells, shared frame
+     * only) and its epochs at most (early stopping on a tenth of those cells); false skips its cost */
+    BOOL("evaluation.mlp_regression", "true"),
+    INT("evaluation.mlp_epochs", "60", CFG_POSITIVE),
 };
 
 #define N_KEYS ((int)(sizeof schema / sizeof schema[0]))

@@ -61,6 +61,30 @@ void ast_baseline_mean_profile(const ast_reference_cells *ref, int n, float *exp
  * its k spatially nearest reference cells (k cut to ref->n). */
 void ast_baseline_spatial_knn_expr(const ast_reference_cells *ref, const float *pos, int n, int k, float *expr);
 
+/* expr_to_pos: a per-cell MLP regressor (CeLEry-like) fitted on the
+ * reference cells, expression -> their first `dims` coordinates, by MSE
+ * with AdamW (baselines_mlp.c): two ReLU hidden layers, inputs and targets
+ * standardised on the fitting cells, early stopping on a held-back part. */
+typedef struct ast_mlp_regressor_config {
+    int hidden;          /* width of both hidden layers */
+    int max_epochs;      /* evaluation.mlp_epochs */
+    int patience;        /* epochs without a lower validation loss before stopping */
+    int batch;           /* cells per AdamW step */
+    float lr, weight_decay;
+    double val_fraction; /* of the fitting cells held back for early stopping */
+    int64_t max_cells;   /* fitting cells drawn at most (the cost of a large reference) */
+    uint64_t seed;       /* initialisation, the held-back cells and the batch order */
+} ast_mlp_regressor_config;
+
+/* The evaluation's settings: 128 wide, batches of 128, lr 1e-3. */
+ast_mlp_regressor_config ast_mlp_regressor_defaults(int max_epochs, uint64_t seed);
+
+typedef struct ast_mlp_regressor ast_mlp_regressor;
+ast_mlp_regressor *ast_mlp_regressor_fit(const ast_reference_cells *ref, int dims, const ast_mlp_regressor_config *cfg);
+/* pos [n, 3] of the n rows of x [n, G] (the axes from dims on are 0). */
+void ast_mlp_regressor_predict(ast_mlp_regressor *m, const float *x, int n, float *pos);
+void ast_mlp_regressor_free(ast_mlp_regressor *m);
+
 /* ---- building blocks ------------------------------------------------------ */
 
 /* d2 [n, m] = squared Euclidean distances between the rows of a [n, D] and

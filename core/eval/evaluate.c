@@ -58,6 +58,7 @@ int ast_eval_config_from_cfg(const ast_cfg *cfg, const ast_dataset *d, ast_eval_
     ec->num_steps = (int)ast_cfg_int(cfg, "sampling.num_steps");
     ec->seed = (uint64_t)ast_cfg_int(cfg, "evaluation.seed");
     ec->noise_seeds = (int)ast_cfg_int(cfg, "evaluation.noise_seeds");
+    ec->mlp_epochs = ast_cfg_bool(cfg, "evaluation.mlp_regression") ? (int)ast_cfg_int(cfg, "evaluation.mlp_epochs") : 0;
     if (ast_cfg_bool(cfg, "reference_parity")) ec->protocol = AST_EVAL_ORACLE;
     int set_size = ec->protocol == AST_EVAL_ORACLE ? (int)ast_cfg_int(cfg, "data.set_size") : ec->max_set_size;
     if (set_size > 0 && ec->k >= set_size) { /* whole-slice sets (0) are sized by the data */

@@ -27,6 +27,7 @@ typedef struct ast_eval_config {
     ast_sample_return ret;       /* sampling.return */
     uint64_t seed;               /* evaluation.seed */
     int noise_seeds;             /* evaluation.noise_seeds: samples per set for the diversity score */
+    int mlp_epochs;              /* evaluation.mlp_epochs; 0: no mlp_regression baseline (evaluation.mlp_regression false) */
     ast_pos_param pos_param;     /* how the model's position output is read (as trained) */
     int align;                   /* align x0 predictions to the state while sampling (aligned loss) */
     ast_precision precision;     /* of the sampler's GEMMs (training.precision, as trained) */

@@ -6,7 +6,8 @@
  *   held-out and training cells share a coordinate frame (the held-out
  *   cells' slice has training cells: slabs, blocks, random cells, z-sections
  *   of one 3-D slice, a key that mixes them; not whole held-out slices),
- *   kNN regression from the training cells' positions;
+ *   kNN regression from the training cells' positions and an MLP regressor
+ *   fitted on them;
  * - expression: random N(0, 1) values; the mean training profile; and, in a
  *   shared frame, the mean of the k spatially nearest training cells. */
 #include <stdlib.h>
@@ -33,6 +34,7 @@ typedef struct reference {
     const ast_dataset *d;
     int64_t *ids;
     float *pos, *profile;
+    ast_mlp_regressor *mlp; /* fitted when first asked for */
 } reference;
 
 static void reference_row(const void *ctx, int64_t i, float *out)
@@ -75,7 +77,10 @@ static reference *references(const eval_run *run)
 
 static void references_free(const eval_run *run, reference *refs)
 {
-    for (int v = 0; v < run->sets->d->n_slices; v++) free(refs[v].ids), free(refs[v].pos), free(refs[v].profile);
+    for (int v = 0; v < run->sets->d->n_slices; v++) {
+        free(refs[v].ids), free(refs[v].pos), free(refs[v].profile);
+        ast_mlp_regressor_free(refs[v].mlp);
+    }
     free(refs);
 }
 
@@ -86,6 +91,17 @@ static const float *mean_profile(reference *ref)
         ast_baseline_mean_profile(&ref->cells, 1, ref->profile);
     }
     return ref->profile;
+}
+
+/* The slice's MLP regressor, fitted on its training cells once, seeded by
+ * evaluation.seed so every run of an evaluation draws the same one. */
+static ast_mlp_regressor *mlp_of(const eval_run *run, reference *ref)
+{
+    if (!ref->mlp) {
+        ast_mlp_regressor_config cfg = ast_mlp_regressor_defaults(run->ec->mlp_epochs, run->ec->seed);
+        ref->mlp = ast_mlp_regressor_fit(&ref->cells, run->sets->d->coord_dims, &cfg);
+    }
+    return ref->mlp;
 }
 
 /* Held-out and training cells share a frame when every set's slice has
@@ -164,6 +180,14 @@ static void place_knn_regression(const place_ctx *c, int b, int n, float *pos, f
     ast_baseline_knn_positions(&set_ref(c, b)->cells, set_expr(c, b), n, c->run->ec->k, pos);
 }
 
+static void place_mlp_regression(const place_ctx *c, int b, int n, float *pos, float *expr)
+{
+    (void)expr;
+    ast_mlp_regressor_predict(mlp_of(c->run, set_ref(c, b)), set_expr(c, b), n, pos);
+}
+
+static int mlp_wanted(const eval_run *run) { return run->ec->mlp_epochs > 0; }
+
 static void place_mean_profile(const place_ctx *c, int b, int n, float *pos, float *expr)
 {
     int G = c->run->truth->G;
@@ -190,17 +214,20 @@ static void place_spatial_knn(const place_ctx *c, int b, int n, float *pos, floa
 /* Every baseline, in the order eval.json and the table list them. To add
  * one: its place_* function above and a row here (the modes it answers;
  * shared_frame when it looks up training cells by position, which needs
- * held-out and training cells in one frame). */
+ * held-out and training cells in one frame; wanted, when a key can turn it
+ * off, else NULL). */
 static const struct baseline_def {
     const char *name, *short_name; /* eval.json's key; the printed table's column head (9 characters) */
     unsigned tasks;
     int shared_frame;
     place_fn place;
+    int (*wanted)(const eval_run *run);
 } baseline_defs[] = {
     {"random", "random", FOR(AST_MODE_EXPR_TO_POS) | FOR(AST_MODE_POS_TO_EXPR) | FOR(AST_MODE_JOINT), 0, place_random},
     {"expression_mds", "expr_mds", FOR(AST_MODE_EXPR_TO_POS), 0, place_mds},
     {"expression_isomap", "isomap", FOR(AST_MODE_EXPR_TO_POS), 0, place_isomap},
     {"knn_regression", "knn_reg", FOR(AST_MODE_EXPR_TO_POS), 1, place_knn_regression},
+    {"mlp_regression", "mlp_reg", FOR(AST_MODE_EXPR_TO_POS), 1, place_mlp_regression, mlp_wanted},
     {"mean_profile", "mean_prof", FOR(AST_MODE_POS_TO_EXPR) | FOR(AST_MODE_JOINT), 0, place_mean_profile},
     {"spatial_knn", "spat_knn", FOR(AST_MODE_POS_TO_EXPR), 1, place_spatial_knn},
 };
@@ -232,7 +259,8 @@ void eval_baselines(const eval_run *run, ast_eval_task *task)
     const struct baseline_def *list[N_BASELINES];
     int n = 0, frame = shared_frame(run);
     for (int i = 0; i < N_BASELINES; i++)
-        if ((baseline_defs[i].tasks & FOR(task->mode)) && (frame || !baseline_defs[i].shared_frame))
+        if ((baseline_defs[i].tasks & FOR(task->mode)) && (frame || !baseline_defs[i].shared_frame) &&
+            (!baseline_defs[i].wanted || baseline_defs[i].wanted(run)))
             list[n++] = &baseline_defs[i];
     double spacing = task->mode == AST_MODE_EXPR_TO_POS ? training_spacing(run) : 0.0;
     reference *refs = references(run);
