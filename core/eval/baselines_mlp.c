@@ -13,6 +13,8 @@
 #include "eval/baselines.h"
 #include "train/optim.h"
 
+#define MAX_VALUES ((int64_t)1 << 25)
+
 typedef struct layer {
     ast_tensor *weight, *bias;
 } layer;
@@ -141,8 +143,10 @@ static void fit(ast_mlp_regressor *m, const float *x, const float *y, int64_t n_
     ast_adamw_free(o);
 }
 
-/* The fitting rows: at most cfg.max_cells reference cells, in a seeded
- * order whose last val_fraction are the validation rows. */
+/* The fitting rows: at most cfg.max_cells reference cells, and at most
+ * MAX_VALUES expression values (128 MB of floats: a panel of 20,000 genes
+ * still fits 1,600 cells), in a seeded order whose last val_fraction are
+ * the validation rows. */
 static int64_t draw_rows(const ast_reference_cells *ref, const ast_mlp_regressor_config *cfg, int64_t **rows)
 {
     int64_t n = ref->n, *idx = ast_xmalloc((size_t)(n ? n : 1) * sizeof *idx);
@@ -154,7 +158,9 @@ static int64_t draw_rows(const ast_reference_cells *ref, const ast_mlp_regressor
         idx[i] = idx[j], idx[j] = t;
     }
     *rows = idx;
-    return n < cfg->max_cells ? n : cfg->max_cells;
+    int64_t cap = MAX_VALUES / (ref->G > 0 ? ref->G : 1);
+    if (cap > cfg->max_cells) cap = cfg->max_cells;
+    return n < cap ? n : cap;
 }
 
 ast_mlp_regressor *ast_mlp_regressor_fit(const ast_reference_cells *ref, int dims, const ast_mlp_regressor_config *cfg)
