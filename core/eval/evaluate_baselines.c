@@ -223,13 +223,13 @@ static const struct baseline_def {
     place_fn place;
     int (*wanted)(const eval_run *run);
 } baseline_defs[] = {
-    {"random", "random", FOR(AST_MODE_EXPR_TO_POS) | FOR(AST_MODE_POS_TO_EXPR) | FOR(AST_MODE_JOINT), 0, place_random},
-    {"expression_mds", "expr_mds", FOR(AST_MODE_EXPR_TO_POS), 0, place_mds},
-    {"expression_isomap", "isomap", FOR(AST_MODE_EXPR_TO_POS), 0, place_isomap},
-    {"knn_regression", "knn_reg", FOR(AST_MODE_EXPR_TO_POS), 1, place_knn_regression},
+    {"random", "random", FOR(AST_MODE_EXPR_TO_POS) | FOR(AST_MODE_POS_TO_EXPR) | FOR(AST_MODE_JOINT), 0, place_random, NULL},
+    {"expression_mds", "expr_mds", FOR(AST_MODE_EXPR_TO_POS), 0, place_mds, NULL},
+    {"expression_isomap", "isomap", FOR(AST_MODE_EXPR_TO_POS), 0, place_isomap, NULL},
+    {"knn_regression", "knn_reg", FOR(AST_MODE_EXPR_TO_POS), 1, place_knn_regression, NULL},
     {"mlp_regression", "mlp_reg", FOR(AST_MODE_EXPR_TO_POS), 1, place_mlp_regression, mlp_wanted},
-    {"mean_profile", "mean_prof", FOR(AST_MODE_POS_TO_EXPR) | FOR(AST_MODE_JOINT), 0, place_mean_profile},
-    {"spatial_knn", "spat_knn", FOR(AST_MODE_POS_TO_EXPR), 1, place_spatial_knn},
+    {"mean_profile", "mean_prof", FOR(AST_MODE_POS_TO_EXPR) | FOR(AST_MODE_JOINT), 0, place_mean_profile, NULL},
+    {"spatial_knn", "spat_knn", FOR(AST_MODE_POS_TO_EXPR), 1, place_spatial_knn, NULL},
 };
 
 #define N_BASELINES ((int)(sizeof baseline_defs / sizeof baseline_defs[0]))
