@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "eval/evaluate.h"
 #include "eval/sample.h"
 #include "model/kabsch.h"
 #include "plugin/loader.h"
@@ -28,13 +29,16 @@ static const cli_option options[N_OPTS] = {
 static const cli_spec spec = {
     .name = "sample",
     .usage = "RUN_DIR --out FILE.csv|FILE.h5ad|- [--mode MODE] [--split test|val] [--steps N] [--device NAME]",
-    .about = "Generates every cell of a held-out split with a trained run. The split is\n"
-             "covered by neighbourhood sets; each cell is written once, from the first set\n"
-             "that holds it. Coordinates are per set: centred on the set, in the run's length\n"
-             "unit, and (being learned from distances) defined up to rotation and reflection;\n"
-             "the true ones are given in the same frame. 2-D data gets x and y: each set's\n"
-             "generated cells are turned onto their principal axes first, so the plane they\n"
-             "lie in is x-y.\n"
+    .about = "Generates the cells of a held-out split with a trained run, in the sets eval\n"
+             "scores (evaluation.protocol: regions of the split, each split by expression\n"
+             "into sets of at most evaluation.max_set_size; oracle_neighbourhoods:\n"
+             "evaluation.sets true-position neighbourhoods), with eval's noise (evaluation.seed):\n"
+             "scoring the written placement gives eval.json's numbers. Each cell is written\n"
+             "once, from the first set that holds it. Coordinates are per set: centred on\n"
+             "the set, in the run's length unit, and (being learned from distances) defined up\n"
+             "to rotation and reflection; the true ones are given in the same frame. 2-D data\n"
+             "gets x and y: each set's generated cells are turned onto their principal axes\n"
+             "and z dropped, as eval scores them.\n"
              "CSV: cell,set,x,y[,z],x_true,y_true[,z_true], then one column per gene when\n"
              "expression is generated. .h5ad: X = the generated expression, or when it is\n"
              "given the data's values as the file holds them (not the z-scores the model\n"
@@ -52,104 +56,56 @@ static const cli_spec spec = {
     .max_args = 1,
 };
 
-enum { BATCH = 16 }; /* sets per sampler call */
-
-typedef struct batch {
-    int B, N, G;
-    int64_t centre[BATCH];
-    int64_t *cells;  /* [BATCH, N] */
-    char *own;       /* [BATCH, N]: written from this set */
-    float *expr, *pos, *mask, *gen_expr, *gen_pos, *aligned; /* aligned: gen_pos moved onto pos, per set */
-} batch;
-
-static void batch_init(batch *b, int N, int G)
+/* The placement of the sets (gen_pos, as sampled) and of 2-D data turned
+ * onto each set's principal axes with z dropped, as eval scores it; and
+ * moved onto the true positions (aligned). */
+static void orient(const ast_eval_sets *t, int flat, float *gen_pos, float *aligned)
 {
-    *b = (batch){.N = N, .G = G};
-    size_t cells = (size_t)BATCH * N;
-    b->cells = ast_xmalloc(cells * sizeof *b->cells);
-    b->own = ast_xcalloc(cells, 1);
-    b->expr = ast_xmalloc(cells * G * sizeof(float)), b->gen_expr = ast_xmalloc(cells * G * sizeof(float));
-    b->pos = ast_xmalloc(cells * 3 * sizeof(float)), b->gen_pos = ast_xmalloc(cells * 3 * sizeof(float));
-    b->aligned = ast_xmalloc(cells * 3 * sizeof(float));
-    b->mask = ast_xmalloc(cells * sizeof(float));
-}
-
-static void batch_free(batch *b)
-{
-    free(b->cells), free(b->own), free(b->expr), free(b->gen_expr), free(b->pos), free(b->gen_pos), free(b->mask);
-    free(b->aligned);
-}
-
-/* Each set's generated positions: of 2-D data turned onto their principal
- * axes (flat: z, which is not written, dropped, so that the alignment is
- * one in the x-y plane), and moved onto the true ones (b->aligned). */
-static void orient(batch *b, int flat)
-{
-    for (int i = 0; i < b->B; i++) {
-        int64_t o = (int64_t)i * b->N;
-        float *gen = b->gen_pos + o * 3;
-        if (flat) {
-            ast_positions_to_principal_axes(b->N, gen, b->mask + o);
-            for (int j = 0; j < b->N; j++) gen[j * 3 + 2] = 0.0f;
-        }
-        ast_align_onto(b->N, gen, b->pos + o * 3, b->mask + o, b->aligned + o * 3);
+    if (flat) ast_positions_flatten(t->B, t->N, gen_pos, t->mask);
+    for (int b = 0; b < t->B; b++) {
+        int64_t o = (int64_t)b * t->N;
+        ast_align_onto(t->N, gen_pos + o * 3, t->pos + o * 3, t->mask + o, aligned + o * 3);
     }
 }
 
-/* Samples the batch's sets and appends the cells they own. */
-static void flush(batch *b, ast_model *m, const ast_schedule *s, const ast_sampler_config *sc, const ast_set_sampler *sets,
-                  sample_cells *out)
+static void sample_cells_init(sample_cells *out, int64_t n, int G)
 {
-    int N = b->N, G = b->G;
-    ast_rng unused; /* sets of held-out cells are neither rotated nor dropped out */
-    ast_rng_seed(&unused, 0);
-    for (int i = 0; i < b->B; i++)
-        ast_make_set(sets, b->centre[i], &unused, b->expr + (int64_t)i * N * G, b->pos + (int64_t)i * N * 3, b->mask + (int64_t)i * N);
-    ast_sampler_config call = *sc;
-    call.seed = sc->seed + (uint64_t)out->sets; /* a fresh stream per batch */
-    ast_sample(m, s, &call, b->B, N, b->expr, b->pos, b->mask, b->gen_expr, b->gen_pos);
-    orient(b, sets->d->coord_dims == 2 && ast_mode_noises(sc->mode, AST_MOD_POS));
-    for (int i = 0; i < b->B; i++, out->sets++)
-        for (int j = 0; j < N; j++) {
-            int64_t k = (int64_t)i * N + j, r = out->n;
-            if (!b->own[k]) continue;
-            out->cell[r] = b->cells[k], out->set[r] = out->sets;
-            memcpy(out->expr + r * G, b->gen_expr + k * G, (size_t)G * sizeof(float));
-            memcpy(out->pos + r * 3, b->gen_pos + k * 3, 3 * sizeof(float));
-            memcpy(out->pos_true + r * 3, b->pos + k * 3, 3 * sizeof(float));
-            memcpy(out->pos_aligned + r * 3, b->aligned + k * 3, 3 * sizeof(float));
-            out->n++;
-        }
-    b->B = 0;
-}
-
-static void generate(ast_model *m, const ast_schedule *s, const ast_sampler_config *sc, const ast_set_sampler *sets,
-                     sample_cells *out)
-{
-    const ast_split *split = sets->split;
-    int N = sets->set_size, G = sets->d->n_genes;
     *out = (sample_cells){.G = G};
-    out->cell = ast_xmalloc((size_t)split->n * sizeof *out->cell), out->set = ast_xmalloc((size_t)split->n * sizeof *out->set);
-    out->expr = ast_xmalloc((size_t)split->n * G * sizeof(float));
-    out->pos = ast_xmalloc((size_t)split->n * 3 * sizeof(float)), out->pos_true = ast_xmalloc((size_t)split->n * 3 * sizeof(float));
-    out->pos_aligned = ast_xmalloc((size_t)split->n * 3 * sizeof(float));
-    char *covered = ast_xcalloc((size_t)sets->d->n_cells, 1);
-    batch b;
-    batch_init(&b, N, G);
-    for (int64_t i = 0; i < split->n; i++) {
-        if (covered[split->cells[i]]) continue;
-        int64_t *cells = b.cells + (int64_t)b.B * N;
-        int n = ast_set_cells(sets, split->cells[i], cells);
-        for (int j = 0; j < N; j++) {
-            b.own[(int64_t)b.B * N + j] = j < n && !covered[cells[j]];
-            if (j < n) covered[cells[j]] = 1;
-        }
-        b.centre[b.B++] = split->cells[i];
-        if (b.B == BATCH) flush(&b, m, s, sc, sets, out);
+    out->cell = ast_xmalloc((size_t)n * sizeof *out->cell), out->set = ast_xmalloc((size_t)n * sizeof *out->set);
+    out->expr = ast_xmalloc((size_t)n * G * sizeof(float));
+    out->pos = ast_xmalloc((size_t)n * 3 * sizeof(float)), out->pos_true = ast_xmalloc((size_t)n * 3 * sizeof(float));
+    out->pos_aligned = ast_xmalloc((size_t)n * 3 * sizeof(float));
+}
+
+/* The sets eval scores (ast_eval_make_sets), generated with sc; each cell
+ * written once, from the first set that holds it (the region protocol's
+ * sets hold each cell once; oracle neighbourhoods may overlap). */
+static void generate(ast_model *m, const ast_schedule *s, const ast_sampler_config *sc, const ast_set_sampler *sets,
+                     const ast_eval_config *ec, sample_cells *out)
+{
+    ast_eval_sets t;
+    ast_eval_make_sets(sets, ec, &t);
+    size_t cells = (size_t)t.B * t.N;
+    float *gen_expr = ast_xmalloc(cells * t.G * sizeof(float)), *gen_pos = ast_xmalloc(cells * 3 * sizeof(float));
+    float *aligned = ast_xmalloc(cells * 3 * sizeof(float));
+    char *written = ast_xcalloc((size_t)sets->d->n_cells, 1);
+    ast_sample(m, s, sc, t.B, t.N, t.expr, t.pos, t.mask, gen_expr, gen_pos);
+    orient(&t, sets->d->coord_dims == 2 && ast_mode_noises(sc->mode, AST_MOD_POS), gen_pos, aligned);
+    sample_cells_init(out, sets->split->n, t.G);
+    out->sets = t.B;
+    for (size_t k = 0; k < cells; k++) {
+        int64_t cell = t.cells[k], r = out->n;
+        if (cell < 0 || written[cell]) continue;
+        written[cell] = 1;
+        out->cell[r] = cell, out->set[r] = (int)(k / t.N);
+        memcpy(out->expr + r * t.G, gen_expr + k * t.G, (size_t)t.G * sizeof(float));
+        memcpy(out->pos + r * 3, gen_pos + k * 3, 3 * sizeof(float));
+        memcpy(out->pos_true + r * 3, t.pos + k * 3, 3 * sizeof(float));
+        memcpy(out->pos_aligned + r * 3, aligned + k * 3, 3 * sizeof(float));
+        out->n++;
     }
-    if (b.B) flush(&b, m, s, sc, sets, out);
-    batch_free(&b);
-    free(covered);
+    free(gen_expr), free(gen_pos), free(aligned), free(written);
+    ast_eval_sets_free(&t);
 }
 
 static void sample_cells_free(sample_cells *g)
@@ -208,10 +164,16 @@ static int sample(cli_run *r, const char **v, const char *dir, int argc, char **
         return -1;
     }
     ast_schedule s;
-    if (ast_schedule_init(&s, tc.diffusion_steps, tc.nu_expression, tc.nu_position, e) < 0) return -1;
+    ast_eval_config ec;
+    if (ast_eval_config_from_cfg(r->cfg, &r->d, &ec, e) < 0) return -1;
+    if (ast_schedule_init(&s, tc.diffusion_steps, tc.nu_expression, tc.nu_position, e) < 0) {
+        ast_eval_config_free(&ec);
+        return -1;
+    }
     sample_cells g;
-    generate(r->m, &s, &sc, &sets, &g);
+    generate(r->m, &s, &sc, &sets, &ec, &g);
     ast_schedule_free(&s);
+    ast_eval_config_free(&ec);
     const char *out = v[OPT_OUT];
     int gen_expr = ast_mode_noises(sc.mode, AST_MOD_EXPR);
     int rc = ends_with(out, ".h5ad") ? write_h5ad(out, &g, r, !gen_expr, argc, argv, e)

@@ -190,7 +190,7 @@ int cli_sampler_config(ast_cfg *cfg, const char *mode, const char *steps, ast_tr
     if (ast_train_config_from_cfg(cfg, tc, e) < 0 || (steps && ast_cfg_set(cfg, "sampling.num_steps", steps, e) < 0))
         return -1;
     *sc = (ast_sampler_config){.mode = tc->mode, .num_steps = (int)ast_cfg_int(cfg, "sampling.num_steps"),
-                               .seed = (uint64_t)ast_cfg_int(cfg, "seed.value"), .pos_param = tc->pos_param,
+                               .seed = ast_eval_noise_seed((uint64_t)ast_cfg_int(cfg, "evaluation.seed"), 0), .pos_param = tc->pos_param,
                                .align = tc->loss.position_loss == AST_POS_LOSS_ALIGNED, .precision = tc->precision};
     ast_sample_return_parse(ast_cfg_str(cfg, "sampling.return"), &sc->ret); /* the schema's enum */
     if (mode) ast_mode_parse(mode, &sc->mode);

@@ -70,9 +70,10 @@ int cli_evaluate(const ast_cfg *cfg, ast_model *m, const ast_dataset *d, const a
  * z-scores the model reads. NULL with e set. */
 float *cli_rows_as_read(ast_dataset *d, char *const *genes, int n_genes, const int64_t *rows, int64_t n, ast_error *e);
 
-/* The run's sampling settings (sampling.*, seed.value, how its model's
- * positions are read) with a command's --mode and --steps (NULL: the
- * config's); mode, if given, is valid. */
+/* The run's sampling settings (sampling.*, how its model's positions are
+ * read, the noise of the placement eval scores: evaluation.seed's) with a
+ * command's --mode and --steps (NULL: the config's); mode, if given, is
+ * valid. */
 int cli_sampler_config(ast_cfg *cfg, const char *mode, const char *steps, ast_train_config *tc, ast_sampler_config *sc,
                        ast_error *e);
 

@@ -14,9 +14,11 @@ typedef struct csv_job {
     int with_expr;
 } csv_job;
 
+/* 9 significant digits: a float reads back exactly, so the written
+ * placement scores as eval scored it (ties of distances included). */
 static void csv_coords(FILE *f, const float *p, int dims)
 {
-    for (int k = 0; k < dims; k++) fprintf(f, ",%.7g", p[k]);
+    for (int k = 0; k < dims; k++) fprintf(f, ",%.9g", p[k]);
 }
 
 static int fill_csv(FILE *f, void *ud)

@@ -231,7 +231,11 @@ Test(evaluate, region_protocol_places_every_held_out_cell_with_baselines, .timeo
         cr_assert(ast_eval_primary(t->mode, &t->baselines[b].scores) <= ast_eval_primary(t->mode, &t->baselines[t->best].scores),
                   "best is the highest knn_k10");
     }
-    cr_assert(isfinite(t->diversity) && t->diversity >= 0 && t->diversity <= 1, "diversity %g", t->diversity);
+    const ast_uncertainty *u = &t->uncertainty;
+    cr_assert_eq(u->samples, ec.noise_seeds);
+    cr_assert(u->spread >= 0 && u->skill > 0 && u->spread_skill >= 0 && isfinite(u->energy), "spread %g skill %g energy %g",
+              u->spread, u->skill, u->energy);
+    cr_assert(u->coverage >= 0 && u->coverage <= 1, "coverage %g", u->coverage);
     cr_assert_eq(t->n_step_counts, 3);
     int counts[] = {1, 3, 10}; /* {1, 10, sampling.num_steps = 3}, ascending */
     for (int i = 0; i < 3; i++) cr_assert_eq(t->step_counts[i], counts[i]);
@@ -755,7 +759,7 @@ Test(evaluate, train_eval_and_sample_commands, .timeout = 120)
     snprintf(args, sizeof args, "eval %s/run --split val --steps 2 --json %s/val.json", dir, dir);
     cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
     cr_assert(strstr(out, "(region): val split, 1 set of up to 400 cells") && strstr(out, "2 network evaluations") &&
-              strstr(out, "best baseline on knn_k10") && strstr(out, "sample diversity"), "%s", out);
+              strstr(out, "best baseline on knn_k10") && strstr(out, "uncertainty (") && strstr(out, "spread/skill"), "%s", out);
 
     fixture fx; /* the splits the commands rebuild from the config */
     fixture_open(&fx, NULL);
@@ -775,4 +779,124 @@ Test(evaluate, train_eval_and_sample_commands, .timeout = 120)
     cr_assert(strstr(out, "not a run directory"), "%s", out);
     snprintf(args, sizeof args, "rm -rf %s", dir);
     cr_assert_eq(system(args), 0);
+}
+
+/* sample's CSV (cell,set,x,y[,z],x_true,y_true[,z_true]) as the sets it
+ * wrote: [B, N, 3] placed and true positions, mask [B, N]. */
+typedef struct written_sets {
+    int B, N;
+    float *pos, *truth, *mask;
+} written_sets;
+
+static void read_sample_csv(const char *path, int dims, int64_t rows, written_sets *w)
+{
+    FILE *f = fopen(path, "r");
+    cr_assert(f, "%s", path);
+    char line[4096];
+    int *set = calloc((size_t)rows, sizeof *set), *count = calloc((size_t)rows, sizeof *count);
+    float *xyz = calloc((size_t)rows * 6, sizeof *xyz);
+    cr_assert(fgets(line, sizeof line, f), "a header");
+    w->B = w->N = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        long long cell, s;
+        float *v = xyz + r * 6;
+        cr_assert(fgets(line, sizeof line, f), "row %lld", (long long)r);
+        int got = dims == 3 ? sscanf(line, "%lld,%lld,%f,%f,%f,%f,%f,%f", &cell, &s, v, v + 1, v + 2, v + 3, v + 4, v + 5)
+                            : sscanf(line, "%lld,%lld,%f,%f,%f,%f", &cell, &s, v, v + 1, v + 3, v + 4);
+        cr_assert_eq(got, dims * 2 + 2, "%s", line);
+        set[r] = (int)s;
+        if (++count[s] > w->N) w->N = count[s];
+        if (s + 1 > w->B) w->B = (int)s + 1;
+    }
+    fclose(f);
+    w->pos = calloc((size_t)w->B * w->N * 3, sizeof(float)), w->truth = calloc((size_t)w->B * w->N * 3, sizeof(float));
+    w->mask = calloc((size_t)w->B * w->N, sizeof(float));
+    memset(count, 0, (size_t)rows * sizeof *count);
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t at = (int64_t)set[r] * w->N + count[set[r]]++;
+        memcpy(w->pos + at * 3, xyz + r * 6, 3 * sizeof(float)), memcpy(w->truth + at * 3, xyz + r * 6 + 3, 3 * sizeof(float));
+        w->mask[at] = 1.0f;
+    }
+    free(set), free(count), free(xyz);
+}
+
+static cJSON *read_json_path(const char *path)
+{
+    static char text[1 << 20];
+    FILE *f = fopen(path, "r");
+    cr_assert(f, "%s", path);
+    text[fread(text, 1, sizeof text - 1, f)] = 0;
+    fclose(f);
+    cJSON *o = cJSON_Parse(text);
+    cr_assert(o, "%s is JSON", path);
+    return o;
+}
+
+static const cJSON *at_path(const cJSON *o, const char *const *keys)
+{
+    for (; *keys && o; keys++) o = cJSON_GetObjectItemCaseSensitive(o, *keys);
+    cr_assert(o, "a key is missing");
+    return o;
+}
+
+/* Trains the tiny model on `data` (overrides), then `eval` and `sample`
+ * its test split: the sample's CSV, scored with the metric code, gives
+ * eval.json's numbers; eval.json holds finite uncertainty measures. */
+static void sample_matches_eval(const char *data, int dims)
+{
+    char dir[] = "/tmp/alphast-same-XXXXXX", args[2048], cfg[1100], out[8192];
+    cr_assert(mkdtemp(dir));
+    snprintf(cfg, sizeof cfg, "%s/tiny.yaml", dir);
+    FILE *f = fopen(cfg, "w");
+    fputs(tiny_yaml, f);
+    fclose(f);
+    snprintf(args, sizeof args, "train -q --config %s --out %s/run evaluation.max_set_size=150 evaluation.noise_seeds=3 "
+             "evaluation.after_train=false %s", cfg, dir, data);
+    cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
+    snprintf(args, sizeof args, "eval %s/run --json %s/eval.json", dir, dir);
+    cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
+    snprintf(args, sizeof args, "sample %s/run --out %s/gen.csv", dir, dir);
+    cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
+    snprintf(args, sizeof args, "%s/eval.json", dir);
+    cJSON *report = read_json_path(args);
+    const cJSON *task = at_path(report, (const char *const[]){"tasks", "expr_to_pos", NULL});
+    const cJSON *metrics = at_path(task, (const char *const[]){"model", "positions", NULL}), *m;
+    int64_t cells = (int64_t)cJSON_GetObjectItem(report, "cells")->valuedouble;
+    written_sets w;
+    snprintf(args, sizeof args, "%s/gen.csv", dir);
+    cr_assert_eq(count_lines(args), cells + 1, "every cell eval scored, once");
+    read_sample_csv(args, dims, cells, &w);
+    cr_assert_eq(w.B, (int)cJSON_GetObjectItem(report, "sets")->valuedouble, "eval's sets");
+    ast_pos_metrics got;
+    ast_pos_metrics_compute(w.B, w.N, w.pos, w.truth, w.mask, (int)cJSON_GetObjectItem(report, "k_neighbors")->valuedouble, &got);
+    const double mine[] = {got.knn[0], got.knn[1], got.knn[2], got.dist_row_spearman, got.rmsd, got.procrustes};
+    const char *names[] = {"knn_k5", "knn_k10", "knn_k20", "dist_row_spearman", "rmsd", "procrustes"};
+    for (int i = 0; i < 6; i++) {
+        m = cJSON_GetObjectItem(metrics, names[i]);
+        /* the CSV's positions read back exactly (9 digits); cJSON writes 15 to 17 digits */
+        cr_assert(cJSON_IsNumber(m) && fabs(m->valuedouble - mine[i]) <= 1e-12 * (1 + fabs(mine[i])), "%s: eval %g, sample %g",
+                  names[i], m->valuedouble, mine[i]);
+    }
+    const cJSON *u = at_path(task, (const char *const[]){"uncertainty", NULL});
+    const char *keys[] = {"spread", "skill", "spread_skill", "energy_score", "coverage", "coverage_nominal"};
+    for (int i = 0; i < 6; i++) {
+        m = cJSON_GetObjectItem(u, keys[i]);
+        cr_assert(cJSON_IsNumber(m) && isfinite(m->valuedouble), "uncertainty.%s", keys[i]);
+        cr_assert(cJSON_IsString(at_path(u, (const char *const[]){"definitions", keys[i], NULL})), "%s defined", keys[i]);
+    }
+    cr_assert_eq(cJSON_GetObjectItem(u, "samples")->valuedouble, 3);
+    cJSON_Delete(report);
+    free(w.pos), free(w.truth), free(w.mask);
+    snprintf(args, sizeof args, "rm -rf %s", dir);
+    cr_assert_eq(system(args), 0);
+}
+
+Test(evaluate, sample_writes_what_eval_scores_3d, .timeout = 120) { sample_matches_eval("", 3); }
+
+/* 2-D data: the sets' placements turned onto their principal axes and z
+ * dropped, in what sample writes and in what eval scores */
+Test(evaluate, sample_writes_what_eval_scores_2d, .timeout = 120)
+{
+    sample_matches_eval("data.path=" ALPHAST_SOURCE_DIR "/data/visium_prostate/visium_prostate.h5ad "
+                        "data.slice_key=sample evaluation.morans_genes=null", 2);
 }

@@ -69,10 +69,10 @@ static void write_summary(const char *sweep, const fake_run *r, double val)
 
 /* eval.json as `alphast-run train` writes it: per task the model, the
  * baselines on the same cells, the best of them, and for positions the
- * sample diversity and the score by sampler step count. Moran's I: the
+ * uncertainty of its samples and the score by sampler step count. Moran's I: the
  * model is off the truth by 0.2 and 0.05 (mean |error| 0.125), and a gene
  * name with a dot in it must not be read as a path. */
-static void write_eval_diverse(const char *sweep, const fake_run *r, double knn, int degenerate)
+static void write_eval_judged(const char *sweep, const fake_run *r, double knn, int overconfident)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/runs/%s/eval.json", sweep, r->id);
@@ -87,17 +87,20 @@ static void write_eval_diverse(const char *sweep, const fake_run *r, double knn,
                " \"expression_isomap\": {\"positions\": {\"knn_k10\": %.9g, \"dist_row_spearman\": 0.45, \"rmsd\": 1.5},"
                " \"morans_i\": {\"GeneA\": 0.3, \"Gene.B\": 0.5}}},"
                " \"best_baseline\": {\"name\": \"expression_isomap\", \"metric\": \"knn_k10\", \"value\": %.9g},"
-               " \"diversity\": {\"noise_seeds\": 2, \"procrustes_between_samples\": %g, \"degenerate\": %s},"
+               " \"uncertainty\": {\"samples\": 4, \"spread\": 0.3, \"skill\": 0.4, \"spread_skill\": %g,"
+               " \"energy_score\": 0.25, \"coverage\": %g, \"coverage_nominal\": 0.8, \"judgement\": \"%s\","
+               " \"definitions\": {\"spread\": \"RMS distance\"}},"
                " \"by_steps\": {\"10\": {\"knn_k10\": %.9g}, \"1\": {\"knn_k10\": %.9g}, \"50\": {\"knn_k10\": %.9g}}},"
                "\"pos_to_expr\": {\"model\": {\"expression\": {\"mse\": 1.0, \"pcc_gene\": %.9g}},"
                " \"baselines\": {\"random\": {\"expression\": {\"mse\": 2.0, \"pcc_gene\": 0.0}},"
                " \"mean_profile\": {\"expression\": {\"mse\": 1.2, \"pcc_gene\": 0.05}},"
                " \"spatial_knn\": {\"expression\": {\"mse\": 0.9, \"pcc_gene\": 0.2}}}}}}\n",
-               knn, r->drs, isomap_knn, isomap_knn, degenerate ? 1e-5 : 0.05, degenerate ? "true" : "false", knn - 0.05,
+               knn, r->drs, isomap_knn, isomap_knn, overconfident ? 0.01 : 0.9, overconfident ? 0.05 : 0.75,
+               overconfident ? "overconfident" : "calibrated", knn - 0.05,
                knn - 0.2, knn, r->pcc);
 }
 
-static void write_eval(const char *sweep, const fake_run *r, double knn) { write_eval_diverse(sweep, r, knn, 0); }
+static void write_eval(const char *sweep, const fake_run *r, double knn) { write_eval_judged(sweep, r, knn, 0); }
 
 static void monitor_line(FILE *f, int step, const char *monitor, const char *metric, int layer, double v)
 {
@@ -420,15 +423,16 @@ Test(report, the_verdict_sets_the_best_config_against_the_best_baseline)
     free(md);
 }
 
-Test(report, diversity_and_the_score_by_steps)
+Test(report, uncertainty_and_the_score_by_steps)
 {
     char *sweep = make_sweep();
     char *md = report_md(sweep, NULL);
-    const char *div = "Sample diversity";
-    cr_assert_str_eq(cell_after(md, div, "Gated", 1), "2");
-    cr_assert_str_eq(cell_after(md, div, "Gated", 2), "0.0500 ± 0.0000");
-    cr_assert_str_eq(cell_after(md, div, "Gated", 3), "in 0 of 3 runs");
-    cr_assert(!strstr(md, "degenerate in"));
+    const char *unc = "Uncertainty (docs/evaluation.md)";
+    cr_assert_str_eq(cell_after(md, unc, "Gated", 1), "4");
+    cr_assert_str_eq(cell_after(md, unc, "Gated", 2), "0.900 ± 0.000");
+    cr_assert_str_eq(cell_after(md, unc, "Gated", 3), "0.750 ± 0.000");
+    cr_assert_str_eq(cell_after(md, unc, "Gated", 7), "overconfident in 0, underconfident in 0 of 3 runs");
+    cr_assert(!strstr(md, "overconfident in 1"));
     /* step counts in numeric order; knn_k10 - 0.2 at 1 step, - 0.05 at 10 */
     const char *steps = "knn_k10 by the sampler's step count";
     cr_assert(strstr(md, "| config | 1 step | 10 steps | 50 steps |"), "%s", md);
@@ -436,11 +440,13 @@ Test(report, diversity_and_the_score_by_steps)
     cr_assert_str_eq(cell_after(md, steps, "Gated", 3), "0.630 ± 0.020");
     free(md);
 
-    write_eval_diverse(sweep, &runs[5], runs[5].knn, 1);
+    write_eval_judged(sweep, &runs[5], runs[5].knn, 1);
     md = report_md(sweep, NULL);
-    cr_assert_str_eq(cell_after(md, div, "Gated", 3), "in 1 of 3 runs");
-    cr_assert(strstr(md, "Warning, expr_to_pos: Gated's samples are degenerate in 1 of 3 runs — different noise seeds "
-                         "give the same placement, so the sampler does no generative work."), "%s", md);
+    cr_assert_str_eq(cell_after(md, unc, "Gated", 7), "overconfident in 1, underconfident in 0 of 3 runs");
+    cr_assert(strstr(md, "Warning, expr_to_pos: Gated's samples are overconfident in 1 of 3 runs — spread/skill 0.603 "
+                         "(1 is calibrated) and coverage 0.52 where a calibrated sampler covers 0.80: the samples agree "
+                         "more than they are right (placement error 0.4 in the length unit), so their spread does not "
+                         "say how wrong a placement is."), "%s", md);
     free(md);
 }
 
@@ -892,11 +898,11 @@ Test(report, the_verdict_opens_the_report_in_one_line)
                            "tests; 1 monitor warning fired; 3 runs left out.");
     free(line);
     free(md);
-    /* a degenerate sampler is said on top, not only far down the list */
+    /* overconfident samples are said on top, not only far down the list */
     char *sweep = make_sweep();
-    write_eval_diverse(sweep, &runs[0], runs[0].knn, 1);
+    write_eval_judged(sweep, &runs[0], runs[0].knn, 1);
     md = report_md(sweep, NULL);
-    cr_assert(strstr(md, "WARNING: the samples of 1 config are degenerate (the sampler ignores its noise)"), "%s", md);
+    cr_assert(strstr(md, "WARNING: the samples of 1 config are overconfident (spread/skill below 0.5)"), "%s", md);
     free(md);
 }
 

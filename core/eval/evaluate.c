@@ -88,6 +88,16 @@ void ast_eval_config_free(ast_eval_config *ec)
     ec->n_genes = 0;
 }
 
+uint64_t ast_eval_noise_seed(uint64_t eval_seed, uint64_t noise) { return eval_seed ^ NOISE_SEED ^ noise; }
+
+void ast_eval_make_sets(const ast_set_sampler *sets, const ast_eval_config *ec, ast_eval_sets *out)
+{
+    if (ec->protocol == AST_EVAL_REGION)
+        ast_eval_sets_region(sets, ec->max_set_size, ec->seed ^ SETS_SEED, out);
+    else
+        ast_eval_sets_oracle(sets, ec->sets, ec->seed ^ SETS_SEED, out);
+}
+
 const char *ast_eval_primary_name(ast_train_mode mode) { return mode == AST_MODE_POS_TO_EXPR ? "pcc_gene" : "knn_k10"; }
 
 double ast_eval_primary(ast_train_mode mode, const ast_eval_scores *s)
@@ -117,31 +127,35 @@ static void generate(ast_model *m, const ast_schedule *s, const eval_run *run, a
 {
     const ast_eval_sets *t = run->truth;
     const ast_eval_config *ec = run->ec;
-    ast_sampler_config sc = {mode, steps, ec->ret, ec->seed ^ NOISE_SEED ^ noise, ec->pos_param, ec->align,
+    ast_sampler_config sc = {mode, steps, ec->ret, ast_eval_noise_seed(ec->seed, noise), ec->pos_param, ec->align,
                              ec->precision};
     /* Expression given, not generated: nothing to score, so no [B, N, G] copy of it. */
     g->expr = ast_mode_noises(mode, AST_MOD_EXPR) ? ast_xcalloc((size_t)t->B * t->N * t->G, sizeof(float)) : NULL;
     g->pos = ast_xcalloc((size_t)t->B * t->N * 3, sizeof(float));
     ast_sample(m, s, &sc, t->B, t->N, t->expr, t->pos, t->mask, g->expr, g->pos);
+    /* 2-D data: the placement in the plane, as sample writes it and as the baselines place cells */
+    if (run->sets->d->coord_dims == 2 && ast_mode_noises(mode, AST_MOD_POS)) ast_positions_flatten(t->B, t->N, g->pos, t->mask);
 }
 
 static void generated_free(generated *g) { free(g->expr), free(g->pos); }
 
-/* Mean Procrustes disparity between the placements of each set by noise
- * seeds 0 and 1..noise_seeds-1. */
-static double diversity(ast_model *m, const ast_schedule *s, const eval_run *run, ast_train_mode mode, const generated *first)
+/* The uncertainty measures of noise_seeds placements of each set: the
+ * first (noise seed 0, the one scored) and noise seeds 1.. */
+static void uncertainty(ast_model *m, const ast_schedule *s, const eval_run *run, ast_eval_task *task, const generated *first)
 {
     const ast_eval_sets *t = run->truth;
-    double sum = 0.0;
-    int count = 0;
-    for (int k = 1; k < run->ec->noise_seeds; k++) {
+    int S = run->ec->noise_seeds;
+    size_t one = (size_t)t->B * t->N * 3;
+    float *samples = ast_xmalloc((size_t)S * one * sizeof *samples);
+    memcpy(samples, first->pos, one * sizeof *samples);
+    for (int k = 1; k < S; k++) {
         generated other;
-        generate(m, s, run, mode, run->ec->num_steps, (uint64_t)k, &other);
-        for (int b = 0; b < t->B; b++, count++)
-            sum += ast_procrustes(first->pos + (int64_t)b * t->N * 3, other.pos + (int64_t)b * t->N * 3, eval_set_cells(t, b));
+        generate(m, s, run, task->mode, run->ec->num_steps, (uint64_t)k, &other);
+        memcpy(samples + k * one, other.pos, one * sizeof *samples);
         generated_free(&other);
     }
-    return count ? sum / count : NAN;
+    ast_uncertainty_compute(S, t->B, t->N, samples, t->pos, t->mask, &task->uncertainty);
+    free(samples);
 }
 
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
@@ -177,9 +191,8 @@ static void run_task(ast_model *m, const ast_schedule *s, const eval_run *run, a
     eval_score(run, task->mode, g.pos, g.expr, &task->model);
     if (task->mode == AST_MODE_EXPR_TO_POS) eval_keep_placement(run, g.pos);
     eval_baselines(run, task);
-    task->diversity = NAN;
     if (ast_mode_noises(task->mode, AST_MOD_POS)) {
-        task->diversity = diversity(m, s, run, task->mode, &g);
+        uncertainty(m, s, run, task, &g);
         score_by_steps(m, s, run, task);
     }
     generated_free(&g);
@@ -209,10 +222,7 @@ int ast_evaluate(ast_model *m, const ast_schedule *s, const ast_set_sampler *set
     }
     double start = ast_now();
     ast_eval_sets truth;
-    if (ec->protocol == AST_EVAL_REGION)
-        ast_eval_sets_region(sets, ec->max_set_size, ec->seed ^ SETS_SEED, &truth);
-    else
-        ast_eval_sets_oracle(sets, ec->sets, ec->seed ^ SETS_SEED, &truth);
+    ast_eval_make_sets(sets, ec, &truth);
     *r = (ast_eval_report){.split = split_name, .split_opts = ec->split, .split_kind = ec->split_kind, .protocol = ec->protocol, .seed = ec->seed, .sets = truth.B,
                            .set_size = truth.N, .k = ec->k, .num_steps = ec->num_steps, .ret = ec->ret,
                            .noise_seeds = ec->noise_seeds, .evaluations = ast_sample_grid(s->steps, ec->num_steps, NULL),

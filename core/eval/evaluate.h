@@ -16,6 +16,7 @@
 #include "eval/eval_sets.h"
 #include "eval/metrics.h"
 #include "eval/sample.h"
+#include "eval/uncertainty.h"
 
 typedef struct ast_eval_config {
     ast_train_mode mode;         /* the mode the model was trained in (training_mode) */
@@ -26,7 +27,7 @@ typedef struct ast_eval_config {
     int num_steps;               /* sampling.num_steps */
     ast_sample_return ret;       /* sampling.return */
     uint64_t seed;               /* evaluation.seed */
-    int noise_seeds;             /* evaluation.noise_seeds: samples per set for the diversity score */
+    int noise_seeds;             /* evaluation.noise_seeds: samples per set for the uncertainty measures */
     int mlp_epochs;              /* evaluation.mlp_epochs; 0: no mlp_regression baseline (evaluation.mlp_regression false) */
     ast_pos_param pos_param;     /* how the model's position output is read (as trained) */
     int align;                   /* align x0 predictions to the state while sampling (aligned loss) */
@@ -41,6 +42,15 @@ typedef struct ast_eval_config {
  * (e.g. an unknown gene, located at its line in the config). */
 int ast_eval_config_from_cfg(const ast_cfg *cfg, const ast_dataset *d, ast_eval_config *ec, ast_error *e);
 void ast_eval_config_free(ast_eval_config *ec);
+
+/* The cells of sets->split an evaluation places, grouped into sets per
+ * ec->protocol from evaluation.seed: what ast_evaluate scores and
+ * `alphast-run sample` writes. */
+void ast_eval_make_sets(const ast_set_sampler *sets, const ast_eval_config *ec, ast_eval_sets *out);
+/* The sampler's seed for the evaluation's placement number `noise` (0: the
+ * one scored and written; 1..: the further samples of the uncertainty
+ * measures). */
+uint64_t ast_eval_noise_seed(uint64_t eval_seed, uint64_t noise);
 
 /* How well one placement of the cells matches the truth. */
 typedef struct ast_eval_scores {
@@ -63,15 +73,11 @@ typedef struct ast_eval_task {
     ast_eval_baseline baselines[AST_EVAL_MAX_BASELINES];
     int n_baselines;
     int best;               /* index of the best baseline on the task's primary metric */
-    double diversity;       /* positions: mean Procrustes disparity between samples of different noise seeds */
+    ast_uncertainty uncertainty; /* positions: of evaluation.noise_seeds samples per set (alphast/uncertainty.h) */
     int step_counts[AST_EVAL_MAX_STEP_COUNTS]; /* positions: the score at other sampler step counts */
     ast_pos_metrics by_steps[AST_EVAL_MAX_STEP_COUNTS];
     int n_step_counts;
 } ast_eval_task;
-
-/* Below this mean disparity two noise seeds give the same placement: the
- * sampler does no generative work, and the report says so. */
-#define AST_EVAL_DEGENERATE_DIVERSITY 1e-3
 
 /* Where the model put the held-out cells of the expr_to_pos task, for
  * people to look at: per set the true positions and the placed ones

@@ -43,7 +43,21 @@ static void print_morans(FILE *out, const ast_eval_report *r, const ast_eval_tas
     fprintf(out, "   (true coordinates %.4f)\n", mean_of(r->morans_true, r->n_genes));
 }
 
-/* Where the model stands: best baseline, diversity, the score by steps. */
+/* What the samples of different noise seeds say about the error, with
+ * what the numbers mean. */
+static void print_uncertainty(FILE *out, const ast_uncertainty *u)
+{
+    if (u->samples < 2) {
+        fprintf(out, "  uncertainty: not measured (evaluation.noise_seeds = 1); placement error (skill) %.4g\n", u->skill);
+        return;
+    }
+    fprintf(out, "  uncertainty (%d samples per set): spread/skill %.3g (1 = calibrated, %s), spread %.4g, skill %.4g, "
+                 "energy score %.4g, coverage %.3f (calibrated: %.3f)\n",
+            u->samples, u->spread_skill, ast_uncertainty_judgement(u->spread_skill), u->spread, u->skill, u->energy,
+            u->coverage, u->coverage_nominal);
+}
+
+/* Where the model stands: best baseline, uncertainty, the score by steps. */
 static void print_verdict(FILE *out, const ast_eval_task *task)
 {
     const ast_eval_baseline *best = &task->baselines[task->best];
@@ -51,10 +65,7 @@ static void print_verdict(FILE *out, const ast_eval_task *task)
     fprintf(out, "  best baseline on %s: %s %.4f; the model %.4f (%+.4f: %s)\n", ast_eval_primary_name(task->mode),
             best->name, base, model, model - base, model > base ? "better" : "NOT better");
     if (!ast_mode_noises(task->mode, AST_MOD_POS)) return;
-    fprintf(out, "  sample diversity: mean Procrustes disparity between noise seeds %.3g\n", task->diversity);
-    if (task->diversity < AST_EVAL_DEGENERATE_DIVERSITY)
-        fprintf(out, "  warning: different noise seeds give the same placement (disparity below %g): the sampler "
-                     "does no generative work\n", AST_EVAL_DEGENERATE_DIVERSITY);
+    print_uncertainty(out, &task->uncertainty);
     fprintf(out, "  knn_k10 by sampler steps:");
     for (int i = 0; i < task->n_step_counts; i++) fprintf(out, "  %d: %.4f", task->step_counts[i], task->by_steps[i].knn[1]);
     fputc('\n', out);
@@ -137,12 +148,40 @@ static cJSON *best_json(const ast_eval_task *task)
     return o;
 }
 
-static void add_sampler_json(cJSON *to, const ast_eval_report *r, const ast_eval_task *task)
+static const char *const definitions[][2] = {
+    {"samples", "placements per set, from evaluation.noise_seeds noise seeds"},
+    {"spread", "RMS distance of a sample's cell from the samples' mean (each sample aligned onto the mean, "
+               "rotation or reflection, no scale; divisor S - 1), in the length unit"},
+    {"skill", "RMS distance of the mean's cell from its true position (the mean aligned onto the truth), in the "
+              "length unit"},
+    {"spread_skill", "sqrt((S + 1) / S) * spread / skill: ~1 calibrated, << 1 overconfident, >> 1 underconfident"},
+    {"energy_score", "E||D_s - D|| - E||D_s - D_s'|| / 2 over the samples' pairwise-distance vectors D_s and the "
+                     "true D, || || the RMS over pairs, mean over sets; proper, lower is better, length unit"},
+    {"coverage", "fraction of cells whose true position is no farther from the centre of it and the samples than "
+                 "the farthest sample"},
+    {"coverage_nominal", "S / (S + 1): the coverage when the truth is one more draw of the sampler"},
+    {"judgement", "overconfident (spread_skill < 0.5), calibrated, or underconfident (> 2)"},
+};
+
+static cJSON *uncertainty_json(const ast_uncertainty *u)
 {
-    cJSON *div = cJSON_AddObjectToObject(to, "diversity"), *steps = cJSON_AddObjectToObject(to, "by_steps");
-    cJSON_AddNumberToObject(div, "noise_seeds", r->noise_seeds);
-    cJSON_AddNumberToObject(div, "procrustes_between_samples", task->diversity);
-    cJSON_AddBoolToObject(div, "degenerate", task->diversity < AST_EVAL_DEGENERATE_DIVERSITY);
+    cJSON *o = cJSON_CreateObject(), *defs;
+    double values[] = {u->samples, u->spread, u->skill, u->spread_skill, u->energy, u->coverage, u->coverage_nominal};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) cJSON_AddNumberToObject(o, definitions[i][0], values[i]);
+    const char *judgement = ast_uncertainty_judgement(u->spread_skill);
+    if (judgement) cJSON_AddStringToObject(o, "judgement", judgement);
+    else cJSON_AddNullToObject(o, "judgement");
+    defs = cJSON_AddObjectToObject(o, "definitions");
+    for (size_t i = 0; i < sizeof definitions / sizeof definitions[0]; i++)
+        cJSON_AddStringToObject(defs, definitions[i][0], definitions[i][1]);
+    return o;
+}
+
+static void add_sampler_json(cJSON *to, const ast_eval_task *task)
+{
+    cJSON *steps;
+    cJSON_AddItemToObject(to, "uncertainty", uncertainty_json(&task->uncertainty));
+    steps = cJSON_AddObjectToObject(to, "by_steps");
     for (int i = 0; i < task->n_step_counts; i++) {
         char key[16];
         snprintf(key, sizeof key, "%d", task->step_counts[i]);
@@ -158,7 +197,7 @@ static cJSON *task_json(const ast_eval_report *r, const ast_eval_task *task)
         cJSON_AddItemToObject(bases, task->baselines[b].name, scores_json(r, task->mode, &task->baselines[b].scores));
     cJSON_AddItemToObject(to, "baselines", bases);
     cJSON_AddItemToObject(to, "best_baseline", best_json(task));
-    if (ast_mode_noises(task->mode, AST_MOD_POS)) add_sampler_json(to, r, task);
+    if (ast_mode_noises(task->mode, AST_MOD_POS)) add_sampler_json(to, task);
     return to;
 }
 

@@ -47,5 +47,9 @@ void ast_sample(ast_model *m, const ast_schedule *s, const ast_sampler_config *s
  * spreads least in and dropping it loses the least. Distances are
  * unchanged (a rotation or reflection; the positions had no fixed frame). */
 void ast_positions_to_principal_axes(int N, float *pos, const float *mask);
+/* Generated positions of 2-D data as they are written and scored: each of
+ * B sets of N cells (mask [B, N], NULL = all) turned onto its principal
+ * axes, then z (the direction it spreads least in) set to 0. */
+void ast_positions_flatten(int B, int N, float *pos, const float *mask);
 
 #endif

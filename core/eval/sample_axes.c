@@ -47,3 +47,12 @@ void ast_positions_to_principal_axes(int N, float *pos, const float *mask)
         }
     }
 }
+
+void ast_positions_flatten(int B, int N, float *pos, const float *mask)
+{
+    for (int b = 0; b < B; b++) {
+        float *set = pos + (int64_t)b * N * 3;
+        ast_positions_to_principal_axes(N, set, mask ? mask + (int64_t)b * N : NULL);
+        for (int i = 0; i < N; i++) set[i * 3 + 2] = 0.0f;
+    }
+}

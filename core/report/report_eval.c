@@ -1,6 +1,6 @@
 /* eval.json in the report's form. `alphast-run train` and `eval` write
  * {"tasks": {task: {"model": {"positions": {..}, "morans_i": {gene: I}},
- * "baselines": {name: {..}}, "best_baseline", "diversity", "by_steps"}}};
+ * "baselines": {name: {..}}, "best_baseline", "uncertainty", "by_steps"}}};
  * before the baselines came, a task held "model" and "random" only. The
  * report flattens the modality groups (metric names are unique across
  * them), sums the per-gene Moran's I up into one number and files "random"

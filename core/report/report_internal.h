@@ -74,7 +74,7 @@ typedef struct rp_task {
     ast_strlist keys;      /* the model's metrics */
     ast_strlist baselines; /* names under "baselines" */
     ast_strlist steps;     /* by_steps' step counts, ascending */
-    int diversity;         /* some run reports "diversity" */
+    int uncertainty;       /* some run reports "uncertainty" */
     const char *primary;   /* the metric the verdict ranks by (in keys), NULL if none */
     const char *second;    /* a second one the verdict also gives, NULL if none */
 } rp_task;
@@ -121,7 +121,7 @@ double rp_json_number(const cJSON *obj, const char *path);
 cJSON *rp_json_read_file(const char *path);
 
 /* eval.json (consumed) in the report's form: {task: {"model": {metric: x},
- * "baselines": {name: {metric: x}}, "diversity": {..}, "by_steps": {..}}},
+ * "baselines": {name: {metric: x}}, "uncertainty": {..}, "by_steps": {..}}},
  * modality groups flattened and the per-gene Moran's I summarised as
  * morans_i_abs_error. The older layout's "random" becomes the one
  * baseline. NULL for NULL or a file with no tasks. */
@@ -176,6 +176,10 @@ int rp_values(const rp_sweep *s, int config, rp_source src, const char *key, dou
  * scored on the cells a protocol holds out, so they are pooled within one protocol only. */
 int rp_values_all(const rp_sweep *s, int protocol, rp_source src, const char *key, double *out);
 rp_stat rp_stat_of(const rp_sweep *s, int config, rp_source src, const char *key);
+/* How many of a config's usable runs (*runs) the uncertainty measures of
+ * `task` judge `judgement` ("overconfident", "underconfident",
+ * "calibrated": ast_uncertainty_judgement of spread_skill). */
+int rp_judged_runs(const rp_sweep *s, int config, const char *task, const char *judgement, int *runs);
 rp_stat rp_stat_all(const rp_sweep *s, int protocol, rp_source src, const char *key);
 rp_stat rp_stat_values(const double *v, int n);
 

@@ -156,7 +156,7 @@ static void collect_keys(rp_sweep *s, const rp_run *r)
         add_numeric_keys(&t->keys, cJSON_GetObjectItemCaseSensitive(task, "model"), "");
         cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(task, "baselines")) add_name(&t->baselines, item->string);
         cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(task, "by_steps")) add_step(&t->steps, item->string);
-        t->diversity |= cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(task, "diversity"));
+        t->uncertainty |= cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(task, "uncertainty"));
     }
     for (int m = 0; m < r->n_mon; m++) add_name(&s->monitors, r->mon[m].name);
 }

@@ -1,11 +1,14 @@
 /* The metric tables of one group — the training losses, or one task of
  * the evaluation: the values of every config and baseline, then each
  * config's difference from the reference config with its bootstrap
- * interval, Welch and Holm p-values and MDD; and per task the sampler's
- * diversity and the primary metric by sampler step count. */
+ * interval, Welch and Holm p-values and MDD; and per task the measured
+ * uncertainty of the samples and the primary metric by sampler step count. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "base/base.h"
+#include "eval/uncertainty.h"
 #include "report_internal.h"
 
 static int n_keys(const rp_task *t) { return t ? t->keys.n : RP_N_LOSS_KEYS; }
@@ -105,29 +108,50 @@ void rp_metric_tables(rp_doc *d, const rp_sweep *s, const rp_task *t)
     if (s->n_configs > 1) differences_table(d, s, t);
 }
 
-static void diversity_table(rp_doc *d, const rp_sweep *s, const rp_task *t)
+int rp_judged_runs(const rp_sweep *s, int config, const char *task, const char *judgement, int *runs)
 {
+    char path[600];
+    snprintf(path, sizeof path, "%s.uncertainty.spread_skill", task);
+    double *v = ast_xmalloc((size_t)(s->n_runs ? s->n_runs : 1) * sizeof *v);
+    int n = rp_values(s, config, RP_EVAL, path, v), judged = 0;
+    for (int i = 0; i < n; i++) {
+        const char *j = ast_uncertainty_judgement(v[i]);
+        judged += j && !strcmp(j, judgement);
+    }
+    free(v);
+    *runs = n;
+    return judged;
+}
+
+static void uncertainty_table(rp_doc *d, const rp_sweep *s, const rp_task *t)
+{
+    static const char *const cols[] = {"spread_skill", "coverage", "coverage_nominal", "energy_score", "skill"};
     char path[600], buf[96];
     rp_table tb;
-    rp_table_init(&tb, 4);
-    rp_table_cell(&tb, "config"), rp_table_cell(&tb, "noise seeds");
-    rp_table_cell(&tb, "Procrustes disparity between samples"), rp_table_cell(&tb, "degenerate");
+    rp_table_init(&tb, 8);
+    rp_table_cell(&tb, "config"), rp_table_cell(&tb, "samples"), rp_table_cell(&tb, "spread/skill");
+    rp_table_cell(&tb, "coverage"), rp_table_cell(&tb, "calibrated coverage"), rp_table_cell(&tb, "energy score");
+    rp_table_cell(&tb, "skill"), rp_table_cell(&tb, "miscalibrated");
     for (int c = 0; c < s->n_configs; c++) {
-        snprintf(path, sizeof path, "%s.diversity.procrustes_between_samples", t->name);
-        rp_stat between = rp_stat_of(s, c, RP_EVAL, path);
-        if (!between.n) continue;
-        snprintf(path, sizeof path, "%s.diversity.noise_seeds", t->name);
-        rp_stat seeds = rp_stat_of(s, c, RP_EVAL, path);
-        snprintf(path, sizeof path, "%s.diversity.degenerate", t->name);
-        rp_stat degenerate = rp_stat_of(s, c, RP_EVAL, path); /* 0/1 per run: mean * n counts them */
+        snprintf(path, sizeof path, "%s.uncertainty.samples", t->name);
+        rp_stat samples = rp_stat_of(s, c, RP_EVAL, path);
+        if (!samples.n) continue;
         rp_table_cell(&tb, "%s", s->configs[c].name);
-        rp_table_cell(&tb, "%.0f", seeds.mean);
-        rp_table_cell(&tb, "%s", rp_fmt_stat(between, buf, sizeof buf));
-        rp_table_cell(&tb, "in %.0f of %d runs", degenerate.n ? degenerate.mean * degenerate.n : 0.0, degenerate.n);
+        rp_table_cell(&tb, "%.0f", samples.mean);
+        for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) {
+            snprintf(path, sizeof path, "%s.uncertainty.%s", t->name, cols[i]);
+            rp_table_cell(&tb, "%s", rp_fmt_stat(rp_stat_of(s, c, RP_EVAL, path), buf, sizeof buf));
+        }
+        int runs, over = rp_judged_runs(s, c, t->name, "overconfident", &runs);
+        int under = rp_judged_runs(s, c, t->name, "underconfident", &runs);
+        rp_table_cell(&tb, "overconfident in %d, underconfident in %d of %d runs", over, under, runs);
     }
-    rp_doc_para(d, "Sample diversity: the mean Procrustes disparity between placements of the same cells from "
-                   "different noise seeds, mean ± sd over training seeds. Near 0 the sampler gives one answer whatever "
-                   "the noise (degenerate: it does no generative work).");
+    rp_doc_para(d, "Uncertainty (docs/evaluation.md), mean ± sd over training seeds, from placements of the same "
+                   "cells by several noise seeds: spread/skill is the samples' spread about their mean over the error "
+                   "of that mean (1: the spread says how wrong a placement is; below 0.5 overconfident, above 2 "
+                   "underconfident); coverage, the fraction of cells whose true position lies within the samples' "
+                   "reach, beside what a calibrated sampler gets; the energy score of the distance vectors (lower is "
+                   "better) and skill (the mean's error) in the length unit.");
     rp_doc_table(d, &tb);
     rp_table_free(&tb);
 }
@@ -155,6 +179,6 @@ static void steps_table(rp_doc *d, const rp_sweep *s, const rp_task *t)
 
 void rp_sampler_tables(rp_doc *d, const rp_sweep *s, const rp_task *t)
 {
-    if (t->diversity) diversity_table(d, s, t);
+    if (t->uncertainty) uncertainty_table(d, s, t);
     if (t->steps.n && t->primary) steps_table(d, s, t);
 }

@@ -2,7 +2,7 @@
  * configs stand against the baselines, which differences from the
  * reference config survive Holm's correction over every test the report
  * makes (and, when none does, what could have been seen: the MDD), the
- * lowest validation loss, what the configs cost, degenerate samplers, the
+ * lowest validation loss, what the configs cost, overconfident samplers, the
  * monitor warnings that fired and the runs left out. A raw p below 0.05
  * alone is never a claim: with tens of tests, chance supplies a few. */
 #include <math.h>
@@ -169,18 +169,31 @@ static void cost_sentence(const rp_sweep *s, int c, ast_strlist *out)
     ast_strlist_push(out, buf);
 }
 
-static void degenerate_sentences(const rp_sweep *s, ast_strlist *out)
+/* Per task and config with runs whose spread/skill ratio is out of the
+ * calibrated band: how many, and what the measures say (means over the
+ * config's runs). The skill is given too: a near-exact model whose samples
+ * agree is overconfident and still accurate. */
+static void uncertainty_sentences(const rp_sweep *s, ast_strlist *out)
 {
-    char path[600], buf[600];
+    char path[600], buf[700];
     for (int t = 0; t < s->n_tasks; t++) {
-        snprintf(path, sizeof path, "%s.diversity.degenerate", s->tasks[t].name);
-        for (int c = 0; c < s->n_configs && s->tasks[t].diversity; c++) {
-            rp_stat st = rp_stat_of(s, c, RP_EVAL, path);
-            double n = st.n ? st.mean * st.n : 0.0; /* 0/1 per run */
-            if (n < 0.5) continue;
-            snprintf(buf, sizeof buf, "Warning, %s: %s's samples are degenerate in %.0f of %d runs — different noise "
-                     "seeds give the same placement, so the sampler does no generative work.",
-                     s->tasks[t].name, s->configs[c].name, n, st.n);
+        if (!s->tasks[t].uncertainty) continue;
+        for (int c = 0; c < s->n_configs; c++) {
+            int runs, over = rp_judged_runs(s, c, s->tasks[t].name, "overconfident", &runs);
+            if (!over) continue;
+            snprintf(path, sizeof path, "%s.uncertainty.spread_skill", s->tasks[t].name);
+            rp_stat ratio = rp_stat_of(s, c, RP_EVAL, path);
+            snprintf(path, sizeof path, "%s.uncertainty.coverage", s->tasks[t].name);
+            rp_stat cover = rp_stat_of(s, c, RP_EVAL, path);
+            snprintf(path, sizeof path, "%s.uncertainty.coverage_nominal", s->tasks[t].name);
+            rp_stat nominal = rp_stat_of(s, c, RP_EVAL, path);
+            snprintf(path, sizeof path, "%s.uncertainty.skill", s->tasks[t].name);
+            rp_stat skill = rp_stat_of(s, c, RP_EVAL, path);
+            snprintf(buf, sizeof buf, "Warning, %s: %s's samples are overconfident in %d of %d runs — spread/skill "
+                     "%.3g (1 is calibrated) and coverage %.2f where a calibrated sampler covers %.2f: the samples "
+                     "agree more than they are right (placement error %.3g in the length unit), so their spread does "
+                     "not say how wrong a placement is.", s->tasks[t].name, s->configs[c].name, over, runs, ratio.mean,
+                     cover.mean, nominal.mean, skill.mean);
             ast_strlist_push(out, buf);
         }
     }
@@ -257,8 +270,8 @@ static void headline_holm(sentence *t, const rp_sweep *s)
 static void headline_warnings(sentence *t, const rp_sweep *s)
 {
     ast_strlist w = {0};
-    degenerate_sentences(s, &w);
-    int degenerate = w.n, fired = 0, left_out = 0;
+    uncertainty_sentences(s, &w);
+    int overconfident = w.n, fired = 0, left_out = 0;
     for (int m = 0; m < s->monitors.n; m++)
         for (int c = 0; c < s->n_configs; c++) {
             rp_warning one;
@@ -267,9 +280,9 @@ static void headline_warnings(sentence *t, const rp_sweep *s)
     for (int i = 0; i < s->n_runs; i++) left_out += !s->runs[i].usable;
     ast_strlist_free(&w);
     int of, first = runs_best_at_first_epoch(s, &of);
-    if (degenerate)
-        say(t, "; WARNING: the samples of %d config%s are degenerate (the sampler ignores its noise)", degenerate,
-            degenerate == 1 ? "" : "s");
+    if (overconfident)
+        say(t, "; WARNING: the samples of %d config%s are overconfident (spread/skill below 0.5)", overconfident,
+            overconfident == 1 ? "" : "s");
     if (first) say(t, "; %d of %d runs best at their first epoch", first, of);
     if (fired) say(t, "; %d monitor warning%s fired", fired, fired == 1 ? "" : "s");
     if (left_out) say(t, "; %d run%s left out", left_out, left_out == 1 ? "" : "s");
@@ -287,7 +300,7 @@ void rp_headline(const rp_sweep *s, char *text, size_t n)
 void rp_verdict(const rp_sweep *s, ast_strlist *out)
 {
     rp_standing(s, out);
-    degenerate_sentences(s, out); /* right after the standing: a sampler that ignores its noise qualifies it */
+    uncertainty_sentences(s, out); /* right after the standing: samples whose spread misleads qualify it */
     holm_sentences(s, out);
     mdd_sentence(s, out);
     int best = rp_best_config(s, RP_SUMMARY, "best_val_loss");
