@@ -112,6 +112,9 @@ void eval_score(const eval_run *run, ast_train_mode mode, const float *pos, cons
     out->morans = ast_xcalloc((size_t)(r->n_genes ? r->n_genes : 1), sizeof(double));
     if (ast_mode_noises(mode, AST_MOD_POS)) {
         ast_pos_metrics_compute(t->B, t->N, pos, t->pos, t->mask, r->k, &out->pos);
+        ast_uncertainty point;
+        ast_uncertainty_compute(1, t->B, t->N, pos, t->pos, t->mask, &point);
+        out->pos.energy_score = point.energy;
         for (int j = 0; j < r->n_genes; j++)
             out->morans[j] = ast_morans_i(t->B, t->N, pos, t->expr + r->genes[j], t->G, t->mask);
     }

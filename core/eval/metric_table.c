@@ -26,6 +26,7 @@ const ast_metric_def ast_metric_defs[] = {
     {"dist_spearman", POS(dist_spearman), AST_BETTER_HIGHER, "distance correlation (Spearman)"},
     {"procrustes", POS(procrustes), AST_BETTER_LOWER, "Procrustes disparity"},
     {"dist_mse", POS(dist_mse), AST_BETTER_LOWER, NULL},
+    {"energy_score", POS(energy_score), AST_BETTER_LOWER, "energy score (one placement)"},
     {"mse", EXPR(mse), AST_BETTER_LOWER, NULL},
     {"mae", EXPR(mae), AST_BETTER_LOWER, NULL},
     {"pcc_gene", EXPR(pcc_gene), AST_BETTER_HIGHER, NULL},

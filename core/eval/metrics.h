@@ -37,6 +37,9 @@ typedef struct ast_pos_metrics {
     double procrustes;        /* SciPy disparity in [0, 1]; sets with n > 2 */
     double dist_pearson;      /* correlation of the pairwise distances (i < j) */
     double dist_spearman;
+    double energy_score;      /* the energy score of this placement as a point forecast (eval/uncertainty.h, S = 1):
+                                 the mean over sets of the RMS error of its pairwise distances; set by the evaluation
+                                 (evaluate.c), NaN from ast_pos_metrics_compute */
 } ast_pos_metrics;
 
 /* k (> 0) is the k-NN graph's (evaluation.k_neighbors). */

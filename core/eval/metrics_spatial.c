@@ -152,7 +152,8 @@ void ast_pos_metrics_compute(int B, int N, const float *pred, const float *truth
                              .dist_mse = ast_nanmean_value(&acc.dist_mse),
                              .procrustes = ast_nanmean_value(&acc.procrustes),
                              .dist_pearson = ast_nanmean_value(&acc.pearson),
-                             .dist_spearman = ast_nanmean_value(&acc.spearman)};
+                             .dist_spearman = ast_nanmean_value(&acc.spearman),
+                             .energy_score = NAN};
     for (int i = 0; i < AST_N_KNN_KS; i++) out->knn[i] = ast_nanmean_or_nan(&acc.knn[i]);
     free(t);
 }
