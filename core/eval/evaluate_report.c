@@ -51,9 +51,9 @@ static void print_uncertainty(FILE *out, const ast_uncertainty *u)
         fprintf(out, "  uncertainty: not measured (evaluation.noise_seeds = 1); placement error (skill) %.4g\n", u->skill);
         return;
     }
-    fprintf(out, "  uncertainty (%d samples per set): spread/skill %.3g (1 = calibrated, %s), spread %.4g, skill %.4g, "
-                 "energy score %.4g, coverage %.3f (calibrated: %.3f)\n",
-            u->samples, u->spread_skill, ast_uncertainty_judgement(u->spread_skill), u->spread, u->skill, u->energy,
+    fprintf(out, "  uncertainty (%d samples per set): %s, spread/skill %.3g (1 ideal, below 0.5 overconfident), spread "
+                 "%.4g, skill %.4g, energy score %.4g, coverage %.3f (calibrated: %.3f)\n",
+            u->samples, ast_uncertainty_judgement(u->spread_skill), u->spread_skill, u->spread, u->skill, u->energy,
             u->coverage, u->coverage_nominal);
 }
 
