@@ -89,6 +89,7 @@ static void write_eval_judged(const char *sweep, const fake_run *r, double knn, 
                " \"best_baseline\": {\"name\": \"expression_isomap\", \"metric\": \"knn_k10\", \"value\": %.9g},"
                " \"uncertainty\": {\"samples\": 4, \"spread\": 0.3, \"skill\": 0.4, \"spread_skill\": %g,"
                " \"energy_score\": 0.25, \"coverage\": %g, \"coverage_nominal\": 0.8, \"judgement\": \"%s\","
+               " \"overconfident\": %s, \"underconfident\": false,"
                " \"definitions\": {\"spread\": \"RMS distance\"}},"
                " \"by_steps\": {\"10\": {\"knn_k10\": %.9g}, \"1\": {\"knn_k10\": %.9g}, \"50\": {\"knn_k10\": %.9g}}},"
                "\"pos_to_expr\": {\"model\": {\"expression\": {\"mse\": 1.0, \"pcc_gene\": %.9g}},"
@@ -96,7 +97,7 @@ static void write_eval_judged(const char *sweep, const fake_run *r, double knn, 
                " \"mean_profile\": {\"expression\": {\"mse\": 1.2, \"pcc_gene\": 0.05}},"
                " \"spatial_knn\": {\"expression\": {\"mse\": 0.9, \"pcc_gene\": 0.2}}}}}}\n",
                knn, r->drs, isomap_knn, isomap_knn, overconfident ? 0.01 : 0.9, overconfident ? 0.05 : 0.75,
-               overconfident ? "overconfident" : "calibrated", knn - 0.05,
+               overconfident ? "overconfident" : "calibrated", overconfident ? "true" : "false", knn - 0.05,
                knn - 0.2, knn, r->pcc);
 }
 
@@ -902,7 +903,8 @@ Test(report, the_verdict_opens_the_report_in_one_line)
     char *sweep = make_sweep();
     write_eval_judged(sweep, &runs[0], runs[0].knn, 1);
     md = report_md(sweep, NULL);
-    cr_assert(strstr(md, "WARNING: the samples of 1 config are overconfident (spread/skill below 0.5)"), "%s", md);
+    cr_assert(strstr(md, "WARNING: the samples of 1 config are overconfident (their spread is far below their error)"),
+              "%s", md);
     free(md);
 }
 

@@ -51,6 +51,7 @@ Test(uncertainty, identical_samples_have_no_spread)
     cr_assert(fabs(u.skill - 0.5 * sqrt(3.0)) < 0.05, "skill %g", u.skill);
     cr_assert(u.coverage < 0.01, "coverage %g", u.coverage);
     cr_assert(fabs(u.coverage_nominal - 8.0 / 9.0) < 1e-12);
+    cr_assert_str_eq(ast_uncertainty_judgement(&u), "overconfident");
     free(centre), free(truth), free(samples);
 }
 
@@ -74,11 +75,20 @@ Test(uncertainty, calibrated_samples_have_ratio_one_and_nominal_coverage)
     cr_assert(fabs(u.spread - sigma * sqrt(3.0)) < 0.02 * sigma * sqrt(3.0), "spread %g", u.spread);
     cr_assert(fabs(u.spread_skill - 1.0) < 0.1, "spread/skill %g", u.spread_skill);
     cr_assert(fabs(u.coverage - u.coverage_nominal) < 0.04, "coverage %g of %g", u.coverage, u.coverage_nominal);
+    cr_assert_str_eq(ast_uncertainty_judgement(&u), "calibrated");
     /* half the spread: overconfident, and the coverage shows it */
     for (int s = 0; s < S; s++) draw(&rng, centre, sigma / 2, samples + s * B * N * 3);
     ast_uncertainty_compute(S, B, N, samples, truth, NULL, &u);
     cr_assert(u.spread_skill < 0.75 && u.coverage < u.coverage_nominal - 0.1, "ratio %g, coverage %g", u.spread_skill,
               u.coverage);
+    /* three times the spread: underconfident */
+    for (int s = 0; s < S; s++) draw(&rng, centre, 3 * sigma, samples + s * B * N * 3);
+    ast_uncertainty_compute(S, B, N, samples, truth, NULL, &u);
+    cr_assert_str_eq(ast_uncertainty_judgement(&u), "underconfident", "ratio %g", u.spread_skill);
+    ast_uncertainty one;
+    ast_uncertainty_compute(1, B, N, samples, truth, NULL, &one);
+    cr_assert(isnan(one.spread) && isnan(one.coverage) && isfinite(one.skill) && !ast_uncertainty_judgement(&one),
+              "one sample: skill and the energy score only");
     free(centre), free(truth), free(samples);
 }
 

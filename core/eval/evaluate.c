@@ -228,7 +228,7 @@ int ast_evaluate(ast_model *m, const ast_schedule *s, const ast_set_sampler *set
     ast_eval_make_sets(sets, ec, &truth);
     *r = (ast_eval_report){.split = split_name, .split_opts = ec->split, .split_kind = ec->split_kind, .protocol = ec->protocol, .seed = ec->seed, .sets = truth.B,
                            .set_size = truth.N, .k = ec->k, .num_steps = ec->num_steps, .ret = ec->ret,
-                           .noise_seeds = ec->noise_seeds, .evaluations = ast_sample_grid(s->steps, ec->num_steps, NULL),
+                           .evaluations = ast_sample_grid(s->steps, ec->num_steps, NULL),
                            .gene_names = (const char *const *)d->genes};
     for (int64_t i = 0; i < (int64_t)truth.B * truth.N; i++) r->cells += truth.mask[i] > 0.5f;
     choose_genes(ec, &truth, r);

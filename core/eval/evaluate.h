@@ -96,7 +96,7 @@ typedef struct ast_eval_report {
     ast_split_kind split_kind; /* resolved */
     ast_eval_protocol protocol;
     uint64_t seed;
-    int sets, set_size, cells, k, num_steps, evaluations, noise_seeds;
+    int sets, set_size, cells, k, num_steps, evaluations;
     ast_sample_return ret;
     int n_genes;
     int *genes;               /* indices of the Moran's I genes */

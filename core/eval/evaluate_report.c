@@ -51,9 +51,9 @@ static void print_uncertainty(FILE *out, const ast_uncertainty *u)
         fprintf(out, "  uncertainty: not measured (evaluation.noise_seeds = 1); placement error (skill) %.4g\n", u->skill);
         return;
     }
-    fprintf(out, "  uncertainty (%d samples per set): %s, spread/skill %.3g (1 ideal, below 0.5 overconfident), spread "
+    fprintf(out, "  uncertainty (%d samples per set): %s, spread/skill %.3g (1 ideal), spread "
                  "%.4g, skill %.4g, energy score %.4g, coverage %.3f (calibrated: %.3f)\n",
-            u->samples, ast_uncertainty_judgement(u->spread_skill), u->spread_skill, u->spread, u->skill, u->energy,
+            u->samples, ast_uncertainty_judgement(u), u->spread_skill, u->spread, u->skill, u->energy,
             u->coverage, u->coverage_nominal);
 }
 
@@ -160,7 +160,8 @@ static const char *const definitions[][2] = {
     {"coverage", "fraction of cells whose true position is no farther from the centre of it and the samples than "
                  "the farthest sample"},
     {"coverage_nominal", "S / (S + 1): the coverage when the truth is one more draw of the sampler"},
-    {"judgement", "overconfident (spread_skill < 0.5), calibrated, or underconfident (> 2)"},
+    {"judgement", "overconfident (spread_skill < 0.5 or coverage < coverage_nominal / 2), underconfident "
+                  "(spread_skill > 2), else calibrated; also as the booleans overconfident, underconfident"},
 };
 
 static cJSON *uncertainty_json(const ast_uncertainty *u)
@@ -168,9 +169,12 @@ static cJSON *uncertainty_json(const ast_uncertainty *u)
     cJSON *o = cJSON_CreateObject(), *defs;
     double values[] = {u->samples, u->spread, u->skill, u->spread_skill, u->energy, u->coverage, u->coverage_nominal};
     for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) cJSON_AddNumberToObject(o, definitions[i][0], values[i]);
-    const char *judgement = ast_uncertainty_judgement(u->spread_skill);
+    const char *judgement = ast_uncertainty_judgement(u);
     if (judgement) cJSON_AddStringToObject(o, "judgement", judgement);
     else cJSON_AddNullToObject(o, "judgement");
+    /* as numbers too (false 0, true 1), which a sweep's report averages over runs */
+    cJSON_AddBoolToObject(o, "overconfident", judgement && !strcmp(judgement, "overconfident"));
+    cJSON_AddBoolToObject(o, "underconfident", judgement && !strcmp(judgement, "underconfident"));
     defs = cJSON_AddObjectToObject(o, "definitions");
     for (size_t i = 0; i < sizeof definitions / sizeof definitions[0]; i++)
         cJSON_AddStringToObject(defs, definitions[i][0], definitions[i][1]);

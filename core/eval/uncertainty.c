@@ -141,8 +141,9 @@ void ast_uncertainty_compute(int S, int B, int N, const float *samples, const fl
                              .coverage_nominal = S / (S + 1.0)};
 }
 
-const char *ast_uncertainty_judgement(double spread_skill)
+const char *ast_uncertainty_judgement(const ast_uncertainty *u)
 {
-    if (!isfinite(spread_skill)) return NULL;
-    return spread_skill < 0.5 ? "overconfident" : spread_skill > 2.0 ? "underconfident" : "calibrated";
+    if (!isfinite(u->spread_skill) || !isfinite(u->coverage)) return NULL;
+    if (u->spread_skill < 0.5 || u->coverage < 0.5 * u->coverage_nominal) return "overconfident";
+    return u->spread_skill > 2.0 ? "underconfident" : "calibrated";
 }

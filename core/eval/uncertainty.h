@@ -34,11 +34,13 @@ typedef struct ast_uncertainty {
 void ast_uncertainty_compute(int S, int B, int N, const float *samples, const float *truth, const float *mask,
                              ast_uncertainty *out);
 
-/* What a spread/skill ratio says: "overconfident" below 0.5 (the samples
- * spread less than half as far as they err), "underconfident" above 2,
- * else "calibrated"; NULL when it is not defined (NaN). A factor of two:
- * with hundreds of cells the ratio's sampling error is a few per cent, so
- * what lies outside is miscalibration, not noise. */
-const char *ast_uncertainty_judgement(double spread_skill);
+/* What the measures say: "overconfident" when spread/skill is below 0.5
+ * (the samples spread less than half as far as they err) or the coverage
+ * below half the calibrated level (the spread misses the cells that are
+ * farthest off), "underconfident" when spread/skill is above 2, else
+ * "calibrated"; NULL when they are not defined (S < 2). A factor of two:
+ * with hundreds of cells the ratio's and the coverage's sampling errors are
+ * a few per cent, so what lies outside is miscalibration, not noise. */
+const char *ast_uncertainty_judgement(const ast_uncertainty *u);
 
 #endif

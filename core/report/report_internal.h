@@ -177,8 +177,8 @@ int rp_values(const rp_sweep *s, int config, rp_source src, const char *key, dou
 int rp_values_all(const rp_sweep *s, int protocol, rp_source src, const char *key, double *out);
 rp_stat rp_stat_of(const rp_sweep *s, int config, rp_source src, const char *key);
 /* How many of a config's usable runs (*runs) the uncertainty measures of
- * `task` judge `judgement` ("overconfident", "underconfident",
- * "calibrated": ast_uncertainty_judgement of spread_skill). */
+ * `task` judge `judgement` ("overconfident" or "underconfident": the
+ * booleans eval.json's uncertainty holds, alphast/uncertainty.h). */
 int rp_judged_runs(const rp_sweep *s, int config, const char *task, const char *judgement, int *runs);
 rp_stat rp_stat_all(const rp_sweep *s, int protocol, rp_source src, const char *key);
 rp_stat rp_stat_values(const double *v, int n);

@@ -4,11 +4,8 @@
  * interval, Welch and Holm p-values and MDD; and per task the measured
  * uncertainty of the samples and the primary metric by sampler step count. */
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "base/base.h"
-#include "eval/uncertainty.h"
 #include "report_internal.h"
 
 static int n_keys(const rp_task *t) { return t ? t->keys.n : RP_N_LOSS_KEYS; }
@@ -111,16 +108,10 @@ void rp_metric_tables(rp_doc *d, const rp_sweep *s, const rp_task *t)
 int rp_judged_runs(const rp_sweep *s, int config, const char *task, const char *judgement, int *runs)
 {
     char path[600];
-    snprintf(path, sizeof path, "%s.uncertainty.spread_skill", task);
-    double *v = ast_xmalloc((size_t)(s->n_runs ? s->n_runs : 1) * sizeof *v);
-    int n = rp_values(s, config, RP_EVAL, path, v), judged = 0;
-    for (int i = 0; i < n; i++) {
-        const char *j = ast_uncertainty_judgement(v[i]);
-        judged += j && !strcmp(j, judgement);
-    }
-    free(v);
-    *runs = n;
-    return judged;
+    snprintf(path, sizeof path, "%s.uncertainty.%s", task, judgement);
+    rp_stat flag = rp_stat_of(s, config, RP_EVAL, path); /* 0/1 per run: mean * n counts them */
+    *runs = flag.n;
+    return flag.n ? (int)lround(flag.mean * flag.n) : 0;
 }
 
 static void uncertainty_table(rp_doc *d, const rp_sweep *s, const rp_task *t)
@@ -148,9 +139,9 @@ static void uncertainty_table(rp_doc *d, const rp_sweep *s, const rp_task *t)
     }
     rp_doc_para(d, "Uncertainty (docs/evaluation.md), mean ± sd over training seeds, from placements of the same "
                    "cells by several noise seeds: spread/skill is the samples' spread about their mean over the error "
-                   "of that mean (1: the spread says how wrong a placement is; below 0.5 overconfident, above 2 "
-                   "underconfident); coverage, the fraction of cells whose true position lies within the samples' "
-                   "reach, beside what a calibrated sampler gets; the energy score of the distance vectors (lower is "
+                   "of that mean (1: the spread says how wrong a placement is; above 2 underconfident); coverage, "
+                   "the fraction of cells whose true position lies within the samples' reach, beside what a "
+                   "calibrated sampler gets (overconfident: spread/skill below 0.5 or coverage below half that); the energy score of the distance vectors (lower is "
                    "better) and skill (the mean's error) in the length unit.");
     rp_doc_table(d, &tb);
     rp_table_free(&tb);

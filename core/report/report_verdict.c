@@ -281,8 +281,8 @@ static void headline_warnings(sentence *t, const rp_sweep *s)
     ast_strlist_free(&w);
     int of, first = runs_best_at_first_epoch(s, &of);
     if (overconfident)
-        say(t, "; WARNING: the samples of %d config%s are overconfident (spread/skill below 0.5)", overconfident,
-            overconfident == 1 ? "" : "s");
+        say(t, "; WARNING: the samples of %d config%s are overconfident (their spread is far below their error)",
+            overconfident, overconfident == 1 ? "" : "s");
     if (first) say(t, "; %d of %d runs best at their first epoch", first, of);
     if (fired) say(t, "; %d monitor warning%s fired", fired, fired == 1 ? "" : "s");
     if (left_out) say(t, "; %d run%s left out", left_out, left_out == 1 ? "" : "s");
