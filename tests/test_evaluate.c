@@ -608,18 +608,23 @@ static int count_lines(const char *path)
     return n;
 }
 
+static cJSON *read_json_path(const char *path)
+{
+    static char text[1 << 20];
+    FILE *f = fopen(path, "r");
+    cr_assert(f, "%s", path);
+    text[fread(text, 1, sizeof text - 1, f)] = 0;
+    fclose(f);
+    cJSON *o = cJSON_Parse(text);
+    cr_assert(o, "%s is JSON", path);
+    return o;
+}
+
 static cJSON *read_json(const char *dir, const char *file)
 {
     char path[1200];
     snprintf(path, sizeof path, "%s/%s", dir, file);
-    FILE *f = fopen(path, "r");
-    cr_assert(f, "no %s", path);
-    static char text[1 << 17];
-    text[fread(text, 1, sizeof text - 1, f)] = 0;
-    fclose(f);
-    cJSON *j = cJSON_Parse(text);
-    cr_assert(j, "%s is not JSON", path);
-    return j;
+    return read_json_path(path);
 }
 
 /* The held-out protocol is named in the printed table, eval.json and
@@ -818,18 +823,6 @@ static void read_sample_csv(const char *path, int dims, int64_t rows, written_se
         w->mask[at] = 1.0f;
     }
     free(set), free(count), free(xyz);
-}
-
-static cJSON *read_json_path(const char *path)
-{
-    static char text[1 << 20];
-    FILE *f = fopen(path, "r");
-    cr_assert(f, "%s", path);
-    text[fread(text, 1, sizeof text - 1, f)] = 0;
-    fclose(f);
-    cJSON *o = cJSON_Parse(text);
-    cr_assert(o, "%s is JSON", path);
-    return o;
 }
 
 static const cJSON *at_path(const cJSON *o, const char *const *keys)
