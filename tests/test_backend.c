@@ -1,9 +1,13 @@
 /* The backend interface (engine/backend.h): backends by name, a step whose
  * arena comes from the backend's buffers and whose addresses repeat, a
  * model built from host ops running unchanged on a second backend, and the
- * clear refusal of a fused op that has no kernel for the chosen backend. */
+ * clear refusal of an op or a fused op that has no kernel for the chosen
+ * backend. */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "config/config.h"
 #include "engine/backend.h"
@@ -132,4 +136,46 @@ Test(backend, the_config_names_a_backend_of_this_build)
     cr_assert(strstr(e.msg, "run.yaml:1:9: device: 'gpu0' is not a device of this build; choose one of cpu"), "%s",
               e.msg);
     ast_cfg_free(cfg);
+}
+
+/* A backend that declines relu: the CPU's kernels with relu's slot zero. */
+static const ast_backend *declining(void)
+{
+    static ast_backend b;
+    static ast_op_kernel kernels[AST_N_OPS];
+    if (!b.name) {
+        b = *ast_backend_cpu();
+        memcpy(kernels, b.kernels, sizeof kernels);
+        kernels[AST_OP_relu] = (ast_op_kernel){0};
+        b.name = "declining";
+        b.kernels = kernels;
+    }
+    return &b;
+}
+
+/* A backend supplies kernels and may decline an op (a zero slot): the op
+ * then stops with one message naming the op and the backend, while every
+ * other op runs (the dispatch above the kernels is the same for all). */
+Test(backend, a_declined_op_names_the_op_and_the_backend)
+{
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], STDERR_FILENO);
+        ast_ctx *c = ast_ctx_new_on(declining(), 1);
+        ast_tensor *x = ast_affine(c, ast_zeros(c, 1, (int64_t[]){4}), 1.0f, 2.0f);
+        ast_relu(c, x);
+        _exit(0);
+    }
+    close(fds[1]);
+    char out[1024] = {0};
+    size_t got = 0;
+    ssize_t r;
+    while (got < sizeof out - 1 && (r = read(fds[0], out + got, sizeof out - 1 - got)) > 0) got += (size_t)r;
+    close(fds[0]);
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT, "the declined op must stop the step");
+    cr_assert(strstr(out, "op relu: the declining backend has no kernel for it"), "got: %s", out);
 }

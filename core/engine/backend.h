@@ -1,6 +1,8 @@
 /* engine/backend.h: where a step runs, in the style of ggml's backends. A
- * backend owns memory (buffers) and implements every op of ops.def (its
- * `ops` table, forward and backward). Tensors never own memory: they point
+ * backend owns memory (buffers) and supplies the kernels of the ops of
+ * ops.def (its `kernels` table, forward and backward: engine/kernels.h);
+ * shapes, outputs, the tape and the gradients' allocation are the
+ * dispatch's (ops/dispatch*.c), written once for every backend. Tensors never own memory: they point
  * into a backend's buffer, and say which kind (ast_tensor.memory). Data
  * moves between host memory and a backend only through the explicit copies
  * below, never by dereferencing a device pointer on the host.
@@ -19,6 +21,7 @@
 #include <math.h>
 
 #include "engine/engine.h"
+#include "engine/kernels.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -55,7 +58,10 @@ typedef struct ast_backend ast_backend;
 struct ast_backend {
     const char *name;  /* what `device:` in a config names: "cpu" */
     ast_memory memory; /* where its buffers live */
-    const ast_ops *ops;  /* its kernels, one per op of ops.def */
+    /* Its kernels, ast_op_kernel[AST_N_OPS] indexed by op (engine/kernels.h):
+     * forward and backward per op of ops.def; the dispatch (ops/dispatch*.c)
+     * does the rest. A zero slot declines its op. */
+    const ast_op_kernel *kernels;
 
     /* A buffer of `bytes`, 64-byte aligned; NULL when out of memory. */
     void *(*buffer_alloc)(const ast_backend *b, size_t bytes);
@@ -131,10 +137,16 @@ const ast_backend *ast_backend_require(const char *name, ast_error *e);
  * 0, or -1 when the table is full or the name is taken. */
 int ast_backend_register(const ast_backend *b);
 
-/* The CPU kernels (ops/): ast_cpu_<name> for each op of ops.def. */
-#define AST_OP(slot, ret, name, params, args) ret ast_cpu_##name params;
-#include "alphast/ops.def"
-#undef AST_OP
+/* The CPU kernels' families (ops/ops_<family>.c), each filling its ops'
+ * slots of the backend's table. */
+void ast_cpu_linalg_kernels(ast_op_kernel *table);
+void ast_cpu_reduce_kernels(ast_op_kernel *table);
+void ast_cpu_routing_kernels(ast_op_kernel *table);
+void ast_cpu_loss_kernels(ast_op_kernel *table);
+void ast_cpu_shape_kernels(ast_op_kernel *table);
+void ast_cpu_norm_kernels(ast_op_kernel *table);
+void ast_cpu_elementwise_kernels(ast_op_kernel *table);
+void ast_cpu_grouped_kernels(ast_op_kernel *table);
 
 /* The CPU backend's services (backend_cpu_services.c). */
 void ast_cpu_zero(const ast_backend *b, void *dst, size_t bytes);

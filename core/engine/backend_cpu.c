@@ -1,5 +1,6 @@
 /* The CPU backend: host memory, OpenBLAS GEMMs, the kernels in ops/ and the
  * services in backend_cpu_services.c. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,17 +27,25 @@ static int cpu_capture_begin(const ast_backend *b, char *why, size_t n)
     return -1;
 }
 
-static const ast_ops cpu_ops = {
-    .n_ops = sizeof(ast_ops) / sizeof(void (*)(void)) - 1,
-#define AST_OP(slot, ret, name, params, args) .name = ast_cpu_##name,
-#include "alphast/ops.def"
-#undef AST_OP
-};
+static ast_op_kernel cpu_kernels[AST_N_OPS];
+static const ast_op_family cpu_families[] = {ast_cpu_linalg_kernels, ast_cpu_reduce_kernels,
+                                                  ast_cpu_routing_kernels,
+                                                  ast_cpu_loss_kernels,
+                                                  ast_cpu_shape_kernels,
+                                                  ast_cpu_norm_kernels,
+                                                  ast_cpu_elementwise_kernels,
+                                                  ast_cpu_grouped_kernels};
+static pthread_once_t kernels_filled = PTHREAD_ONCE_INIT;
+
+static void fill_kernels(void)
+{
+    for (size_t i = 0; i < sizeof cpu_families / sizeof *cpu_families; i++) cpu_families[i](cpu_kernels);
+}
 
 static const ast_backend cpu = {
     .name = "cpu",
     .memory = AST_MEM_HOST,
-    .ops = &cpu_ops,
+    .kernels = cpu_kernels,
     .buffer_alloc = cpu_alloc,
     .buffer_free = cpu_free,
     .to_backend = cpu_copy,
@@ -54,4 +63,8 @@ static const ast_backend cpu = {
     .capture_begin = cpu_capture_begin, /* always refuses: capture_end and the graph calls stay NULL */
 };
 
-const ast_backend *ast_backend_cpu(void) { return &cpu; }
+const ast_backend *ast_backend_cpu(void)
+{
+    pthread_once(&kernels_filled, fill_kernels);
+    return &cpu;
+}

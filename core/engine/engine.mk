@@ -7,11 +7,13 @@ libalphast_engine_la_SOURCES += \
 	core/engine/keys.h core/engine/keys.c core/engine/graph.h core/engine/graph.c core/engine/tensor.c core/engine/params.c core/engine/host.c \
 	core/engine/rng.c core/engine/parallel.c core/engine/profile.c core/engine/profile.h \
 	core/engine/sink.c core/engine/sink.h core/engine/gemm.c core/engine/gemm_internal.h core/engine/gemm_bf16.c \
-	core/engine/backend.h core/engine/backend.c core/engine/backend_cpu.c core/engine/backend_cpu_services.c \
+	core/engine/backend.h core/engine/kernels.h core/engine/backend.c core/engine/backend_cpu.c core/engine/backend_cpu_services.c \
 	core/engine/blas_coretype.h core/engine/blas_coretype.c \
 	core/engine/ops/ops_axis.h core/engine/ops/ops_plan.h core/engine/ops/ops_shape.c core/engine/ops/ops_elementwise.c \
 	core/engine/ops/ops_linalg.c core/engine/ops/ops_norm.c core/engine/ops/ops_reduce.c \
-	core/engine/ops/ops_routing.c core/engine/ops/ops_grouped.c core/engine/ops/ops_loss.c core/engine/ops/dispatch.c
+	core/engine/ops/ops_routing.c core/engine/ops/ops_grouped.c core/engine/ops/ops_loss.c core/engine/ops/dispatch.c \
+	core/engine/ops/dispatch_linalg.c core/engine/ops/dispatch_reduce.c core/engine/ops/dispatch_routing.c core/engine/ops/dispatch_loss.c core/engine/ops/dispatch_shape.c core/engine/ops/dispatch_norm.c \
+	core/engine/ops/dispatch_elementwise.c core/engine/ops/dispatch_grouped.c
 libalphast_engine_la_CFLAGS = $(AM_CFLAGS) $(BLAS_CFLAGS)
 libalphast_engine_la_LIBADD = $(BLAS_LIBS) $(ONEDNN_LIBS) -lm
 EXTRA_DIST += core/engine/README.md

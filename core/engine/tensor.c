@@ -44,7 +44,8 @@ static ast_tensor *tensor_header(ast_ctx *c, int ndim, const int64_t *shape)
     return t;
 }
 
-ast_tensor *ast_cpu_zeros(ast_ctx *c, int ndim, const int64_t *shape)
+/* Zeroed by the backend's zero service: no kernel of its own. */
+ast_tensor *ast_zeros(ast_ctx *c, int ndim, const int64_t *shape)
 {
     ast_tensor *t = tensor_header(c, ndim, shape);
     t->data = ast_data_alloc(c, (size_t)t->size * sizeof(float));

@@ -395,17 +395,25 @@ static void cuda_adamw(const ast_backend *b, const ast_adamw_job *jobs, int n, c
     AST_CUDA_LAUNCHED();
 }
 
-static const ast_ops cuda_ops = {
-    .n_ops = sizeof(ast_ops) / sizeof(void (*)(void)) - 1,
-#define AST_OP(slot, ret, name, params, args) .name = ast_cuda_##name,
-#include "alphast/ops.def"
-#undef AST_OP
-};
+static ast_op_kernel cuda_kernels[AST_N_OPS];
+static const ast_op_family cuda_families[] = {ast_cuda_linalg_kernels, ast_cuda_reduce_kernels,
+                                                  ast_cuda_routing_kernels,
+                                                  ast_cuda_loss_kernels,
+                                                  ast_cuda_shape_kernels,
+                                                  ast_cuda_norm_kernels,
+                                                  ast_cuda_elementwise_kernels,
+                                                  ast_cuda_grouped_kernels};
+static pthread_once_t kernels_filled = PTHREAD_ONCE_INIT;
+
+static void fill_kernels(void)
+{
+    for (size_t i = 0; i < sizeof cuda_families / sizeof *cuda_families; i++) cuda_families[i](cuda_kernels);
+}
 
 static const ast_backend cuda = {
     .name = "cuda",
     .memory = AST_MEM_DEVICE,
-    .ops = &cuda_ops,
+    .kernels = cuda_kernels,
     .buffer_alloc = cuda_alloc,
     .buffer_free = cuda_free,
     .to_backend = cuda_to_backend,
@@ -426,4 +434,8 @@ static const ast_backend cuda = {
     .graph_free = cuda_graph_free,
 };
 
-extern "C" const ast_backend *ast_backend_cuda(void) { return &cuda; }
+extern "C" const ast_backend *ast_backend_cuda(void)
+{
+    pthread_once(&kernels_filled, fill_kernels);
+    return &cuda;
+}

@@ -33,10 +33,16 @@ cublasHandle_t ast_cuda_blas(void);
  * capture) while a graph is being captured (backend_cuda.cu). */
 void ast_cuda_copy_in(void *dst, const void *src, size_t bytes);
 
-/* The CUDA kernels of ops.def: ast_cuda_<name>, one per op (ops_*.cu). */
-#define AST_OP(slot, ret, name, params, args) ret ast_cuda_##name params;
-#include "alphast/ops.def"
-#undef AST_OP
+/* The CUDA kernels' families (ops_<family>.cu), each filling its ops' slots
+ * of the backend's table (engine/kernels.h). */
+void ast_cuda_linalg_kernels(ast_op_kernel *table);
+void ast_cuda_reduce_kernels(ast_op_kernel *table);
+void ast_cuda_routing_kernels(ast_op_kernel *table);
+void ast_cuda_loss_kernels(ast_op_kernel *table);
+void ast_cuda_shape_kernels(ast_op_kernel *table);
+void ast_cuda_norm_kernels(ast_op_kernel *table);
+void ast_cuda_elementwise_kernels(ast_op_kernel *table);
+void ast_cuda_grouped_kernels(ast_op_kernel *table);
 
 #ifdef __cplusplus
 }

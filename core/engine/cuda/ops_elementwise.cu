@@ -1,5 +1,5 @@
-/* The elementwise ops on the GPU, with ops/ops_elementwise.c's semantics:
- * broadcasting add/sub/mul/div, the unary activations (affine, relu, gelu,
+/* The CUDA kernels of the elementwise ops (ops/dispatch_elementwise.c),
+ * with ops/ops_elementwise.c's semantics: broadcasting add/sub/mul/div, the unary activations (affine, relu, gelu,
  * sigmoid, softplus, dropout, silu, exp) and the key mask's attention bias.
  *
  * Products and sums that the CPU rounds one by one use __fmul_rn/__fadd_rn,
@@ -39,10 +39,10 @@ template <class F> __global__ void grad_kernel(F f, float *gx, int64_t n, int as
 }
 
 /* The backward of a one-input op whose input has the output's size. */
-template <class F> static void grad_launch(ast_ctx *c, const ast_node *n, F f)
+template <class F> static void grad_launch(const ast_node *n, const ast_op_grads *g, F f)
 {
-    int fresh;
-    float *gx = ast_grad_fresh(c, n->in[0], &fresh);
+    float *gx = g->g[0];
+    int fresh = g->assign[0];
     int64_t size = n->out->size;
     if (!gx || !size) return;
     grad_kernel<<<ast_cuda_blocks(size), AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(f, gx, size, fresh);
@@ -59,20 +59,19 @@ static void zero_if_fresh(float *g, int fresh, int64_t size)
 /* ---- broadcasting binary ops ------------------------------------------------ */
 
 enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV };
-static const char *const BINARY_NAME[] = {"add", "sub", "mul", "div"};
 
-/* The op and its merged dims (ops_plan.h), kept for the backward. */
+/* The op and its merged dims (ops_plan.h), passed to the kernels by value. */
 typedef struct bcast_plan {
     int op;
     ast_bcast_dims dims;
 } bcast_plan;
 
-/* Fills out[AST_MAX_DIMS] with the padded broadcast shape. */
-static bcast_plan *plan_binary(ast_ctx *c, int op, const ast_tensor *a, const ast_tensor *b, int64_t *out)
+/* The plan of node n (saved: the dispatch's ast_bcast_dims) for op. */
+static bcast_plan plan_of(const ast_node *n, int op)
 {
-    bcast_plan *p = (bcast_plan *)ast_alloc(c, sizeof *p);
-    p->op = op;
-    ast_plan_broadcast(BINARY_NAME[op], a, b, out, &p->dims);
+    bcast_plan p;
+    p.op = op;
+    p.dims = *(const ast_bcast_dims *)n->saved;
     return p;
 }
 
@@ -272,13 +271,13 @@ static void reduce_into(ast_ctx *c, const bcast_plan *p, const binary_args *g, i
 
 /* An operand as big as the output gets its gradient elementwise (both in
  * one launch); a broadcast one by reduce_into. */
-static void binary_backward(ast_ctx *c, const ast_node *n)
+static void binary_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *grads, int op)
 {
-    const bcast_plan *p = (const bcast_plan *)n->saved;
+    bcast_plan plan = plan_of(n, op), *p = &plan;
     ast_tensor *a = n->in[0], *b = n->in[1], *y = n->out;
     binary_args g = {p->op, a->data, b->data, y->data, y->grad};
-    int fa, fb;
-    float *ga = ast_grad_fresh(c, a, &fa), *gb = ast_grad_fresh(c, b, &fb);
+    int fa = grads->assign[0], fb = grads->assign[1];
+    float *ga = grads->g[0], *gb = grads->g[1];
     if (!y->size) {
         zero_if_fresh(ga, fa, a->size);
         zero_if_fresh(gb, fb, b->size);
@@ -294,28 +293,23 @@ static void binary_backward(ast_ctx *c, const ast_node *n)
     if (gb && !full_b) reduce_into(c, p, &g, 1, gb, fb);
 }
 
-static ast_tensor *binary(ast_ctx *c, int op, ast_tensor *a, ast_tensor *b)
+static void binary_forward(ast_node *n, int op)
 {
-    int64_t out[AST_MAX_DIMS];
-    bcast_plan *p = plan_binary(c, op, a, b, out);
-    int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
-    ast_tensor *y = ast_empty(c, nd, out + AST_MAX_DIMS - nd);
-    if (y->size) {
-        binary_kernel<<<ast_cuda_blocks(y->size), AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(*p, a->data, b->data,
-                                                                                         y->data, y->size);
-        AST_CUDA_LAUNCHED();
-    }
-    ast_node node = {};
-    node.op = BINARY_NAME[op], node.backward = binary_backward, node.out = y, node.in[0] = a, node.in[1] = b;
-    node.n_in = 2, node.saved = p;
-    ast_record(c, &node);
-    return y;
+    ast_tensor *y = n->out;
+    if (!y->size) return;
+    binary_kernel<<<ast_cuda_blocks(y->size), AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(plan_of(n, op), n->in[0]->data,
+                                                                                     n->in[1]->data, y->data, y->size);
+    AST_CUDA_LAUNCHED();
 }
 
-extern "C" ast_tensor *ast_cuda_add(ast_ctx *c, ast_tensor *a, ast_tensor *b) { return binary(c, OP_ADD, a, b); }
-extern "C" ast_tensor *ast_cuda_sub(ast_ctx *c, ast_tensor *a, ast_tensor *b) { return binary(c, OP_SUB, a, b); }
-extern "C" ast_tensor *ast_cuda_mul(ast_ctx *c, ast_tensor *a, ast_tensor *b) { return binary(c, OP_MUL, a, b); }
-extern "C" ast_tensor *ast_cuda_div(ast_ctx *c, ast_tensor *a, ast_tensor *b) { return binary(c, OP_DIV, a, b); }
+#define BINARY_KERNELS(name, OP)                                                                                    \
+    static void name##_forward(ast_ctx *c, ast_node *n) { binary_forward(n, OP); }                                  \
+    static void name##_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g) { binary_backward(c, n, g, OP); }
+BINARY_KERNELS(add, OP_ADD)
+BINARY_KERNELS(sub, OP_SUB)
+BINARY_KERNELS(mul, OP_MUL)
+BINARY_KERNELS(div, OP_DIV)
+#undef BINARY_KERNELS
 
 /* ---- unary ops: a functor per forward and backward ------------------------------ */
 
@@ -334,26 +328,11 @@ __device__ static inline float stable_sigmoid(float x)
     return __fdiv_rn(x >= 0.0f ? 1.0f : e, 1.0f + e);
 }
 
-static ast_tensor *same_shape(ast_ctx *c, const ast_tensor *x) { return ast_empty(c, x->ndim, x->shape); }
-
-static void record_unary(ast_ctx *c, const char *op, ast_backward_fn backward, ast_tensor *x, ast_tensor *y, float farg)
-{
-    ast_node node = {};
-    node.op = op, node.backward = backward, node.out = y, node.in[0] = x, node.n_in = 1;
-    node.farg[0] = farg;
-    ast_record(c, &node);
-}
-
-/* The forward of a unary op: y[i] = f(i) in a new tensor of x's shape,
- * recorded as `op` with farg[0] = farg for its backward. */
-template <class F>
-static ast_tensor *unary_op(ast_ctx *c, const char *op, ast_backward_fn backward, ast_tensor *x, F f, float farg)
-{
-    ast_tensor *y = same_shape(c, x);
-    map_launch(f, y->data, x->size);
-    record_unary(c, op, backward, x, y, farg);
-    return y;
-}
+/* A unary op's kernels: y[i] = f(i) forward, gx[i] (+)= grad(i) backward,
+ * each functor built from the node. */
+#define UNARY_KERNELS(name, FWD, GRAD)                                                                          \
+    static void name##_forward(ast_ctx *c, ast_node *n) { map_launch(FWD, n->out->data, n->out->size); }       \
+    static void name##_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g) { grad_launch(n, g, GRAD); }
 
 /* gy * k: the backward of affine (k = scale) and key_mask_bias (k = masked_logit). */
 struct scaled_grad {
@@ -362,7 +341,6 @@ struct scaled_grad {
     __device__ float operator()(int64_t i) const { return __fmul_rn(gy[i], k); }
 };
 
-static void scaled_backward(ast_ctx *c, const ast_node *n) { grad_launch(c, n, scaled_grad{n->out->grad, n->farg[0]}); }
 
 /* x * scale + shift, rounded twice as the CPU does (no FMA). */
 struct affine_fwd {
@@ -371,10 +349,8 @@ struct affine_fwd {
     __device__ float operator()(int64_t i) const { return __fadd_rn(__fmul_rn(x[i], scale), shift); }
 };
 
-extern "C" ast_tensor *ast_cuda_affine(ast_ctx *c, ast_tensor *x, float scale, float shift)
-{
-    return unary_op(c, "affine", scaled_backward, x, affine_fwd{x->data, scale, shift}, scale);
-}
+/* farg: scale, shift. */
+UNARY_KERNELS(affine, (affine_fwd{n->in[0]->data, n->farg[0], n->farg[1]}), (scaled_grad{n->out->grad, n->farg[0]}))
 
 /* NaN passes through, as in torch; the gradient at 0 is 0. */
 struct relu_fwd {
@@ -386,12 +362,7 @@ struct relu_grad {
     __device__ float operator()(int64_t i) const { return x[i] > 0.0f ? gy[i] : 0.0f; }
 };
 
-static void relu_backward(ast_ctx *c, const ast_node *n) { grad_launch(c, n, relu_grad{n->in[0]->data, n->out->grad}); }
-
-extern "C" ast_tensor *ast_cuda_relu(ast_ctx *c, ast_tensor *x)
-{
-    return unary_op(c, "relu", relu_backward, x, relu_fwd{x->data}, 0.0f);
-}
+UNARY_KERNELS(relu, relu_fwd{n->in[0]->data}, (relu_grad{n->in[0]->data, n->out->grad}))
 
 /* gelu(x) = x Phi(x), gelu'(x) = Phi(x) + x phi(x). Unlike the CPU kernel,
  * the backward recomputes Phi rather than the forward saving it: an erff is
@@ -411,12 +382,7 @@ struct gelu_grad {
     }
 };
 
-static void gelu_backward(ast_ctx *c, const ast_node *n) { grad_launch(c, n, gelu_grad{n->in[0]->data, n->out->grad}); }
-
-extern "C" ast_tensor *ast_cuda_gelu(ast_ctx *c, ast_tensor *x)
-{
-    return unary_op(c, "gelu", gelu_backward, x, gelu_fwd{x->data}, 0.0f);
-}
+UNARY_KERNELS(gelu, gelu_fwd{n->in[0]->data}, (gelu_grad{n->in[0]->data, n->out->grad}))
 
 struct sigmoid_fwd {
     const float *x;
@@ -428,15 +394,7 @@ struct sigmoid_grad {
     __device__ float operator()(int64_t i) const { return __fmul_rn(__fmul_rn(gy[i], y[i]), 1.0f - y[i]); }
 };
 
-static void sigmoid_backward(ast_ctx *c, const ast_node *n)
-{
-    grad_launch(c, n, sigmoid_grad{n->out->data, n->out->grad});
-}
-
-extern "C" ast_tensor *ast_cuda_sigmoid(ast_ctx *c, ast_tensor *x)
-{
-    return unary_op(c, "sigmoid", sigmoid_backward, x, sigmoid_fwd{x->data}, 0.0f);
-}
+UNARY_KERNELS(sigmoid, sigmoid_fwd{n->in[0]->data}, (sigmoid_grad{n->out->data, n->out->grad}))
 
 /* torch's defaults (beta 1, threshold 20): identity above the threshold. */
 #define SOFTPLUS_THRESHOLD 20.0f
@@ -456,15 +414,7 @@ struct softplus_grad {
     }
 };
 
-static void softplus_backward(ast_ctx *c, const ast_node *n)
-{
-    grad_launch(c, n, softplus_grad{n->in[0]->data, n->out->grad});
-}
-
-extern "C" ast_tensor *ast_cuda_softplus(ast_ctx *c, ast_tensor *x)
-{
-    return unary_op(c, "softplus", softplus_backward, x, softplus_fwd{x->data}, 0.0f);
-}
+UNARY_KERNELS(softplus, softplus_fwd{n->in[0]->data}, (softplus_grad{n->in[0]->data, n->out->grad}))
 
 /* The CPU's mask (ops_elementwise.c's dropout_keeps): element i is kept
  * when the top 24 bits of ast_mix64(key + i * golden) reach drop_below, so
@@ -483,28 +433,9 @@ struct dropout_map {
 };
 
 /* saved: the key's slot; iarg[1]: drop_below; farg[0]: the scale. */
-static void dropout_backward(ast_ctx *c, const ast_node *n)
-{
-    grad_launch(c, n, dropout_map{n->out->grad, (const uint64_t *)n->saved, (uint32_t)n->iarg[1], n->farg[0]});
-}
-
-/* x itself when it is the identity (eval draws nothing from the RNG); else
- * one key of the step's RNG keys the mask, as on the CPU. */
-extern "C" ast_tensor *ast_cuda_dropout(ast_ctx *c, ast_tensor *x, float p)
-{
-    AST_ASSERT(p >= 0.0f && p <= 1.0f, "dropout probability %g is outside [0, 1]", (double)p);
-    if (!ast_training(c) || p == 0.0f) return x;
-    const uint64_t *key_at;
-    ast_ctx_key(c, &key_at);
-    dropout_map m = {x->data, key_at, (uint32_t)ceil((double)p * 16777216.0), p < 1.0f ? 1.0f / (1.0f - p) : 0.0f};
-    ast_tensor *y = same_shape(c, x);
-    map_launch(m, y->data, x->size);
-    ast_node node = {};
-    node.op = "dropout", node.backward = dropout_backward, node.out = y, node.in[0] = x, node.n_in = 1;
-    node.saved = (void *)key_at, node.iarg[1] = m.drop_below, node.farg[0] = m.scale;
-    ast_record(c, &node);
-    return y;
-}
+UNARY_KERNELS(dropout,
+              (dropout_map{n->in[0]->data, (const uint64_t *)n->saved, (uint32_t)n->iarg[1], n->farg[0]}),
+              (dropout_map{n->out->grad, (const uint64_t *)n->saved, (uint32_t)n->iarg[1], n->farg[0]}))
 
 /* x * sigmoid(x) with the sigmoid op's own function and one rounded
  * product: the bits of mul(x, sigmoid(x)) on this backend. */
@@ -525,12 +456,7 @@ struct silu_grad {
     }
 };
 
-static void silu_backward(ast_ctx *c, const ast_node *n) { grad_launch(c, n, silu_grad{n->in[0]->data, n->out->grad}); }
-
-extern "C" ast_tensor *ast_cuda_silu(ast_ctx *c, ast_tensor *x)
-{
-    return unary_op(c, "silu", silu_backward, x, silu_fwd{x->data}, 0.0f);
-}
+UNARY_KERNELS(silu, silu_fwd{n->in[0]->data}, (silu_grad{n->in[0]->data, n->out->grad}))
 
 struct exp_fwd {
     const float *x;
@@ -543,23 +469,32 @@ struct exp_grad {
     __device__ float operator()(int64_t i) const { return __fmul_rn(gy[i], y[i]); }
 };
 
-static void exp_backward(ast_ctx *c, const ast_node *n) { grad_launch(c, n, exp_grad{n->out->data, n->out->grad}); }
-
-extern "C" ast_tensor *ast_cuda_exp(ast_ctx *c, ast_tensor *x)
-{
-    return unary_op(c, "exp", exp_backward, x, exp_fwd{x->data}, 0.0f);
-}
+UNARY_KERNELS(exp, exp_fwd{n->in[0]->data}, (exp_grad{n->out->data, n->out->grad}))
 
 /* mask [B, N] -> [B, 1, 1, N] = m * L - L, rounded as affine(reshape(mask),
- * L, -L) rounds it (adding -L is subtracting L): 1 -> +0, 0 -> -L. */
-extern "C" ast_tensor *ast_cuda_key_mask_bias(ast_ctx *c, ast_tensor *mask, float masked_logit)
+ * L, -L) rounds it (adding -L is subtracting L): 1 -> +0, 0 -> -L.
+ * farg[0]: L. */
+UNARY_KERNELS(key_mask_bias, (affine_fwd{n->in[0]->data, n->farg[0], -n->farg[0]}),
+              (scaled_grad{n->out->grad, n->farg[0]}))
+#undef UNARY_KERNELS
+
+/* Every gradient comes fresh: the binary ops' broadcast ones are reduced
+ * into (reduce_into), the unary ops' written whole. */
+extern "C" void ast_cuda_elementwise_kernels(ast_op_kernel *t)
 {
-    char s[64];
-    AST_ASSERT(mask->ndim == 2, "key_mask_bias: mask %s is not [B, N]", ast_shape_str(mask, s, sizeof s));
-    AST_ASSERT(isfinite(masked_logit), "key_mask_bias: masked_logit %g is not finite", (double)masked_logit);
-    const int64_t shape[4] = {mask->shape[0], 1, 1, mask->shape[1]};
-    ast_tensor *y = ast_empty(c, 4, shape);
-    map_launch(affine_fwd{mask->data, masked_logit, -masked_logit}, y->data, mask->size);
-    record_unary(c, "key_mask_bias", scaled_backward, mask, y, masked_logit);
-    return y;
+#define KERNELS(op, fresh) t[AST_OP_##op] = ast_op_kernel{op##_forward, op##_backward, fresh, 0}
+    KERNELS(add, 3);
+    KERNELS(sub, 3);
+    KERNELS(mul, 3);
+    KERNELS(div, 3);
+    KERNELS(affine, 1);
+    KERNELS(relu, 1);
+    KERNELS(gelu, 1);
+    KERNELS(sigmoid, 1);
+    KERNELS(softplus, 1);
+    KERNELS(dropout, 1);
+    KERNELS(silu, 1);
+    KERNELS(exp, 1);
+    KERNELS(key_mask_bias, 1);
+#undef KERNELS
 }

@@ -1,7 +1,7 @@
-/* linear, matmul and batched matmul on the GPU: forward and backward
- * through cuBLAS (cuda_gemm.h), in the context's precision for every GEMM,
- * as ops/ops_linalg.c does on the CPU. Each backward adds into the input
- * grads; bias gradients are column sums in a fixed order (no atomics). */
+/* The CUDA kernels of linear and batched matmul (ops/dispatch_linalg.c):
+ * forward and backward through cuBLAS (cuda_gemm.h), in the context's
+ * precision for every GEMM, as ops/ops_linalg.c does on the CPU; bias
+ * gradients are column sums in a fixed order (no atomics). */
 #include "engine/cuda/cuda_gemm.h"
 #include "engine/ops/ops_plan.h"
 
@@ -130,43 +130,36 @@ extern "C" void ast_cuda_column_sums(ast_ctx *c, const float *src, int64_t rows,
 /* ---- linear ---------------------------------------------------------------- */
 
 /* y[R, out] = x[R, in] W[out, in]^T + b */
-static void linear_backward(ast_ctx *c, const ast_node *n)
+static void linear_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
 {
-    ast_tensor *x = n->in[0], *w = n->in[1], *b = n->in[2], *y = n->out;
+    ast_tensor *x = n->in[0], *y = n->out;
     int rows = (int)ast_rows(x), in = (int)ast_cols(x), out = (int)ast_cols(y);
-    int fresh;
+    float *gx = g->g[0], *gw = g->g[1], *gb = g->g[2];
     ast_precision p = ast_ctx_precision(c);
-    float *gx = ast_grad_fresh(c, x, &fresh), *gw = ast_grad(c, w), *gb = ast_grad(c, b);
-    if (gx) ast_cuda_gemm(p, 0, 0, rows, in, out, y->grad, out, w->data, in, fresh ? 0.0f : 1.0f, gx, in, NULL);
+    if (gx) ast_cuda_gemm(p, 0, 0, rows, in, out, y->grad, out, n->in[1]->data, in, g->assign[0] ? 0.0f : 1.0f, gx, in, NULL);
     if (gw) ast_cuda_gemm(p, 1, 0, out, in, rows, y->grad, out, x->data, in, 1.0f, gw, in, NULL);
     if (gb) ast_cuda_column_sums(c, y->grad, rows, out, gb);
 }
 
-extern "C" ast_tensor *ast_cuda_linear(ast_ctx *c, ast_tensor *x, ast_tensor *w, ast_tensor *b)
+static void linear_forward(ast_ctx *c, ast_node *n)
 {
-    int64_t in = ast_cols(x), out = w->shape[0], shape[AST_MAX_DIMS];
-    ast_plan_linear(x, w, b, shape);
-    ast_tensor *y = ast_empty(c, x->ndim, shape);
-    ast_cuda_gemm(ast_ctx_precision(c), 0, 1, (int)ast_rows(x), (int)out, (int)in, x->data, (int)in, w->data, (int)in,
-                  0.0f, y->data, (int)out, b ? b->data : NULL);
-    ast_node node = {.op = "linear", .backward = linear_backward, .out = y, .in = {x, w, b}, .n_in = 3};
-    ast_record(c, &node);
-    return y;
+    ast_tensor *x = n->in[0], *w = n->in[1], *b = n->in[2];
+    int in = (int)ast_cols(x), out = (int)w->shape[0];
+    ast_cuda_gemm(ast_ctx_precision(c), 0, 1, (int)ast_rows(x), out, in, x->data, in, w->data, in, 0.0f,
+                  n->out->data, out, b ? b->data : NULL);
 }
 
-/* ---- matmul and bmm -------------------------------------------------------- */
-
+/* ---- bmm ------------------------------------------------------------------- */
 
 /* dA = dC op(B)^T (laid out as A is), dB = op(A)^T dC (laid out as B is),
  * each one strided-batched GEMM over every batch. */
-static void mm_backward(ast_ctx *c, const ast_node *n)
+static void mm_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
 {
     const ast_mm_shape *s = (const ast_mm_shape *)n->saved;
     ast_tensor *a = n->in[0], *b = n->in[1];
-    int fresh_a, fresh_b;
-    float *ga = ast_grad_fresh(c, a, &fresh_a), *gb = ast_grad_fresh(c, b, &fresh_b), *gc = n->out->grad;
-    /* b == a: fresh_b is 0, and dB adds onto dA, written first */
-    float beta_a = fresh_a ? 0.0f : 1.0f, beta_b = fresh_b ? 0.0f : 1.0f;
+    float *ga = g->g[0], *gb = g->g[1], *gc = n->out->grad;
+    /* b == a: assign[1] is 0, and dB adds onto dA, written first */
+    float beta_a = g->assign[0] ? 0.0f : 1.0f, beta_b = g->assign[1] ? 0.0f : 1.0f;
     int m = (int)s->m, nn = (int)s->n, k = (int)s->k, ldb = s->tb ? k : nn, lda = s->ta ? m : k;
     int64_t sa = s->m * s->k, sb = s->k * s->n, sc = s->m * s->n;
     ast_precision p = ast_ctx_precision(c);
@@ -180,21 +173,16 @@ static void mm_backward(ast_ctx *c, const ast_node *n)
         ast_cuda_gemm_batched(p, 1, s->ta, nn, k, m, gc, nn, sc, a->data, lda, sa, beta_b, gb, k, sb, s->batch);
 }
 
-extern "C" ast_tensor *ast_cuda_bmm(ast_ctx *c, ast_tensor *a, ast_tensor *b, int trans_a, int trans_b)
+static void mm_forward(ast_ctx *c, ast_node *n)
 {
-    int64_t shape[AST_MAX_DIMS];
-    ast_mm_shape *s = ast_plan_bmm(c, a, b, trans_a, trans_b, shape);
-    ast_tensor *y = ast_empty(c, a->ndim, shape);
-    ast_cuda_gemm_batched(ast_ctx_precision(c), s->ta, s->tb, (int)s->m, (int)s->n, (int)s->k, a->data,
-                          (int)(s->ta ? s->m : s->k), s->m * s->k, b->data, (int)(s->tb ? s->k : s->n), s->k * s->n,
-                          0.0f, y->data, (int)s->n, s->m * s->n, s->batch);
-    ast_node node = {.op = "bmm", .backward = mm_backward, .out = y, .in = {a, b}, .n_in = 2, .saved = s};
-    ast_record(c, &node);
-    return y;
+    const ast_mm_shape *s = (const ast_mm_shape *)n->saved;
+    ast_cuda_gemm_batched(ast_ctx_precision(c), s->ta, s->tb, (int)s->m, (int)s->n, (int)s->k, n->in[0]->data,
+                          (int)(s->ta ? s->m : s->k), s->m * s->k, n->in[1]->data, (int)(s->tb ? s->k : s->n),
+                          s->k * s->n, 0.0f, n->out->data, (int)s->n, s->m * s->n, s->batch);
 }
 
-extern "C" ast_tensor *ast_cuda_matmul(ast_ctx *c, ast_tensor *a, ast_tensor *b)
+extern "C" void ast_cuda_linalg_kernels(ast_op_kernel *t)
 {
-    AST_ASSERT(a->ndim == 2 && b->ndim == 2, "matmul takes 2-D tensors (use bmm for batches)");
-    return ast_bmm(c, a, b, 0, 0);
+    t[AST_OP_linear] = ast_op_kernel{linear_forward, linear_backward, 1, 0};
+    t[AST_OP_bmm] = ast_op_kernel{mm_forward, mm_backward, 3, 0};
 }

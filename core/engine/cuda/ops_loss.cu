@@ -1,5 +1,5 @@
-/* CUDA geometry and losses: pairwise distances within each point set and
- * the row-masked mean squared error, as ops/ops_loss.c. The loss and its
+/* The CUDA kernels of geometry and losses (ops/dispatch_loss.c), as
+ * ops/ops_loss.c. The loss and its
  * count stay on the device (the backward reads them there); every sum runs
  * in a fixed order, so the loss repeats bit for bit. */
 #include "engine/cuda/row_reduce.cuh"
@@ -54,10 +54,10 @@ __global__ void pdist_backward_kernel(const float *p, const float *y, const floa
     }
 }
 
-static void pdist_backward(ast_ctx *c, const ast_node *n)
+static void pdist_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
 {
     ast_tensor *p = n->in[0];
-    float *gp = ast_grad(c, p);
+    float *gp = g->g[0];
     int64_t points = p->shape[0] * p->shape[1];
     if (!gp || !points || !p->shape[2]) return;
     pdist_backward_kernel<<<row_blocks(points, 32), AST_ROW_BLOCK, 0, AST_CUDA_STREAM>>>(
@@ -65,20 +65,13 @@ static void pdist_backward(ast_ctx *c, const ast_node *n)
     AST_CUDA_LAUNCHED();
 }
 
-extern "C" ast_tensor *ast_cuda_pdist(ast_ctx *c, ast_tensor *p)
+static void pdist_forward(ast_ctx *c, ast_node *n)
 {
-    char s[64];
-    AST_ASSERT(p->ndim == 3, "pdist takes point sets [B, N, D], got %s", ast_shape_str(p, s, sizeof s));
-    int64_t nb = p->shape[0], np = p->shape[1], shape[3] = {nb, np, np};
-    ast_tensor *y = ast_empty(c, 3, shape);
-    if (y->size) {
-        pdist_kernel<<<ast_cuda_blocks(y->size), AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(p->data, y->data, nb, np,
-                                                                                      p->shape[2]);
-        AST_CUDA_LAUNCHED();
-    }
-    ast_node node = {.op = "pdist", .backward = pdist_backward, .out = y, .in = {p}, .n_in = 1};
-    ast_record(c, &node);
-    return y;
+    ast_tensor *p = n->in[0], *y = n->out;
+    if (!y->size) return;
+    pdist_kernel<<<ast_cuda_blocks(y->size), AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(p->data, y->data, p->shape[0],
+                                                                                  p->shape[1], p->shape[2]);
+    AST_CUDA_LAUNCHED();
 }
 
 /* ---- mse ------------------------------------------------------------------- */
@@ -136,10 +129,10 @@ __global__ void mse_backward_kernel(const float *a, const float *b, const float 
 }
 
 /* saved: sums (device doubles): cnt, then each row's squared error. */
-static void mse_backward(ast_ctx *c, const ast_node *n)
+static void mse_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
 {
     ast_tensor *a = n->in[0], *b = n->in[1], *m = n->in[2];
-    float *ga = ast_grad(c, a), *gb = ast_grad(c, b), *gm = ast_grad(c, m);
+    float *ga = g->g[0], *gb = g->g[1], *gm = g->g[2];
     int64_t rows = ast_rows(a), d = ast_cols(a);
     if (!ga && !gb && !gm) return;
     mse_backward_kernel<<<ast_cuda_blocks(rows * d > rows ? rows * d : rows), AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(
@@ -147,20 +140,19 @@ static void mse_backward(ast_ctx *c, const ast_node *n)
     AST_CUDA_LAUNCHED();
 }
 
-extern "C" ast_tensor *ast_cuda_mse(ast_ctx *c, ast_tensor *a, ast_tensor *b, ast_tensor *mask)
+static void mse_forward(ast_ctx *c, ast_node *n)
 {
-    char s1[64], s2[64];
-    AST_ASSERT(ast_same_shape(a, b), "mse: %s against %s", ast_shape_str(a, s1, sizeof s1),
-               ast_shape_str(b, s2, sizeof s2));
-    int64_t rows = ast_rows(a), d = ast_cols(a), one = 1;
-    AST_ASSERT(!mask || mask->size == rows, "mse: mask %s for %lld rows",
-               mask ? ast_shape_str(mask, s1, sizeof s1) : "", (long long)rows);
+    ast_tensor *a = n->in[0], *mask = n->in[2];
+    int64_t rows = ast_rows(a), d = ast_cols(a);
     double *sums = (double *)ast_data_alloc_uninit(c, (size_t)(1 + rows) * sizeof *sums);
-    ast_tensor *y = ast_empty(c, 1, &one);
-    if (rows) AST_ROW_LAUNCH(mse_rows_kernel, rows, d, a->data, b->data, rows, d, sums);
-    mse_total_kernel<<<1, AST_ROW_BLOCK, 0, AST_CUDA_STREAM>>>(sums, mask ? mask->data : NULL, rows, d, y->data);
+    if (rows) AST_ROW_LAUNCH(mse_rows_kernel, rows, d, a->data, n->in[1]->data, rows, d, sums);
+    mse_total_kernel<<<1, AST_ROW_BLOCK, 0, AST_CUDA_STREAM>>>(sums, mask ? mask->data : NULL, rows, d, n->out->data);
     AST_CUDA_LAUNCHED();
-    ast_node node = {.op = "mse", .backward = mse_backward, .out = y, .in = {a, b, mask}, .n_in = 3, .saved = sums};
-    ast_record(c, &node);
-    return y;
+    n->saved = sums;
+}
+
+extern "C" void ast_cuda_loss_kernels(ast_op_kernel *t)
+{
+    t[AST_OP_pdist] = ast_op_kernel{pdist_forward, pdist_backward, 0, 0};
+    t[AST_OP_mse] = ast_op_kernel{mse_forward, mse_backward, 0, 0};
 }

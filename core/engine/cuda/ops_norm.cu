@@ -1,20 +1,10 @@
-/* CUDA normalisations: softmax over any axis, layernorm, rmsnorm and the
- * Euclidean norm of the last axis, as ops/ops_norm.c (statistics in double,
+/* The CUDA kernels of the normalisations (ops/dispatch_norm.c): softmax
+ * over any axis, layernorm, rmsnorm and the Euclidean norm of the last
+ * axis, as ops/ops_norm.c (statistics in double,
  * the per-row mean and 1/std saved for the backward). Rows get a group of
  * threads each (row_reduce.cuh); weight and bias gradients, sums over rows,
  * are added in two fixed-order passes, never with atomics. */
 #include "engine/cuda/row_reduce.cuh"
-
-extern "C" {
-#include "engine/ops/ops_axis.h"
-}
-
-static void check_affine(const ast_tensor *x, const ast_tensor *p, const char *op, const char *what)
-{
-    char s1[64], s2[64];
-    AST_ASSERT(!p || (p->ndim == 1 && p->shape[0] == ast_cols(x)), "%s: %s %s does not fit x %s", op, what,
-               p ? ast_shape_str(p, s1, sizeof s1) : "", ast_shape_str(x, s2, sizeof s2));
-}
 
 /* Per-row statistics the backward reads: device memory of the step, kept
  * only when the op goes on the tape (sampling and evaluation skip them). */
@@ -86,10 +76,10 @@ __global__ void softmax_columns_backward_kernel(const float *y, const float *dy,
 }
 
 /* iarg: outer, len, inner. */
-static void softmax_backward(ast_ctx *c, const ast_node *n)
+static void softmax_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
 {
-    int assign;
-    float *dx = ast_grad_fresh(c, n->in[0], &assign);
+    int assign = g->assign[0];
+    float *dx = g->g[0];
     int64_t outer = n->iarg[0], len = n->iarg[1], inner = n->iarg[2];
     if (!dx || outer * inner == 0) return;
     const float *y = n->out->data, *dy = n->out->grad;
@@ -102,22 +92,17 @@ static void softmax_backward(ast_ctx *c, const ast_node *n)
     }
 }
 
-extern "C" ast_tensor *ast_cuda_softmax(ast_ctx *c, ast_tensor *x, int axis)
+static void softmax_forward(ast_ctx *c, ast_node *n)
 {
-    ast_axis_split sp = ast_split_axis(x, axis, "softmax");
-    AST_ASSERT(sp.len > 0, "softmax over an empty axis %d", axis);
-    ast_tensor *y = ast_empty(c, x->ndim, x->shape);
-    if (x->size && sp.inner == 1) {
-        AST_ROW_LAUNCH(softmax_rows_kernel, sp.outer, sp.len, x->data, y->data, sp.outer, sp.len);
+    ast_tensor *x = n->in[0];
+    int64_t outer = n->iarg[0], len = n->iarg[1], inner = n->iarg[2];
+    if (x->size && inner == 1) {
+        AST_ROW_LAUNCH(softmax_rows_kernel, outer, len, x->data, n->out->data, outer, len);
     } else if (x->size) {
-        softmax_columns_kernel<<<ast_cuda_blocks(sp.outer * sp.inner), AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(
-            x->data, y->data, sp.outer, sp.len, sp.inner);
+        softmax_columns_kernel<<<ast_cuda_blocks(outer * inner), AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(
+            x->data, n->out->data, outer, len, inner);
         AST_CUDA_LAUNCHED();
     }
-    ast_node node = {.op = "softmax", .backward = softmax_backward, .out = y, .in = {x}, .n_in = 1,
-                     .iarg = {sp.outer, sp.len, sp.inner}};
-    ast_record(c, &node);
-    return y;
 }
 
 /* ---- weight and bias gradients: column sums over rows ----------------------- */
@@ -239,32 +224,27 @@ __global__ void layernorm_dx_kernel(const float *x, const float *dy, const float
 }
 
 /* saved: mean[rows] then rstd[rows] (device). */
-static void layernorm_backward(ast_ctx *c, const ast_node *n)
+static void layernorm_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
+{
+    ast_tensor *x = n->in[0], *w = n->in[1];
+    int64_t rows = ast_rows(x), d = ast_cols(x);
+    const float *mean = (const float *)n->saved, *rstd = mean + rows, *dy = n->out->grad;
+    int assign = g->assign[0];
+    float *dx = g->g[0];
+    if (dx && rows) AST_ROW_LAUNCH(layernorm_dx_kernel, rows, d, x->data, dy, w ? w->data : NULL, mean, rstd, dx, rows, d, assign);
+    norm_param_grads(c, x->data, dy, mean, rstd, rows, d, g->g[1], g->g[2]);
+}
+
+/* farg[0] = eps. */
+static void layernorm_forward(ast_ctx *c, ast_node *n)
 {
     ast_tensor *x = n->in[0], *w = n->in[1], *b = n->in[2];
     int64_t rows = ast_rows(x), d = ast_cols(x);
-    const float *mean = (const float *)n->saved, *rstd = mean + rows, *dy = n->out->grad;
-    int assign;
-    float *dx = ast_grad_fresh(c, x, &assign);
-    if (dx && rows) AST_ROW_LAUNCH(layernorm_dx_kernel, rows, d, x->data, dy, w ? w->data : NULL, mean, rstd, dx, rows, d, assign);
-    norm_param_grads(c, x->data, dy, mean, rstd, rows, d, ast_grad(c, w), ast_grad(c, b));
-}
-
-extern "C" ast_tensor *ast_cuda_layernorm(ast_ctx *c, ast_tensor *x, ast_tensor *w, ast_tensor *b, float eps)
-{
-    check_affine(x, w, "layernorm", "weight");
-    check_affine(x, b, "layernorm", "bias");
-    int64_t rows = ast_rows(x), d = ast_cols(x);
-    ast_tensor *y = ast_empty(c, x->ndim, x->shape);
-    ast_tensor *in[3] = {x, w, b};
-    float *mean = row_stats(c, in, 3, 2 * rows);
+    float *mean = row_stats(c, n->in, 3, 2 * rows);
     if (rows)
-        AST_ROW_LAUNCH(layernorm_kernel, rows, d, x->data, y->data, w ? w->data : NULL, b ? b->data : NULL, rows, d, eps,
-                       mean, mean ? mean + rows : NULL);
-    ast_node node = {.op = "layernorm", .backward = layernorm_backward, .out = y, .in = {x, w, b}, .n_in = 3,
-                     .saved = mean};
-    ast_record(c, &node);
-    return y;
+        AST_ROW_LAUNCH(layernorm_kernel, rows, d, x->data, n->out->data, w ? w->data : NULL, b ? b->data : NULL, rows,
+                       d, n->farg[0], mean, mean ? mean + rows : NULL);
+    n->saved = mean;
 }
 
 /* ---- rmsnorm ---------------------------------------------------------------- */
@@ -302,28 +282,26 @@ __global__ void rmsnorm_dx_kernel(const float *x, const float *dy, const float *
 }
 
 /* saved: rstd[rows] (device). */
-static void rmsnorm_backward(ast_ctx *c, const ast_node *n)
+static void rmsnorm_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
 {
     ast_tensor *x = n->in[0], *w = n->in[1];
     int64_t rows = ast_rows(x), d = ast_cols(x);
     const float *rstd = (const float *)n->saved, *dy = n->out->grad;
-    int assign;
-    float *dx = ast_grad_fresh(c, x, &assign);
+    int assign = g->assign[0];
+    float *dx = g->g[0];
     if (dx && rows) AST_ROW_LAUNCH(rmsnorm_dx_kernel, rows, d, x->data, dy, w ? w->data : NULL, rstd, dx, rows, d, assign);
-    norm_param_grads(c, x->data, dy, NULL, rstd, rows, d, ast_grad(c, w), NULL);
+    norm_param_grads(c, x->data, dy, NULL, rstd, rows, d, g->g[1], NULL);
 }
 
-extern "C" ast_tensor *ast_cuda_rmsnorm(ast_ctx *c, ast_tensor *x, ast_tensor *w, float eps)
+/* farg[0] = eps. */
+static void rmsnorm_forward(ast_ctx *c, ast_node *n)
 {
-    check_affine(x, w, "rmsnorm", "weight");
+    ast_tensor *x = n->in[0], *w = n->in[1];
     int64_t rows = ast_rows(x), d = ast_cols(x);
-    ast_tensor *y = ast_empty(c, x->ndim, x->shape);
-    ast_tensor *in[2] = {x, w};
-    float *rstd = row_stats(c, in, 2, rows);
-    if (rows) AST_ROW_LAUNCH(rmsnorm_kernel, rows, d, x->data, y->data, w ? w->data : NULL, rows, d, eps, rstd);
-    ast_node node = {.op = "rmsnorm", .backward = rmsnorm_backward, .out = y, .in = {x, w}, .n_in = 2, .saved = rstd};
-    ast_record(c, &node);
-    return y;
+    float *rstd = row_stats(c, n->in, 2, rows);
+    if (rows)
+        AST_ROW_LAUNCH(rmsnorm_kernel, rows, d, x->data, n->out->data, w ? w->data : NULL, rows, d, n->farg[0], rstd);
+    n->saved = rstd;
 }
 
 /* ---- vecnorm ---------------------------------------------------------------- */
@@ -348,24 +326,27 @@ __global__ void vecnorm_backward_kernel(const float *x, const float *y, const fl
     }
 }
 
-static void vecnorm_backward(ast_ctx *c, const ast_node *n)
+static void vecnorm_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
 {
     ast_tensor *x = n->in[0];
-    float *gx = ast_grad(c, x);
+    float *gx = g->g[0];
     if (!gx || !x->size) return;
     vecnorm_backward_kernel<<<ast_cuda_blocks(x->size), AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(
         x->data, n->out->data, n->out->grad, gx, x->size, ast_cols(x));
     AST_CUDA_LAUNCHED();
 }
 
-extern "C" ast_tensor *ast_cuda_vecnorm(ast_ctx *c, ast_tensor *x)
+static void vecnorm_forward(ast_ctx *c, ast_node *n)
 {
-    int64_t shape[AST_MAX_DIMS], rows = ast_rows(x), d = ast_cols(x);
-    for (int i = 0; i < x->ndim; i++) shape[i] = x->shape[i];
-    shape[x->ndim - 1] = 1;
-    ast_tensor *y = ast_empty(c, x->ndim, shape);
-    if (rows) AST_ROW_LAUNCH(vecnorm_kernel, rows, d, x->data, y->data, rows, d);
-    ast_node node = {.op = "vecnorm", .backward = vecnorm_backward, .out = y, .in = {x}, .n_in = 1};
-    ast_record(c, &node);
-    return y;
+    ast_tensor *x = n->in[0];
+    int64_t rows = ast_rows(x), d = ast_cols(x);
+    if (rows) AST_ROW_LAUNCH(vecnorm_kernel, rows, d, x->data, n->out->data, rows, d);
+}
+
+extern "C" void ast_cuda_norm_kernels(ast_op_kernel *t)
+{
+    t[AST_OP_softmax] = ast_op_kernel{softmax_forward, softmax_backward, 1, 0};
+    t[AST_OP_layernorm] = ast_op_kernel{layernorm_forward, layernorm_backward, 1, 0};
+    t[AST_OP_rmsnorm] = ast_op_kernel{rmsnorm_forward, rmsnorm_backward, 1, 0};
+    t[AST_OP_vecnorm] = ast_op_kernel{vecnorm_forward, vecnorm_backward, 0, 0};
 }

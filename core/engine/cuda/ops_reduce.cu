@@ -1,12 +1,8 @@
-/* CUDA reductions: sum over one axis (kept with size 1) and the sum / mean
- * of every element, as ops/ops_reduce.c. Every sum runs in a fixed order
+/* The CUDA kernels of the reductions (ops/dispatch_reduce.c), as
+ * ops/ops_reduce.c. Every sum runs in a fixed order
  * (group trees, blocks added in block order), never with atomics, so a
  * result repeats bit for bit; the totals accumulate in double as the CPU's. */
 #include "engine/cuda/row_reduce.cuh"
-
-extern "C" {
-#include "engine/ops/ops_axis.h"
-}
 
 /* ---- sum_axis --------------------------------------------------------------- */
 
@@ -42,9 +38,9 @@ __global__ void sum_axis_backward_kernel(const float *dy, float *gx, int64_t out
 }
 
 /* iarg: outer, len, inner. */
-static void sum_axis_backward(ast_ctx *c, const ast_node *n)
+static void sum_axis_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
 {
-    float *gx = ast_grad(c, n->in[0]);
+    float *gx = g->g[0];
     int64_t size = n->iarg[0] * n->iarg[1] * n->iarg[2];
     if (!gx || !size) return;
     sum_axis_backward_kernel<<<ast_cuda_blocks(size), AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(
@@ -52,24 +48,18 @@ static void sum_axis_backward(ast_ctx *c, const ast_node *n)
     AST_CUDA_LAUNCHED();
 }
 
-extern "C" ast_tensor *ast_cuda_sum_axis(ast_ctx *c, ast_tensor *x, int axis)
+static void sum_axis_forward(ast_ctx *c, ast_node *n)
 {
-    ast_axis_split sp = ast_split_axis(x, axis, "sum_axis");
-    int64_t shape[AST_MAX_DIMS];
-    for (int i = 0; i < x->ndim; i++) shape[i] = x->shape[i];
-    shape[sp.axis] = 1;
-    ast_tensor *y = ast_empty(c, x->ndim, shape); /* every element written, 0 for an empty axis */
-    if (y->size && sp.inner == 1) {
-        AST_ROW_LAUNCH(sum_rows_kernel, sp.outer, sp.len, x->data, y->data, sp.outer, sp.len);
-    } else if (y->size) {
-        sum_columns_kernel<<<ast_cuda_blocks(y->size), AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(x->data, y->data, sp.outer,
-                                                                                            sp.len, sp.inner);
+    const float *x = n->in[0]->data;
+    float *y = n->out->data; /* every element written, 0 for an empty axis */
+    int64_t outer = n->iarg[0], len = n->iarg[1], inner = n->iarg[2];
+    if (n->out->size && inner == 1) {
+        AST_ROW_LAUNCH(sum_rows_kernel, outer, len, x, y, outer, len);
+    } else if (n->out->size) {
+        sum_columns_kernel<<<ast_cuda_blocks(n->out->size), AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(x, y, outer, len,
+                                                                                                 inner);
         AST_CUDA_LAUNCHED();
     }
-    ast_node node = {.op = "sum_axis", .backward = sum_axis_backward, .out = y, .in = {x}, .n_in = 1,
-                     .iarg = {sp.outer, sp.len, sp.inner}};
-    ast_record(c, &node);
-    return y;
 }
 
 /* ---- sum and mean ----------------------------------------------------------- */
@@ -118,30 +108,23 @@ __global__ void total_backward_kernel(const float *dy, float scale, float *gx, i
 }
 
 /* farg[0] = scale: 1 for sum, 1/size for mean. */
-static void total_backward(ast_ctx *c, const ast_node *n)
+static void total_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
 {
     ast_tensor *x = n->in[0];
-    float *gx = ast_grad(c, x);
+    float *gx = g->g[0];
     if (!gx || !x->size) return;
     total_backward_kernel<<<ast_cuda_blocks(x->size), AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(n->out->grad, n->farg[0],
                                                                                            gx, x->size);
     AST_CUDA_LAUNCHED();
 }
 
-static ast_tensor *scaled_total(ast_ctx *c, ast_tensor *x, float scale, const char *op)
+static void total_forward(ast_ctx *c, ast_node *n)
 {
-    const int64_t one = 1;
-    ast_tensor *y = ast_empty(c, 1, &one);
-    scaled_total_into(c, x->data, x->size, y->data, scale);
-    ast_node node = {.op = op, .backward = total_backward, .out = y, .in = {x}, .n_in = 1, .farg = {scale}};
-    ast_record(c, &node);
-    return y;
+    scaled_total_into(c, n->in[0]->data, n->in[0]->size, n->out->data, n->farg[0]);
 }
 
-extern "C" ast_tensor *ast_cuda_sum(ast_ctx *c, ast_tensor *x) { return scaled_total(c, x, 1.0f, "sum"); }
-
-extern "C" ast_tensor *ast_cuda_mean(ast_ctx *c, ast_tensor *x)
+extern "C" void ast_cuda_reduce_kernels(ast_op_kernel *t)
 {
-    AST_ASSERT(x->size > 0, "mean of an empty tensor");
-    return scaled_total(c, x, 1.0f / (float)x->size, "mean");
+    t[AST_OP_sum_axis] = ast_op_kernel{sum_axis_forward, sum_axis_backward, 0, 0};
+    t[AST_OP_sum] = t[AST_OP_mean] = ast_op_kernel{total_forward, total_backward, 0, 0};
 }

@@ -17,12 +17,10 @@ typedef struct routing_index {
     const int32_t *idx, *starts, *sources;
 } routing_index;
 
-static void check_indices(const int32_t *idx, int64_t n, int64_t rows, const char *op)
+/* The dispatch checked idx against [0, rows); the CSR counts in int32. */
+static void check_count(int64_t n, const char *op)
 {
     AST_ASSERT(n < (1ll << 31), "%s: %lld rows (at most 2^31 - 1)", op, (long long)n);
-    for (int64_t i = 0; i < n; i++)
-        AST_ASSERT(idx[i] >= 0 && idx[i] < rows, "%s: index %d at %lld outside [0, %lld)", op, idx[i], (long long)i,
-                   (long long)rows);
 }
 
 /* A counting sort: count per row, prefix sums (ends), then place each i
@@ -36,7 +34,7 @@ static void build_csr(const int32_t *idx, int64_t n, int64_t rows, int32_t *star
     for (int64_t i = n; i-- > 0;) sources[--starts[idx[i]]] = (int32_t)i;
 }
 
-/* idx (checked against [0, rows)) and, when with_csr, its CSR, in one copy. */
+/* idx and, when with_csr, its CSR, in one copy. */
 static routing_index upload_index(ast_ctx *c, const int32_t *idx, int64_t n, int64_t rows, int with_csr)
 {
     size_t count = (size_t)n + (with_csr ? (size_t)(rows + 1 + n) : 0);
@@ -86,30 +84,26 @@ __global__ void gather_kernel(const float *x, const int32_t *idx, int64_t n, int
 
 /* gx[t] += the rows of dy gathered from t. saved: the routing_index (with
  * its CSR over x's rows); iarg[0] = n. */
-static void gather_backward(ast_ctx *c, const ast_node *n)
+static void gather_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
 {
-    int fresh;
     ast_tensor *x = n->in[0];
-    float *gx = ast_grad_fresh(c, x, &fresh); /* every element is written */
-    csr_sums(n->out->grad, NULL, (const routing_index *)n->saved, ast_rows(x), ast_cols(x), gx, !fresh);
+    csr_sums(n->out->grad, NULL, (const routing_index *)n->saved, ast_rows(x), ast_cols(x), g->g[0], !g->assign[0]);
 }
 
-extern "C" ast_tensor *ast_cuda_gather_rows(ast_ctx *c, ast_tensor *x, const int32_t *idx, int64_t n)
+/* saved on entry: the host's idx; replaced by the routing_index. */
+static void gather_forward(ast_ctx *c, ast_node *n)
 {
-    int64_t d = ast_cols(x), rows = ast_rows(x);
-    check_indices(idx, n, rows, "gather_rows");
-    int64_t shape[2] = {n, d};
-    ast_tensor *y = ast_empty(c, 2, shape);
+    ast_tensor *x = n->in[0];
+    int64_t d = ast_cols(x), count = n->iarg[0];
+    check_count(count, "gather_rows");
     routing_index *ri = (routing_index *)ast_alloc(c, sizeof *ri);
-    *ri = upload_index(c, idx, n, rows, ast_needs_grad(c, &x, 1));
-    if (n * d > 0) {
-        gather_kernel<<<ast_cuda_blocks(n * d), AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(x->data, ri->idx, n, d, y->data);
+    *ri = upload_index(c, (const int32_t *)n->saved, count, ast_rows(x), ast_needs_grad(c, &x, 1));
+    n->saved = ri;
+    if (count * d > 0) {
+        gather_kernel<<<ast_cuda_blocks(count * d), AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(x->data, ri->idx, count, d,
+                                                                                          n->out->data);
         AST_CUDA_LAUNCHED();
     }
-    ast_node node = {.op = "gather_rows", .backward = gather_backward, .out = y, .in = {x}, .n_in = 1, .saved = ri,
-                     .iarg = {n}};
-    ast_record(c, &node);
-    return y;
 }
 
 /* ---- scatter_add_rows ---------------------------------------------------------- */
@@ -136,11 +130,11 @@ __global__ void scatter_backward_kernel(const float *dout, const float *src, con
 }
 
 /* saved: the routing_index (idx alone). */
-static void scatter_backward(ast_ctx *c, const ast_node *n)
+static void scatter_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
 {
     ast_tensor *src = n->in[0], *w = n->in[1];
-    int fresh_s, fresh_w;
-    float *gs = ast_grad_fresh(c, src, &fresh_s), *gw = ast_grad_fresh(c, w, &fresh_w);
+    float *gs = g->g[0], *gw = g->g[1];
+    int fresh_s = g->assign[0], fresh_w = g->assign[1];
     int64_t rows = ast_rows(src), d = ast_cols(src);
     if (!rows) return;
     scatter_backward_kernel<<<ast_cuda_blocks(rows * 32), AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(
@@ -149,21 +143,20 @@ static void scatter_backward(ast_ctx *c, const ast_node *n)
     AST_CUDA_LAUNCHED();
 }
 
-extern "C" ast_tensor *ast_cuda_scatter_add_rows(ast_ctx *c, ast_tensor *src, const int32_t *idx, ast_tensor *w,
-                                                 int64_t rows)
+/* saved on entry: the host's idx; replaced by the routing_index. */
+static void scatter_forward(ast_ctx *c, ast_node *n)
 {
-    char s[64];
-    int64_t n = ast_rows(src), d = ast_cols(src);
-    AST_ASSERT(!w || w->size == n, "scatter_add_rows: weights %s for %lld source rows",
-               w ? ast_shape_str(w, s, sizeof s) : "", (long long)n);
-    check_indices(idx, n, rows, "scatter_add_rows");
-    int64_t shape[2] = {rows, d};
-    ast_tensor *y = ast_empty(c, 2, shape); /* every element is written */
+    ast_tensor *src = n->in[0], *w = n->in[1];
+    int64_t count = ast_rows(src), rows = ast_rows(n->out);
+    check_count(count, "scatter_add_rows");
     routing_index *ri = (routing_index *)ast_alloc(c, sizeof *ri);
-    *ri = upload_index(c, idx, n, rows, 1);
-    csr_sums(src->data, w ? w->data : NULL, ri, rows, d, y->data, 0);
-    ast_node node = {.op = "scatter_add_rows", .backward = scatter_backward, .out = y, .in = {src, w}, .n_in = 2,
-                     .saved = ri};
-    ast_record(c, &node);
-    return y;
+    *ri = upload_index(c, (const int32_t *)n->saved, count, rows, 1);
+    n->saved = ri;
+    csr_sums(src->data, w ? w->data : NULL, ri, rows, ast_cols(src), n->out->data, 0); /* every element is written */
+}
+
+extern "C" void ast_cuda_routing_kernels(ast_op_kernel *t)
+{
+    t[AST_OP_gather_rows] = ast_op_kernel{gather_forward, gather_backward, 1, 0};
+    t[AST_OP_scatter_add_rows] = ast_op_kernel{scatter_forward, scatter_backward, 3, 0};
 }

@@ -1,28 +1,21 @@
-/* The shape ops on the GPU, with ops/ops_shape.c's semantics: zeros,
- * reshape (a view of the same device data), the permutations (permute,
- * split_heads, merge_heads: one strided copy kernel), concat and slice on
- * the last axis. Each backward writes a fresh gradient (=) or adds into one
+/* The CUDA kernels of the shape ops (ops/dispatch_shape.c), with
+ * ops/ops_shape.c's semantics: reshape's backward, the permutations
+ * (permute, split_heads, merge_heads: one strided copy kernel), concat and
+ * slice on the last axis. Each backward writes a fresh gradient (=) or adds into one
  * already written (+=), in one launch per input; nothing synchronises. */
 #include <string.h>
 
 #include "engine/cuda/cuda_internal.h"
 #include "engine/ops/ops_plan.h"
 
-extern "C" ast_tensor *ast_cuda_zeros(ast_ctx *c, int ndim, const int64_t *shape)
-{
-    ast_tensor *t = ast_empty(c, ndim, shape);
-    if (t->size) AST_CUDA_CHECK(cudaMemsetAsync(t->data, 0, (size_t)t->size * sizeof(float), AST_CUDA_STREAM));
-    return t;
-}
-
 /* ---- reshape ------------------------------------------------------------- */
 
 /* The gradient has the input's element order: copied when fresh, else
  * added by the backend's accumulate service. */
-static void reshape_backward(ast_ctx *c, const ast_node *n)
+static void reshape_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
 {
-    int fresh;
-    float *gx = ast_grad_fresh(c, n->in[0], &fresh);
+    float *gx = g->g[0];
+    int fresh = g->assign[0];
     int64_t size = n->out->size;
     if (!gx || !size) return;
     if (fresh) {
@@ -32,24 +25,6 @@ static void reshape_backward(ast_ctx *c, const ast_node *n)
     }
     const ast_backend *b = ast_ctx_backend(c);
     b->accumulate(b, gx, n->out->grad, size);
-}
-
-/* The output shares x->data (no copy) and says it lives where x does; it
- * gets its own grad buffer because the tape accumulates per tensor. */
-extern "C" ast_tensor *ast_cuda_reshape(ast_ctx *c, ast_tensor *x, int ndim, const int64_t *shape)
-{
-    ast_check_reshape(x, ndim, shape);
-    ast_tensor *y = (ast_tensor *)ast_alloc(c, sizeof *y);
-    y->ndim = ndim;
-    memcpy(y->shape, shape, (size_t)ndim * sizeof *shape);
-    y->size = x->size;
-    y->data = x->data;
-    y->memory = x->memory;
-    y->device = x->device;
-    ast_node node = {};
-    node.op = "reshape", node.backward = reshape_backward, node.out = y, node.in[0] = x, node.n_in = 1;
-    ast_record(c, &node);
-    return y;
 }
 
 /* ---- permutations ---------------------------------------------------------- */
@@ -168,55 +143,16 @@ static void permute_launch(const ast_perm_plan *p, float *src, float *dst, int64
     AST_CUDA_LAUNCHED();
 }
 
-static void permute_backward(ast_ctx *c, const ast_node *n)
+static void permute_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
 {
-    int fresh;
-    float *gx = ast_grad_fresh(c, n->in[0], &fresh);
-    if (gx)
-        permute_launch((const ast_perm_plan *)n->saved, gx, n->out->grad, n->out->size,
-                       fresh ? PERM_BACKWARD_ASSIGN : PERM_BACKWARD_ADD);
+    if (g->g[0])
+        permute_launch((const ast_perm_plan *)n->saved, g->g[0], n->out->grad, n->out->size,
+                       g->assign[0] ? PERM_BACKWARD_ASSIGN : PERM_BACKWARD_ADD);
 }
 
-static ast_tensor *permuted_copy(ast_ctx *c, const char *op, ast_tensor *x, int view_ndim, const int64_t *view,
-                                 const int *perm, int out_ndim, const int64_t *out_shape)
+static void permute_forward(ast_ctx *c, ast_node *n)
 {
-    ast_perm_plan *p = ast_plan_permute(c, view_ndim, view, perm);
-    ast_tensor *y = ast_empty(c, out_ndim, out_shape);
-    permute_launch(p, x->data, y->data, y->size, PERM_FORWARD);
-    ast_node node = {};
-    node.op = op, node.backward = permute_backward, node.out = y, node.in[0] = x, node.n_in = 1, node.saved = p;
-    ast_record(c, &node);
-    return y;
-}
-
-extern "C" ast_tensor *ast_cuda_permute(ast_ctx *c, ast_tensor *x, const int *perm)
-{
-    int64_t shape[AST_MAX_DIMS];
-    ast_permuted_shape(x, perm, shape);
-    return permuted_copy(c, "permute", x, x->ndim, x->shape, perm, x->ndim, shape);
-}
-
-static const int SWAP_HEADS_AND_TOKENS[4] = {0, 2, 1, 3};
-
-/* x [B,N,H*dh] seen as [B,N,H,dh], then tokens and heads swapped. */
-extern "C" ast_tensor *ast_cuda_split_heads(ast_ctx *c, ast_tensor *x, int heads)
-{
-    char s1[64];
-    AST_ASSERT(x->ndim == 3 && heads > 0 && x->shape[2] % heads == 0, "split_heads: %s into %d heads",
-               ast_shape_str(x, s1, sizeof s1), heads);
-    int64_t b = x->shape[0], n = x->shape[1], dh = x->shape[2] / heads;
-    const int64_t view[4] = {b, n, heads, dh}, out[4] = {b, heads, n, dh};
-    return permuted_copy(c, "split_heads", x, 4, view, SWAP_HEADS_AND_TOKENS, 4, out);
-}
-
-/* x [B,H,N,dh] to [B,N,H,dh], stored as [B,N,H*dh] (head-major features). */
-extern "C" ast_tensor *ast_cuda_merge_heads(ast_ctx *c, ast_tensor *x)
-{
-    char s1[64];
-    AST_ASSERT(x->ndim == 4, "merge_heads: %s is not [B,H,N,dh]", ast_shape_str(x, s1, sizeof s1));
-    const int64_t *s = x->shape;
-    const int64_t out[3] = {s[0], s[2], s[1] * s[3]};
-    return permuted_copy(c, "merge_heads", x, 4, s, SWAP_HEADS_AND_TOKENS, 3, out);
+    permute_launch((const ast_perm_plan *)n->saved, n->in[0]->data, n->out->data, n->out->size, PERM_FORWARD);
 }
 
 /* ---- concat and slice on the last axis --------------------------------------- */
@@ -247,14 +183,12 @@ static void copy_cols(float *dst, int64_t dst_ld, const float *src, int64_t src_
 
 /* Each input's gradient is its columns of the output's, one launch per
  * input in order: an input listed twice is assigned, then added to. */
-static void concat_backward(ast_ctx *c, const ast_node *n)
+static void concat_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *gs)
 {
     int64_t rows = ast_rows(n->out), width = ast_cols(n->out), off = 0;
     for (int k = 0; k < n->n_in; k++) {
         int64_t cols = ast_cols(n->in[k]);
-        int fresh;
-        float *g = ast_grad_fresh(c, n->in[k], &fresh);
-        if (g) copy_cols(g, cols, n->out->grad + off, width, rows, cols, fresh);
+        if (gs->g[k]) copy_cols(gs->g[k], cols, n->out->grad + off, width, rows, cols, gs->assign[k]);
         off += cols;
     }
 }
@@ -282,25 +216,18 @@ __global__ void concat_kernel(concat_parts p, float *y, int64_t rows, int64_t wi
     }
 }
 
-extern "C" ast_tensor *ast_cuda_concat(ast_ctx *c, ast_tensor *const *xs, int n)
+static void concat_forward(ast_ctx *c, ast_node *n)
 {
-    int64_t shape[AST_MAX_DIMS], width = ast_concat_shape(xs, n, shape);
     concat_parts parts = {};
-    ast_node node = {};
-    for (int k = 0; k < n; k++) {
-        parts.src[k] = xs[k]->data;
-        parts.cols[k] = ast_cols(xs[k]);
-        node.in[k] = xs[k];
+    for (int k = 0; k < n->n_in; k++) {
+        parts.src[k] = n->in[k]->data;
+        parts.cols[k] = ast_cols(n->in[k]);
     }
-    ast_tensor *y = ast_empty(c, xs[0]->ndim, shape);
-    int64_t rows = ast_rows(y);
-    if (y->size) {
-        concat_kernel<<<ast_cuda_blocks(y->size), AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(parts, y->data, rows, width);
-        AST_CUDA_LAUNCHED();
-    }
-    node.op = "concat", node.backward = concat_backward, node.out = y, node.n_in = n;
-    ast_record(c, &node);
-    return y;
+    ast_tensor *y = n->out;
+    if (!y->size) return;
+    concat_kernel<<<ast_cuda_blocks(y->size), AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(parts, y->data, ast_rows(y),
+                                                                                   ast_cols(y));
+    AST_CUDA_LAUNCHED();
 }
 
 /* A fresh gradient of the sliced input is written whole: the window's
@@ -315,10 +242,10 @@ __global__ void slice_grad_kernel(float *gx, int64_t width, const float *gy, int
 }
 
 /* iarg[0]: start. An accumulated gradient is added to in the window only. */
-static void slice_backward(ast_ctx *c, const ast_node *n)
+static void slice_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
 {
-    int fresh;
-    float *gx = ast_grad_fresh(c, n->in[0], &fresh);
+    float *gx = g->g[0];
+    int fresh = g->assign[0];
     int64_t rows = ast_rows(n->in[0]), len = ast_cols(n->out), width = ast_cols(n->in[0]), start = n->iarg[0];
     if (!gx) return;
     if (!fresh) {
@@ -332,15 +259,19 @@ static void slice_backward(ast_ctx *c, const ast_node *n)
     AST_CUDA_LAUNCHED();
 }
 
-extern "C" ast_tensor *ast_cuda_slice(ast_ctx *c, ast_tensor *x, int64_t start, int64_t len)
+static void slice_forward(ast_ctx *c, ast_node *n)
 {
-    int64_t width = ast_cols(x), shape[AST_MAX_DIMS];
-    ast_slice_shape(x, start, len, shape);
-    ast_tensor *y = ast_empty(c, x->ndim, shape);
-    copy_cols(y->data, len, x->data + start, width, ast_rows(x), len, 1);
-    ast_node node = {};
-    node.op = "slice", node.backward = slice_backward, node.out = y, node.in[0] = x, node.n_in = 1;
-    node.iarg[0] = start;
-    ast_record(c, &node);
-    return y;
+    ast_tensor *x = n->in[0];
+    int64_t len = ast_cols(n->out);
+    copy_cols(n->out->data, len, x->data + n->iarg[0], ast_cols(x), ast_rows(x), len, 1);
+}
+
+extern "C" void ast_cuda_shape_kernels(ast_op_kernel *t)
+{
+    const unsigned every_input = (1u << AST_NODE_MAX_IN) - 1;
+    t[AST_OP_reshape] = ast_op_kernel{NULL, reshape_backward, 1, 0};
+    t[AST_OP_permute] = t[AST_OP_split_heads] = t[AST_OP_merge_heads] =
+        ast_op_kernel{permute_forward, permute_backward, 1, 0};
+    t[AST_OP_concat] = ast_op_kernel{concat_forward, concat_backward, every_input, 0};
+    t[AST_OP_slice] = ast_op_kernel{slice_forward, slice_backward, 1, 0};
 }

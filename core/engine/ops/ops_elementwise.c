@@ -1,10 +1,10 @@
-/* Elementwise ops: broadcasting add/sub/mul/div, the unary activations
- * (affine, relu, gelu, sigmoid, softplus, dropout, silu, exp) and the key
- * mask's attention bias. Each backward adds into the input grads; a
- * broadcast operand's grad sums over the dims it repeats along. */
+/* The CPU kernels of the elementwise ops (ops/dispatch_elementwise.c):
+ * broadcasting add/sub/mul/div, the unary activations (affine, relu, gelu,
+ * sigmoid, softplus, dropout, silu, exp) and the key mask's attention bias.
+ * A broadcast operand's grad sums over the dims it repeats along. */
 #include <math.h>
 
-#include "engine/engine.h"
+#include "engine/backend.h"
 #include "engine/ops/ops_plan.h"
 #include "alphast/fastmath.h"
 
@@ -21,46 +21,26 @@ typedef struct run {
 
 typedef void (*run_fn)(const run *r);
 
-typedef struct binary_op {
-    const char *name;
-    run_fn forward, backward;
-} binary_op;
-
-/* The op and its merged dims (ops_plan.h): equal shapes collapse to one
- * contiguous run and a trailing vector such as [E] over [B,N,E] to
- * contiguous runs of E, the fast paths every layer hits. */
-typedef struct binary_plan {
-    const binary_op *op;
-    ast_bcast_dims dims;
-} binary_plan;
-
-/* Fills out[AST_MAX_DIMS] with the padded broadcast shape. */
-static binary_plan *plan_binary(ast_ctx *c, const binary_op *op, const ast_tensor *a, const ast_tensor *b,
-                                int64_t *out)
-{
-    binary_plan *p = ast_alloc(c, sizeof *p);
-    p->op = op;
-    ast_plan_broadcast(op->name, a, b, out, &p->dims);
-    return p;
-}
-
 /* Calls kernel on the parts of the innermost runs that cover output
- * elements [lo, hi), base pointers offset to each part. */
-static void walk_span(const binary_plan *p, const run *base, run_fn kernel, int64_t lo, int64_t hi)
+ * elements [lo, hi), base pointers offset to each part. The merged dims
+ * (ops_plan.h): equal shapes collapse to one contiguous run and a trailing
+ * vector such as [E] over [B,N,E] to contiguous runs of E, the fast paths
+ * every layer hits. */
+static void walk_span(const ast_bcast_dims *p, const run *base, run_fn kernel, int64_t lo, int64_t hi)
 {
-    int last = p->dims.nd - 1;
-    int64_t len = p->dims.dim[last];
+    int last = p->nd - 1;
+    int64_t len = p->dim[last];
     for (int64_t k = lo / len; k * len < hi; k++) {
         int64_t oa = 0, ob = 0, rest = k, oy = k * len;
         for (int d = last - 1; d >= 0; d--) {
-            int64_t i = rest % p->dims.dim[d];
-            rest /= p->dims.dim[d];
-            oa += i * p->dims.sa[d];
-            ob += i * p->dims.sb[d];
+            int64_t i = rest % p->dim[d];
+            rest /= p->dim[d];
+            oa += i * p->sa[d];
+            ob += i * p->sb[d];
         }
         int64_t from = lo > oy ? lo - oy : 0, to = hi < oy + len ? hi - oy : len;
-        oa += from * p->dims.sa[last], ob += from * p->dims.sb[last], oy += from;
-        run r = {.n = to - from, .sa = p->dims.sa[last], .sb = p->dims.sb[last], .a = base->a + oa, .b = base->b + ob,
+        oa += from * p->sa[last], ob += from * p->sb[last], oy += from;
+        run r = {.n = to - from, .sa = p->sa[last], .sb = p->sb[last], .a = base->a + oa, .b = base->b + ob,
                  .gy = base->gy ? base->gy + oy : NULL, .y = base->y + oy,
                  .ga = base->ga ? base->ga + oa : NULL, .gb = base->gb ? base->gb + ob : NULL,
                  .assign_a = base->assign_a, .assign_b = base->assign_b};
@@ -69,7 +49,7 @@ static void walk_span(const binary_plan *p, const run *base, run_fn kernel, int6
 }
 
 typedef struct walk_args {
-    const binary_plan *p;
+    const ast_bcast_dims *p;
     const run *base;
     run_fn kernel;
 } walk_args;
@@ -83,7 +63,7 @@ static void walk_range(void *arg, int64_t lo, int64_t hi)
 /* Calls kernel on every innermost run, split over the thread pool. A
  * backward into a broadcast operand sums many outputs into one gradient
  * element, so it stays on one thread. */
-static void walk(const binary_plan *p, const run *base, run_fn kernel, int64_t size, int splittable)
+static void walk(const ast_bcast_dims *p, const run *base, run_fn kernel, int64_t size, int splittable)
 {
     if (size == 0) return;
     if (splittable)
@@ -158,66 +138,49 @@ static void div_backward(const run *r)
     }
 }
 
-static const binary_op OP_ADD = {"add", add_forward, add_backward};
-static const binary_op OP_SUB = {"sub", sub_forward, sub_backward};
-static const binary_op OP_MUL = {"mul", mul_forward, mul_backward};
-static const binary_op OP_DIV = {"div", div_forward, div_backward};
-
-static void binary_node_backward(ast_ctx *c, const ast_node *n)
+/* saved: the broadcast's dims. A broadcast operand's gradient sums many
+ * outputs, so it comes zeroed (as does an operand's bigger than an empty
+ * output, which the walk never reaches); only an operand of the output's
+ * size may come fresh (assigns_if_full). */
+static void binary_backward(const ast_node *n, const ast_op_grads *g, run_fn kernel)
 {
-    const binary_plan *p = n->saved;
     ast_tensor *a = n->in[0], *b = n->in[1], *y = n->out;
-    run base = {.a = a->data, .b = b->data, .y = y->data, .gy = y->grad};
-    /* A broadcast operand's gradient sums many outputs, so it must start at
-     * 0; so must an operand's bigger than an empty output, which the walk
-     * never reaches. Only an operand of the output's size is written whole. */
-    base.ga = a->size != y->size ? ast_grad(c, a) : ast_grad_fresh(c, a, &base.assign_a);
-    base.gb = b->size != y->size ? ast_grad(c, b) : ast_grad_fresh(c, b, &base.assign_b);
+    run base = {.a = a->data, .b = b->data, .y = y->data, .gy = y->grad, .ga = g->g[0], .gb = g->g[1],
+                .assign_a = g->assign[0], .assign_b = g->assign[1]};
     int broadcast = (base.ga && a->size != y->size) || (base.gb && b->size != y->size);
-    walk(p, &base, p->op->backward, y->size, !broadcast);
+    walk(n->saved, &base, kernel, y->size, !broadcast);
 }
 
-static ast_tensor *binary(ast_ctx *c, const binary_op *op, ast_tensor *a, ast_tensor *b)
-{
-    int64_t out[AST_MAX_DIMS];
-    binary_plan *p = plan_binary(c, op, a, b, out);
-    int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
-    ast_tensor *y = ast_empty(c, nd, out + AST_MAX_DIMS - nd);
-    walk(p, &(run){.a = a->data, .b = b->data, .y = y->data}, op->forward, y->size, 1);
-    ast_record(c, &(ast_node){.op = op->name, .backward = binary_node_backward, .out = y, .in = {a, b}, .n_in = 2,
-                              .saved = p});
-    return y;
-}
-
-ast_tensor *ast_cpu_add(ast_ctx *c, ast_tensor *a, ast_tensor *b) { return binary(c, &OP_ADD, a, b); }
-ast_tensor *ast_cpu_sub(ast_ctx *c, ast_tensor *a, ast_tensor *b) { return binary(c, &OP_SUB, a, b); }
-ast_tensor *ast_cpu_mul(ast_ctx *c, ast_tensor *a, ast_tensor *b) { return binary(c, &OP_MUL, a, b); }
-ast_tensor *ast_cpu_div(ast_ctx *c, ast_tensor *a, ast_tensor *b) { return binary(c, &OP_DIV, a, b); }
+#define BINARY_KERNELS(name)                                                                              \
+    static void name##_node_forward(ast_ctx *c, ast_node *n)                                              \
+    {                                                                                                     \
+        walk(n->saved, &(run){.a = n->in[0]->data, .b = n->in[1]->data, .y = n->out->data}, name##_forward, \
+             n->out->size, 1);                                                                            \
+    }                                                                                                     \
+    static void name##_node_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)               \
+    {                                                                                                     \
+        binary_backward(n, g, name##_backward);                                                           \
+    }
+BINARY_KERNELS(add)
+BINARY_KERNELS(sub)
+BINARY_KERNELS(mul)
+BINARY_KERNELS(div)
+#undef BINARY_KERNELS
 
 /* ---- unary ops ---------------------------------------------------------- */
 
-/* The outputs of unary ops: each op writes every element. */
-static ast_tensor *same_shape(ast_ctx *c, const ast_tensor *x) { return ast_empty(c, x->ndim, x->shape); }
-
-static void record_unary(ast_ctx *c, const char *op, ast_backward_fn backward, ast_tensor *x, ast_tensor *y)
+/* farg: scale, shift. */
+static void affine_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
 {
-    ast_record(c, &(ast_node){.op = op, .backward = backward, .out = y, .in = {x}, .n_in = 1});
-}
-
-static void affine_backward(ast_ctx *c, const ast_node *n)
-{
-    float *gx = ast_grad(c, n->in[0]);
+    float *gx = g->g[0];
     const float *gy = n->out->grad;
     for (int64_t i = 0; gx && i < n->out->size; i++) gx[i] += gy[i] * n->farg[0];
 }
 
-ast_tensor *ast_cpu_affine(ast_ctx *c, ast_tensor *x, float scale, float shift)
+static void affine_forward(ast_ctx *c, ast_node *n)
 {
-    ast_tensor *y = same_shape(c, x);
-    for (int64_t i = 0; i < x->size; i++) y->data[i] = x->data[i] * scale + shift;
-    ast_record(c, &(ast_node){.op = "affine", .backward = affine_backward, .out = y, .in = {x}, .n_in = 1,
-                              .farg = {scale}});
-    return y;
+    const float *x = n->in[0]->data, scale = n->farg[0], shift = n->farg[1];
+    for (int64_t i = 0; i < n->out->size; i++) n->out->data[i] = x[i] * scale + shift;
 }
 
 /* Arguments of the one-input elementwise kernels run on the thread pool. */
@@ -229,11 +192,15 @@ typedef struct unary_args {
 } unary_args;
 
 /* The input gradient of a unary op's backward, fresh or accumulated. */
-static unary_args unary_grad(ast_ctx *c, const ast_node *n)
+static unary_args unary_grad(const ast_node *n, const ast_op_grads *g)
 {
-    unary_args a = {.x = n->in[0]->data, .gy = n->out->grad};
-    a.y = ast_grad_fresh(c, n->in[0], &a.assign);
-    return a;
+    return (unary_args){.x = n->in[0]->data, .gy = n->out->grad, .y = g->g[0], .assign = g->assign[0]};
+}
+
+/* Runs range over the elements of a unary op's forward. */
+static void unary_forward(ast_node *n, int64_t grain, ast_range_fn range)
+{
+    ast_parallel_for(n->out->size, grain, range, &(unary_args){.x = n->in[0]->data, .y = n->out->data, .saved = n->saved});
 }
 
 /* The gradient at 0 is 0, as in torch. */
@@ -249,9 +216,9 @@ static void relu_backward_range(void *arg, int64_t lo, int64_t hi)
     }
 }
 
-static void relu_backward(ast_ctx *c, const ast_node *n)
+static void relu_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
 {
-    unary_args a = unary_grad(c, n);
+    unary_args a = unary_grad(n, g);
     if (a.y) ast_parallel_for(n->out->size, AST_PAR_GRAIN, relu_backward_range, &a);
 }
 
@@ -264,13 +231,7 @@ static void relu_range(void *arg, int64_t lo, int64_t hi)
     for (int64_t i = lo; i < hi; i++) y[i] = x[i] <= 0.0f ? 0.0f : x[i];
 }
 
-ast_tensor *ast_cpu_relu(ast_ctx *c, ast_tensor *x)
-{
-    ast_tensor *y = same_shape(c, x);
-    ast_parallel_for(x->size, AST_PAR_GRAIN, relu_range, &(unary_args){.x = x->data, .y = y->data});
-    record_unary(c, "relu", relu_backward, x, y);
-    return y;
-}
+static void relu_forward(ast_ctx *c, ast_node *n) { unary_forward(n, AST_PAR_GRAIN, relu_range); }
 
 /* gelu(x) = x Phi(x) and gelu'(x) = Phi(x) + x phi(x), Phi/phi the standard
  * normal cdf/density. The forward saves Phi, so the backward needs one exp
@@ -288,9 +249,9 @@ static void gelu_backward_range(void *arg, int64_t lo, int64_t hi)
     }
 }
 
-static void gelu_backward(ast_ctx *c, const ast_node *n)
+static void gelu_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
 {
-    unary_args a = unary_grad(c, n);
+    unary_args a = unary_grad(n, g);
     a.saved = n->saved;
     if (a.y) ast_parallel_for(n->out->size, AST_PAR_GRAIN, gelu_backward_range, &a);
 }
@@ -307,13 +268,11 @@ static void gelu_range(void *arg, int64_t lo, int64_t hi)
     }
 }
 
-ast_tensor *ast_cpu_gelu(ast_ctx *c, ast_tensor *x)
+/* saved: Phi, kept only when the node goes on the tape. */
+static void gelu_forward(ast_ctx *c, ast_node *n)
 {
-    ast_tensor *y = same_shape(c, x);
-    float *cdf = ast_needs_grad(c, &x, 1) ? ast_alloc_uninit(c, (size_t)x->size * sizeof *cdf) : NULL;
-    ast_parallel_for(x->size, AST_PAR_GRAIN, gelu_range, &(unary_args){.x = x->data, .y = y->data, .saved = cdf});
-    ast_record(c, &(ast_node){.op = "gelu", .backward = gelu_backward, .out = y, .in = {x}, .n_in = 1, .saved = cdf});
-    return y;
+    if (ast_needs_grad(c, n->in, 1)) n->saved = ast_alloc_uninit(c, (size_t)n->out->size * sizeof(float));
+    unary_forward(n, AST_PAR_GRAIN, gelu_range);
 }
 
 /* exp of a non-positive argument only, so neither tail overflows;
@@ -324,19 +283,16 @@ static inline float stable_sigmoid(float x)
     return (x >= 0.0f ? 1.0f : e) / (1.0f + e);
 }
 
-static void sigmoid_backward(ast_ctx *c, const ast_node *n)
+static void sigmoid_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
 {
-    float *gx = ast_grad(c, n->in[0]);
+    float *gx = g->g[0];
     const float *y = n->out->data, *gy = n->out->grad;
     for (int64_t i = 0; gx && i < n->out->size; i++) gx[i] += gy[i] * y[i] * (1.0f - y[i]);
 }
 
-ast_tensor *ast_cpu_sigmoid(ast_ctx *c, ast_tensor *x)
+static void sigmoid_forward(ast_ctx *c, ast_node *n)
 {
-    ast_tensor *y = same_shape(c, x);
-    for (int64_t i = 0; i < x->size; i++) y->data[i] = stable_sigmoid(x->data[i]);
-    record_unary(c, "sigmoid", sigmoid_backward, x, y);
-    return y;
+    for (int64_t i = 0; i < n->out->size; i++) n->out->data[i] = stable_sigmoid(n->in[0]->data[i]);
 }
 
 /* torch's defaults (beta 1, threshold 20): identity above the threshold,
@@ -355,9 +311,9 @@ static void softplus_backward_range(void *arg, int64_t lo, int64_t hi)
     }
 }
 
-static void softplus_backward(ast_ctx *c, const ast_node *n)
+static void softplus_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
 {
-    unary_args a = unary_grad(c, n);
+    unary_args a = unary_grad(n, g);
     if (a.y) ast_parallel_for(n->out->size, AST_PAR_GRAIN / 4, softplus_backward_range, &a);
 }
 
@@ -368,13 +324,7 @@ static void softplus_range(void *arg, int64_t lo, int64_t hi)
     for (int64_t i = lo; i < hi; i++) a->y[i] = a->x[i] > SOFTPLUS_THRESHOLD ? a->x[i] : log1pf(ast_expf(a->x[i]));
 }
 
-ast_tensor *ast_cpu_softplus(ast_ctx *c, ast_tensor *x)
-{
-    ast_tensor *y = same_shape(c, x);
-    ast_parallel_for(x->size, AST_PAR_GRAIN / 4, softplus_range, &(unary_args){.x = x->data, .y = y->data});
-    record_unary(c, "softplus", softplus_backward, x, y);
-    return y;
-}
+static void softplus_forward(ast_ctx *c, ast_node *n) { unary_forward(n, AST_PAR_GRAIN / 4, softplus_range); }
 
 typedef struct dropout_args {
     const float *x, *gy;
@@ -425,32 +375,18 @@ static void dropout_backward_range(void *arg, int64_t lo, int64_t hi)
 }
 
 /* iarg: the mask's key (its bits), drop_below; farg[0]: the scale. */
-static void dropout_backward(ast_ctx *c, const ast_node *n)
+static void dropout_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
 {
-    dropout_args a = {.gy = n->out->grad, .key = (uint64_t)n->iarg[0], .drop_below = (uint32_t)n->iarg[1],
-                      .scale = n->farg[0]};
-    a.y = ast_grad_fresh(c, n->in[0], &a.assign);
+    dropout_args a = {.gy = n->out->grad, .y = g->g[0], .key = (uint64_t)n->iarg[0],
+                      .drop_below = (uint32_t)n->iarg[1], .scale = n->farg[0], .assign = g->assign[0]};
     if (a.y) ast_parallel_for(n->out->size, AST_PAR_GRAIN, dropout_backward_range, &a);
 }
 
-/* Returns x itself when it is the identity, so eval draws nothing from the
- * RNG and costs nothing. One key from the step's RNG per call (ast_ctx_key)
- * keys the mask. */
-ast_tensor *ast_cpu_dropout(ast_ctx *c, ast_tensor *x, float p)
+static void dropout_forward(ast_ctx *c, ast_node *n)
 {
-    AST_ASSERT(p >= 0.0f && p <= 1.0f, "dropout probability %g is outside [0, 1]", (double)p);
-    if (!ast_training(c) || p == 0.0f) return x;
-    const uint64_t *key_at; /* a device kernel's; this one takes the key itself */
-    dropout_args a = {.x = x->data,
-                      .key = ast_ctx_key(c, &key_at),
-                      .drop_below = (uint32_t)ceil((double)p * 16777216.0),
-                      .scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f};
-    ast_tensor *y = same_shape(c, x);
-    a.y = y->data;
-    ast_parallel_for(x->size, AST_PAR_GRAIN, dropout_range, &a);
-    ast_record(c, &(ast_node){.op = "dropout", .backward = dropout_backward, .out = y, .in = {x}, .n_in = 1,
-                              .iarg = {(int64_t)a.key, a.drop_below}, .farg = {a.scale}});
-    return y;
+    dropout_args a = {.x = n->in[0]->data, .y = n->out->data, .key = (uint64_t)n->iarg[0],
+                      .drop_below = (uint32_t)n->iarg[1], .scale = n->farg[0]};
+    ast_parallel_for(n->out->size, AST_PAR_GRAIN, dropout_range, &a);
 }
 
 /* ---- ABI 2.1: silu, exp, key_mask_bias ------------------------------------ */
@@ -485,19 +421,13 @@ static void silu_backward_range(void *arg, int64_t lo, int64_t hi)
     }
 }
 
-static void silu_backward(ast_ctx *c, const ast_node *n)
+static void silu_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
 {
-    unary_args a = unary_grad(c, n);
+    unary_args a = unary_grad(n, g);
     if (a.y) ast_parallel_for(n->out->size, AST_PAR_GRAIN, silu_backward_range, &a);
 }
 
-ast_tensor *ast_cpu_silu(ast_ctx *c, ast_tensor *x)
-{
-    ast_tensor *y = same_shape(c, x);
-    ast_parallel_for(x->size, AST_PAR_GRAIN, silu_range, &(unary_args){.x = x->data, .y = y->data});
-    record_unary(c, "silu", silu_backward, x, y);
-    return y;
-}
+static void silu_forward(ast_ctx *c, ast_node *n) { unary_forward(n, AST_PAR_GRAIN, silu_range); }
 
 /* ast_expf is within 2 ulp of exp wherever the result is a normal float
  * (tests/test_fastmath.c), overflows to +inf above 88.72 where expf does,
@@ -524,26 +454,20 @@ static void exp_backward_range(void *arg, int64_t lo, int64_t hi)
     }
 }
 
-static void exp_backward(ast_ctx *c, const ast_node *n)
+static void exp_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
 {
-    unary_args a = unary_grad(c, n);
+    unary_args a = unary_grad(n, g);
     a.x = n->out->data;
     if (a.y) ast_parallel_for(n->out->size, AST_PAR_GRAIN, exp_backward_range, &a);
 }
 
-ast_tensor *ast_cpu_exp(ast_ctx *c, ast_tensor *x)
-{
-    ast_tensor *y = same_shape(c, x);
-    ast_parallel_for(x->size, AST_PAR_GRAIN, exp_range, &(unary_args){.x = x->data, .y = y->data});
-    record_unary(c, "exp", exp_backward, x, y);
-    return y;
-}
+static void exp_forward(ast_ctx *c, ast_node *n) { unary_forward(n, AST_PAR_GRAIN, exp_range); }
 
 /* farg[0]: masked_logit, the derivative of every output by its mask element. */
-static void key_mask_bias_backward(ast_ctx *c, const ast_node *n)
+static void key_mask_bias_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
 {
-    int assign;
-    float *gm = ast_grad_fresh(c, n->in[0], &assign);
+    int assign = g->assign[0];
+    float *gm = g->g[0];
     const float *gy = n->out->grad, l = n->farg[0];
     for (int64_t i = 0; gm && i < n->out->size; i++) gm[i] = assign ? gy[i] * l : gm[i] + gy[i] * l;
 }
@@ -553,15 +477,27 @@ static void key_mask_bias_backward(ast_ctx *c, const ast_node *n)
  * and adding -L is subtracting L), so it replaces the plugins' hand-written
  * version bit for bit, for any mask values: 1 -> +0, 0 -> -L. A mask has
  * B * N elements, too few to pay for the thread pool. */
-ast_tensor *ast_cpu_key_mask_bias(ast_ctx *c, ast_tensor *mask, float masked_logit)
+static void key_mask_bias_forward(ast_ctx *c, ast_node *n)
 {
-    char s[64];
-    AST_ASSERT(mask->ndim == 2, "key_mask_bias: mask %s is not [B, N]", ast_shape_str(mask, s, sizeof s));
-    AST_ASSERT(isfinite(masked_logit), "key_mask_bias: masked_logit %g is not finite", (double)masked_logit);
-    ast_tensor *y = ast_empty(c, 4, (int64_t[]){mask->shape[0], 1, 1, mask->shape[1]});
-    const float *m = mask->data;
-    for (int64_t i = 0; i < mask->size; i++) y->data[i] = m[i] * masked_logit - masked_logit;
-    ast_record(c, &(ast_node){.op = "key_mask_bias", .backward = key_mask_bias_backward, .out = y, .in = {mask},
-                              .n_in = 1, .farg = {masked_logit}});
-    return y;
+    const float *m = n->in[0]->data, masked_logit = n->farg[0];
+    for (int64_t i = 0; i < n->out->size; i++) n->out->data[i] = m[i] * masked_logit - masked_logit;
+}
+
+void ast_cpu_elementwise_kernels(ast_op_kernel *t)
+{
+#define UNARY(op, fwd, fresh) t[AST_OP_##op] = (ast_op_kernel){.forward = fwd, .backward = op##_backward, .assigns = fresh}
+    t[AST_OP_add] = (ast_op_kernel){.forward = add_node_forward, .backward = add_node_backward, .assigns_if_full = 3};
+    t[AST_OP_sub] = (ast_op_kernel){.forward = sub_node_forward, .backward = sub_node_backward, .assigns_if_full = 3};
+    t[AST_OP_mul] = (ast_op_kernel){.forward = mul_node_forward, .backward = mul_node_backward, .assigns_if_full = 3};
+    t[AST_OP_div] = (ast_op_kernel){.forward = div_node_forward, .backward = div_node_backward, .assigns_if_full = 3};
+    UNARY(affine, affine_forward, 0);
+    UNARY(relu, relu_forward, 1);
+    UNARY(gelu, gelu_forward, 1);
+    UNARY(sigmoid, sigmoid_forward, 0);
+    UNARY(softplus, softplus_forward, 1);
+    UNARY(dropout, dropout_forward, 1);
+    UNARY(silu, silu_forward, 1);
+    UNARY(exp, exp_forward, 1);
+    UNARY(key_mask_bias, key_mask_bias_forward, 1);
+#undef UNARY
 }

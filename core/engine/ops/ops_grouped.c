@@ -10,7 +10,7 @@
  * write the same element. */
 #include <string.h>
 
-#include "engine/engine.h"
+#include "engine/backend.h"
 #include "engine/ops/ops_plan.h"
 
 /* Multiply-adds below which a second part costs more than it saves: the
@@ -19,7 +19,7 @@
 
 typedef struct grouped_saved {
     ast_groups g;
-    int parts; /* the forward's split, reused by the backward */
+    int parts; /* the split, the same forward and backward */
 } grouped_saved;
 
 typedef struct grouped_args {
@@ -130,47 +130,37 @@ static void backward_parts(void *arg, int64_t lo, int64_t hi)
     }
 }
 
-/* The gradients of n tensors, fetched here because ast_grad may allocate
- * from the arena, which the pool's threads must not touch; NULL when none
- * of them needs one. */
-static float **grads_of(ast_ctx *c, ast_tensor *const *t, int n)
+/* The node's groups and their split into parts (as many as pay for
+ * themselves, at most the pool's threads). */
+static grouped_saved split_of(const ast_node *n)
 {
-    int any = 0;
-    for (int i = 0; t && i < n; i++) any |= (t[i]->flags & AST_REQUIRES_GRAD) != 0;
-    if (!any) return NULL;
-    float **g = ast_alloc(c, (size_t)n * sizeof *g);
-    for (int i = 0; i < n; i++) g[i] = ast_grad(c, t[i]);
-    return g;
+    grouped_saved s = {.g = *(const ast_groups *)n->saved};
+    int64_t parts = ast_rows(n->in[0]) * ast_cols(n->in[0]) * ast_cols(n->out) / GROUPED_GRAIN_MACS;
+    int64_t threads = ast_parallel_threads();
+    s.parts = (int)(parts < 1 ? 1 : parts > threads ? threads : parts);
+    return s;
 }
 
-static void grouped_backward(ast_ctx *c, const ast_node *n)
+static void grouped_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
 {
-    const grouped_saved *s = n->saved;
+    grouped_saved s = split_of(n);
     ast_tensor *x = n->in[0];
-    int fresh;
-    float *dx = ast_grad_fresh(c, x, &fresh);
-    grouped_args a = {.s = s, .rows = ast_rows(x), .in = ast_cols(x), .out = ast_cols(n->out), .x = x->data,
-                      .dy = n->out->grad, .dx = dx, .dx_beta = fresh ? 0.0f : 1.0f, .gw = grads_of(c, s->g.w, s->g.n),
-                      .gb = grads_of(c, s->g.b, s->g.n)};
-    ast_parallel_for(s->parts, 1, backward_parts, &a);
+    grouped_args a = {.s = &s, .rows = ast_rows(x), .in = ast_cols(x), .out = ast_cols(n->out), .x = x->data,
+                      .dy = n->out->grad, .dx = g->g[0], .dx_beta = g->assign[0] ? 0.0f : 1.0f, .gw = s.g.gw,
+                      .gb = s.g.gb};
+    ast_parallel_for(s.parts, 1, backward_parts, &a);
 }
 
-ast_tensor *ast_cpu_grouped_linear(ast_ctx *c, ast_tensor *x, const int64_t *offsets, int n, ast_tensor *const *w,
-                                   ast_tensor *const *b)
+static void grouped_forward(ast_ctx *c, ast_node *n)
 {
-    ast_check_groups(x, offsets, n, w, b);
-    grouped_saved *s = ast_alloc(c, sizeof *s);
-    ast_save_groups(c, &s->g, offsets, n, w, b);
-    int64_t rows = ast_rows(x), in = ast_cols(x), out = w[0]->shape[0];
-    int64_t parts = rows * in * out / GROUPED_GRAIN_MACS, threads = ast_parallel_threads();
-    s->parts = (int)(parts < 1 ? 1 : parts > threads ? threads : parts);
-    int64_t shape[AST_MAX_DIMS];
-    memcpy(shape, x->shape, sizeof shape);
-    shape[x->ndim - 1] = out;
-    ast_tensor *y = ast_empty(c, x->ndim, shape);
-    grouped_args a = {.s = s, .rows = rows, .in = in, .out = out, .x = x->data, .y = y->data};
-    ast_parallel_for(s->parts, 1, forward_parts, &a);
-    ast_record(c, &(ast_node){.op = "grouped_linear", .backward = grouped_backward, .out = y,
-                              .in = {x, ast_groups_representative(w, n), ast_groups_representative(b, n)}, .n_in = 3, .saved = s});
-    return y;
+    grouped_saved s = split_of(n);
+    ast_tensor *x = n->in[0];
+    grouped_args a = {.s = &s, .rows = ast_rows(x), .in = ast_cols(x), .out = ast_cols(n->out), .x = x->data,
+                      .y = n->out->data};
+    ast_parallel_for(s.parts, 1, forward_parts, &a);
+}
+
+void ast_cpu_grouped_kernels(ast_op_kernel *t)
+{
+    t[AST_OP_grouped_linear] = (ast_op_kernel){.forward = grouped_forward, .backward = grouped_backward, .assigns = 1};
 }

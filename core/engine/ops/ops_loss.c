@@ -1,8 +1,8 @@
-/* Geometry and losses: pairwise distances within each point set and the
- * row-masked mean squared error. */
+/* The CPU kernels of geometry and losses (ops/dispatch_loss.c): pairwise
+ * distances within each point set and the row-masked mean squared error. */
 #include <math.h>
 
-#include "engine/engine.h"
+#include "engine/backend.h"
 
 /* ---- pdist ----------------------------------------------------------------- */
 
@@ -54,23 +54,19 @@ static void pdist_backward_range(void *arg, int64_t lo, int64_t hi)
     }
 }
 
-static void pdist_backward(ast_ctx *c, const ast_node *n)
+static void pdist_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
 {
     ast_tensor *p = n->in[0];
-    pdist_args a = {p->data, n->out->data, n->out->grad, ast_grad(c, p), p->shape[1], p->shape[2]};
+    pdist_args a = {p->data, n->out->data, n->out->grad, g->g[0], p->shape[1], p->shape[2]};
     if (a.out) ast_parallel_for(p->shape[0] * a.np, ast_row_grain(a.np), pdist_backward_range, &a);
 }
 
-ast_tensor *ast_cpu_pdist(ast_ctx *c, ast_tensor *p)
+static void pdist_forward(ast_ctx *c, ast_node *n)
 {
-    char s[64];
-    AST_ASSERT(p->ndim == 3, "pdist takes point sets [B, N, D], got %s", ast_shape_str(p, s, sizeof s));
-    int64_t nb = p->shape[0], np = p->shape[1];
-    ast_tensor *y = ast_empty(c, 3, (int64_t[]){nb, np, np});
-    pdist_args a = {.p = p->data, .out = y->data, .np = np, .d = p->shape[2]};
-    ast_parallel_for(nb * np, ast_row_grain(np), pdist_range, &a);
-    ast_record(c, &(ast_node){.op = "pdist", .backward = pdist_backward, .out = y, .in = {p}, .n_in = 1});
-    return y;
+    ast_tensor *p = n->in[0];
+    int64_t np = p->shape[1];
+    pdist_args a = {.p = p->data, .out = n->out->data, .np = np, .d = p->shape[2]};
+    ast_parallel_for(p->shape[0] * np, ast_row_grain(np), pdist_range, &a);
 }
 
 /* ---- mse ------------------------------------------------------------------- */
@@ -120,24 +116,21 @@ static void mse_backward_range(void *arg, int64_t lo, int64_t hi)
 }
 
 /* farg[0] = cnt. */
-static void mse_backward(ast_ctx *c, const ast_node *n)
+static void mse_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
 {
     ast_tensor *a = n->in[0], *b = n->in[1], *m = n->in[2];
     float cnt = n->farg[0];
-    mse_args x = {a->data, b->data, m ? m->data : NULL, ast_grad(c, a), ast_grad(c, b), ast_grad(c, m), NULL,
+    mse_args x = {a->data, b->data, m ? m->data : NULL, g->g[0], g->g[1], g->g[2], NULL,
                   ast_cols(a), n->out->grad[0] / fmaxf(1.0f, cnt), n->out->data[0], cnt};
     ast_parallel_for(ast_rows(a), ast_row_grain(x.d), mse_backward_range, &x);
 }
 
-ast_tensor *ast_cpu_mse(ast_ctx *c, ast_tensor *a, ast_tensor *b, ast_tensor *mask)
+static void mse_forward(ast_ctx *c, ast_node *n)
 {
-    char s1[64], s2[64];
-    AST_ASSERT(ast_same_shape(a, b), "mse: %s against %s", ast_shape_str(a, s1, sizeof s1),
-               ast_shape_str(b, s2, sizeof s2));
+    ast_tensor *a = n->in[0], *mask = n->in[2];
     int64_t rows = ast_rows(a), d = ast_cols(a);
-    AST_ASSERT(!mask || mask->size == rows, "mse: mask %s for %lld rows",
-               mask ? ast_shape_str(mask, s1, sizeof s1) : "", (long long)rows);
-    mse_args x = {.a = a->data, .b = b->data, .row_sums = ast_alloc_uninit(c, (size_t)rows * sizeof(double)), .d = d};
+    mse_args x = {.a = a->data, .b = n->in[1]->data, .row_sums = ast_alloc_uninit(c, (size_t)rows * sizeof(double)),
+                  .d = d};
     ast_parallel_for(rows, ast_row_grain(d), mse_rows_range, &x);
     double num = 0.0, cnt = 0.0;
     for (int64_t r = 0; r < rows; r++) {
@@ -145,9 +138,12 @@ ast_tensor *ast_cpu_mse(ast_ctx *c, ast_tensor *a, ast_tensor *b, ast_tensor *ma
         num += mr * x.row_sums[r];
         cnt += mr * (double)d;
     }
-    ast_tensor *y = ast_zeros(c, 1, (int64_t[]){1});
-    y->data[0] = (float)(num / fmax(1.0, cnt));
-    ast_record(c, &(ast_node){.op = "mse", .backward = mse_backward, .out = y, .in = {a, b, mask}, .n_in = 3,
-                              .farg = {(float)cnt}});
-    return y;
+    n->out->data[0] = (float)(num / fmax(1.0, cnt));
+    n->farg[0] = (float)cnt;
+}
+
+void ast_cpu_loss_kernels(ast_op_kernel *t)
+{
+    t[AST_OP_pdist] = (ast_op_kernel){.forward = pdist_forward, .backward = pdist_backward};
+    t[AST_OP_mse] = (ast_op_kernel){.forward = mse_forward, .backward = mse_backward};
 }

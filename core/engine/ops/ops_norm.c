@@ -1,22 +1,12 @@
-/* Normalisations: softmax over any axis, layernorm, rmsnorm and the
- * Euclidean norm of the last axis. The per-row statistics a backward needs
- * (mean, 1/std) are saved in the arena rather than recomputed. */
+/* The CPU kernels of the normalisations (ops/dispatch_norm.c): softmax
+ * over any axis, layernorm, rmsnorm and the Euclidean norm of the last
+ * axis. The per-row statistics a backward needs (mean, 1/std) are saved in
+ * the arena rather than recomputed. */
 #include <math.h>
 #include <string.h>
 
-#include "engine/engine.h"
+#include "engine/backend.h"
 #include "alphast/fastmath.h"
-#include "ops_axis.h"
-
-/* Outputs of the normalisations, which write every element. */
-static ast_tensor *empty_like(ast_ctx *c, const ast_tensor *x) { return ast_empty(c, x->ndim, x->shape); }
-
-static void check_affine(const ast_tensor *x, const ast_tensor *p, const char *op, const char *what)
-{
-    char s1[64], s2[64];
-    AST_ASSERT(!p || (p->ndim == 1 && p->shape[0] == ast_cols(x)), "%s: %s %s does not fit x %s", op, what,
-               p ? ast_shape_str(p, s1, sizeof s1) : "", ast_shape_str(x, s2, sizeof s2));
-}
 
 /* ---- softmax ------------------------------------------------------------ */
 
@@ -114,27 +104,21 @@ static void softmax_backward_range(void *arg, int64_t lo, int64_t hi)
 }
 
 /* iarg: outer, len, inner. */
-static void softmax_backward(ast_ctx *c, const ast_node *n)
+static void softmax_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
 {
-    softmax_args a = {.y = n->out->data, .dy = n->out->grad, .outer = n->iarg[0], .len = n->iarg[1],
-                      .inner = n->iarg[2]};
-    a.dx = ast_grad_fresh(c, n->in[0], &a.assign);
+    softmax_args a = {.y = n->out->data, .dy = n->out->grad, .dx = g->g[0], .outer = n->iarg[0],
+                      .len = n->iarg[1], .inner = n->iarg[2], .assign = g->assign[0]};
     if (!a.dx) return;
     if (a.inner > 1) a.scratch = ast_alloc_uninit(c, (size_t)a.inner * sizeof *a.scratch);
     ast_parallel_for(softmax_items(&a), softmax_grain(&a), softmax_backward_range, &a);
 }
 
-ast_tensor *ast_cpu_softmax(ast_ctx *c, ast_tensor *x, int axis)
+static void softmax_forward(ast_ctx *c, ast_node *n)
 {
-    ast_axis_split sp = ast_split_axis(x, axis, "softmax");
-    AST_ASSERT(sp.len > 0, "softmax over an empty axis %d", axis);
-    ast_tensor *y = empty_like(c, x);
-    softmax_args a = {.x = x->data, .y = y->data, .outer = sp.outer, .len = sp.len, .inner = sp.inner};
+    softmax_args a = {.x = n->in[0]->data, .y = n->out->data, .outer = n->iarg[0], .len = n->iarg[1],
+                      .inner = n->iarg[2]};
     if (a.inner > 1) a.scratch = ast_alloc_uninit(c, 2 * (size_t)a.inner * sizeof *a.scratch);
     ast_parallel_for(softmax_items(&a), softmax_grain(&a), softmax_range, &a);
-    ast_record(c, &(ast_node){.op = "softmax", .backward = softmax_backward, .out = y, .in = {x}, .n_in = 1,
-                              .iarg = {sp.outer, sp.len, sp.inner}});
-    return y;
 }
 
 /* ---- layernorm ------------------------------------------------------------ */
@@ -231,14 +215,13 @@ static void layernorm_dwdb_range(void *arg, int64_t lo, int64_t hi)
 
 
 /* saved: mean[rows] then rstd[rows]. */
-static void layernorm_backward(ast_ctx *c, const ast_node *n)
+static void layernorm_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
 {
-    ast_tensor *x = n->in[0], *w = n->in[1], *b = n->in[2];
+    ast_tensor *x = n->in[0], *w = n->in[1];
     int64_t rows = ast_rows(x), d = ast_cols(x);
     norm_args a = {.x = x->data, .dy = n->out->grad, .w = w ? w->data : NULL, .mean = n->saved,
-                   .rstd = (const float *)n->saved + rows, .dw = ast_grad(c, w), .db = ast_grad(c, b),
-                   .rows = rows, .d = d};
-    a.dx = ast_grad_fresh(c, x, &a.assign);
+                   .rstd = (const float *)n->saved + rows, .dx = g->g[0], .dw = g->g[1], .db = g->g[2],
+                   .rows = rows, .d = d, .assign = g->assign[0]};
     if (a.dx) ast_parallel_for(rows, ast_row_grain(d), layernorm_dx_range, &a);
     if (a.dw || a.db) ast_parallel_for(d, ast_row_grain(rows), layernorm_dwdb_range, &a);
 }
@@ -251,19 +234,16 @@ static void layernorm_range(void *arg, int64_t lo, int64_t hi)
         layernorm_row(a->x + r * a->d, a->y + r * a->d, a->d, a->w, a->b, a->eps, &mean[r], &rstd[r]);
 }
 
-ast_tensor *ast_cpu_layernorm(ast_ctx *c, ast_tensor *x, ast_tensor *w, ast_tensor *b, float eps)
+/* farg[0] = eps; saved: mean[rows] then rstd[rows]. */
+static void layernorm_forward(ast_ctx *c, ast_node *n)
 {
-    check_affine(x, w, "layernorm", "weight");
-    check_affine(x, b, "layernorm", "bias");
+    ast_tensor *x = n->in[0], *w = n->in[1], *b = n->in[2];
     int64_t rows = ast_rows(x), d = ast_cols(x);
-    ast_tensor *y = empty_like(c, x);
     float *mean = ast_alloc(c, 2 * (size_t)rows * sizeof *mean);
     norm_args a = {.x = x->data, .w = w ? w->data : NULL, .b = b ? b->data : NULL, .mean = mean,
-                   .rstd = mean + rows, .y = y->data, .d = d, .eps = eps};
+                   .rstd = mean + rows, .y = n->out->data, .d = d, .eps = n->farg[0]};
     ast_parallel_for(rows, ast_row_grain(d), layernorm_range, &a);
-    ast_record(c, &(ast_node){.op = "layernorm", .backward = layernorm_backward, .out = y, .in = {x, w, b},
-                              .n_in = 3, .saved = mean});
-    return y;
+    n->saved = mean;
 }
 
 /* ---- rmsnorm -------------------------------------------------------------- */
@@ -301,13 +281,12 @@ static void rmsnorm_dw_range(void *arg, int64_t lo, int64_t hi)
 }
 
 /* saved: rstd[rows]. */
-static void rmsnorm_backward(ast_ctx *c, const ast_node *n)
+static void rmsnorm_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
 {
     ast_tensor *x = n->in[0], *w = n->in[1];
     int64_t rows = ast_rows(x), d = ast_cols(x);
-    norm_args a = {.x = x->data, .dy = n->out->grad, .w = w ? w->data : NULL, .rstd = n->saved,
-                   .dw = ast_grad(c, w), .rows = rows, .d = d};
-    a.dx = ast_grad_fresh(c, x, &a.assign);
+    norm_args a = {.x = x->data, .dy = n->out->grad, .w = w ? w->data : NULL, .rstd = n->saved, .dx = g->g[0],
+                   .dw = g->g[1], .rows = rows, .d = d, .assign = g->assign[0]};
     if (a.dx) ast_parallel_for(rows, ast_row_grain(d), rmsnorm_dx_range, &a);
     if (a.dw) ast_parallel_for(d, ast_row_grain(rows), rmsnorm_dw_range, &a);
 }
@@ -328,27 +307,25 @@ static void rmsnorm_range(void *arg, int64_t lo, int64_t hi)
     }
 }
 
-ast_tensor *ast_cpu_rmsnorm(ast_ctx *c, ast_tensor *x, ast_tensor *w, float eps)
+/* farg[0] = eps; saved: rstd[rows]. */
+static void rmsnorm_forward(ast_ctx *c, ast_node *n)
 {
-    check_affine(x, w, "rmsnorm", "weight");
+    ast_tensor *x = n->in[0], *w = n->in[1];
     int64_t rows = ast_rows(x), d = ast_cols(x);
-    ast_tensor *y = empty_like(c, x);
     float *rstd = ast_alloc_uninit(c, (size_t)rows * sizeof *rstd);
-    norm_args a = {.x = x->data, .w = w ? w->data : NULL, .rstd = rstd, .y = y->data, .rows = rows, .d = d,
-                   .eps = eps};
+    norm_args a = {.x = x->data, .w = w ? w->data : NULL, .rstd = rstd, .y = n->out->data, .rows = rows, .d = d,
+                   .eps = n->farg[0]};
     ast_parallel_for(rows, ast_row_grain(d), rmsnorm_range, &a);
-    ast_record(c, &(ast_node){.op = "rmsnorm", .backward = rmsnorm_backward, .out = y, .in = {x, w}, .n_in = 2,
-                              .saved = rstd});
-    return y;
+    n->saved = rstd;
 }
 
 /* ---- vecnorm -------------------------------------------------------------- */
 
 /* d|x|/dx = x / |x|, taken as 0 at |x| = 0 (the subgradient torch uses). */
-static void vecnorm_backward(ast_ctx *c, const ast_node *n)
+static void vecnorm_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *gs)
 {
     ast_tensor *x = n->in[0];
-    float *gx = ast_grad(c, x);
+    float *gx = gs->g[0];
     int64_t d = ast_cols(x);
     for (int64_t r = 0; r < ast_rows(x); r++) {
         float norm = n->out->data[r];
@@ -359,17 +336,21 @@ static void vecnorm_backward(ast_ctx *c, const ast_node *n)
     }
 }
 
-ast_tensor *ast_cpu_vecnorm(ast_ctx *c, ast_tensor *x)
+static void vecnorm_forward(ast_ctx *c, ast_node *n)
 {
-    int64_t shape[AST_MAX_DIMS], d = ast_cols(x);
-    for (int i = 0; i < x->ndim; i++) shape[i] = x->shape[i];
-    shape[x->ndim - 1] = 1;
-    ast_tensor *y = ast_empty(c, x->ndim, shape);
+    ast_tensor *x = n->in[0];
+    int64_t d = ast_cols(x);
     for (int64_t r = 0; r < ast_rows(x); r++) {
         double ss = 0.0;
         for (int64_t k = 0; k < d; k++) ss += (double)x->data[r * d + k] * x->data[r * d + k];
-        y->data[r] = (float)sqrt(ss);
+        n->out->data[r] = (float)sqrt(ss);
     }
-    ast_record(c, &(ast_node){.op = "vecnorm", .backward = vecnorm_backward, .out = y, .in = {x}, .n_in = 1});
-    return y;
+}
+
+void ast_cpu_norm_kernels(ast_op_kernel *t)
+{
+    t[AST_OP_softmax] = (ast_op_kernel){.forward = softmax_forward, .backward = softmax_backward, .assigns = 1};
+    t[AST_OP_layernorm] = (ast_op_kernel){.forward = layernorm_forward, .backward = layernorm_backward, .assigns = 1};
+    t[AST_OP_rmsnorm] = (ast_op_kernel){.forward = rmsnorm_forward, .backward = rmsnorm_backward, .assigns = 1};
+    t[AST_OP_vecnorm] = (ast_op_kernel){.forward = vecnorm_forward, .backward = vecnorm_backward};
 }

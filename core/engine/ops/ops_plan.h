@@ -207,6 +207,10 @@ typedef struct ast_groups {
     int64_t *offsets;    /* [n + 1]: group g owns rows [offsets[g], offsets[g + 1]) */
     ast_tensor **w, **b; /* [n] each; b NULL: no bias */
     int n;
+    /* [n] each, the gradients of w and b (NULL entries: none needed; NULL:
+     * no group's), zeroed: filled by the dispatch before the backward
+     * kernel runs (ops/dispatch_grouped.c). */
+    float **gw, **gb;
 } ast_groups;
 
 static inline void ast_check_groups(const ast_tensor *x, const int64_t *offsets, int n, ast_tensor *const *w,
