@@ -2,7 +2,7 @@
 # Never built or run by `make check`: the programs are EXTRA_PROGRAMS, built
 # only by these targets. Threads: OPENBLAS_NUM_THREADS (default 2); pass
 # options with BENCH_ARGS='--sections demo --steps 5'.
-EXTRA_PROGRAMS = bench/bench_model bench/parity_setup
+EXTRA_PROGRAMS = bench/bench_model bench/parity_setup bench/bench_prior
 BENCH_CFLAGS = $(AM_CFLAGS) $(BLAS_CFLAGS) $(CJSON_CFLAGS)
 BENCH_LIBS = libalphast.la $(BLAS_LIBS) $(CJSON_LIBS)
 
@@ -12,6 +12,8 @@ bench_bench_model_CFLAGS = $(BENCH_CFLAGS)
 bench_bench_model_LDADD = $(BENCH_LIBS)
 bench_parity_setup_SOURCES = bench/parity_setup.c
 bench_parity_setup_LDADD = libalphast.la
+bench_bench_prior_SOURCES = bench/bench_prior.c
+bench_bench_prior_LDADD = libalphast.la
 CLEANFILES += $(EXTRA_PROGRAMS)
 EXTRA_DIST += bench/torch_twin.py bench/torch_bench.py bench/parity.py bench/predict_stitch.py bench/configs/baseline.yaml \
 	bench/configs/gated.yaml bench/configs/moe.yaml bench/configs/gated_moe.yaml
@@ -39,4 +41,8 @@ parity: alphast-run$(EXEEXT) bench/parity_setup$(EXEEXT) $(plugin_LTLIBRARIES)
 		--setup ./bench/parity_setup --configs $(srcdir)/bench/configs --work bench/parity \
 		--golden $(BENCH_GOLDEN)
 
-.PHONY: bench bench-torch parity
+# The structural prior's cost per set at N = 64 .. 1024 (docs/model.md §2.12).
+bench-prior: bench/bench_prior$(EXEEXT)
+	$(BENCH_THREADS) ./bench/bench_prior
+
+.PHONY: bench bench-torch parity bench-prior

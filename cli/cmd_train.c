@@ -204,7 +204,7 @@ static int train(const char **v, const char **args, int n_args, ast_error *e)
     ast_schedule_table table = {0};
     int rc = -1;
     if (cli_load_data(cfg, cfg_path, v[OPT_DATA], &d, sp, e) < 0 || cli_check_evaluation(cfg, &d, e) < 0 ||
-        ast_cfg_model(cfg, d.n_genes, &mc, e) < 0 ||
+        ast_cfg_model(cfg, d.n_genes, &mc, e) < 0 || (ast_model_config_data_dims(&mc, d.coord_dims), 0) ||
         ast_train_config_from_cfg(cfg, &tc, e) < 0 || !(m = ast_model_new(&mc, tc.seed, e)) || !(yaml = ast_cfg_dump_string(cfg, e)))
         goto done;
     tc.progress = !v[OPT_QUIET] && ast_dist_rank() == 0; /* one bar for the run, not one per rank */

@@ -129,7 +129,7 @@ int cli_run_open(cli_run *r, const char *dir, const char **args, int n_args, con
     }
     if (!(r->cfg = cli_load_config(r->cfg_path, args, n_args, e)) || cli_set_device(r->cfg, device, e) < 0 ||
         cli_load_data(r->cfg, r->cfg_path, NULL, &r->d, r->sp, e) < 0 ||
-        ast_cfg_model(r->cfg, r->d.n_genes, &r->mc, e) < 0 ||
+        ast_cfg_model(r->cfg, r->d.n_genes, &r->mc, e) < 0 || (ast_model_config_data_dims(&r->mc, r->d.coord_dims), 0) ||
         !(r->m = ast_model_new(&r->mc, (uint64_t)ast_cfg_int(r->cfg, "seed.value"), e)) || ast_model_place(r->m, e) < 0)
         return -1;
     return load_weights(r->m, cli_weights_file(dir, r->weights, sizeof r->weights, e), e);

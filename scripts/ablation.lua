@@ -7,8 +7,15 @@
 --   Gated      gated attention (headwise gate, QK-norm) + dense FFN
 --   MoE        linear attention + MoE FFN (4 experts, top-2)
 --   Gated+MoE  both
+--   Geodesic   softmax attention biased by the expression graph's geodesic
+--              distances (docs/model.md §2.12) + dense FFN
 --
---   alphast-run sweep scripts/ablation.lua      # 12 runs, ~3 min on 2 cores
+-- and with ALPHAST_PRIOR=1 the structural prior's arms (docs/model.md §2.12),
+-- Isomap of each set's expression offered to the Baseline model as
+--   Prior-in   input channels, Prior-base  the base of the position
+--   prediction (x0 = prior + learned residual), Prior-both  both.
+--
+--   alphast-run sweep scripts/ablation.lua      # 15 runs, ~4 min on 2 cores
 --   ALPHAST_DATA=starmap alphast-run sweep ...  # the same on STARmap 3D
 --   ALPHAST_QUICK=1 alphast-run sweep ...       # a few steps per run, for tests
 --
@@ -19,7 +26,7 @@ local a = require "alphast"
 local quick = (os.getenv("ALPHAST_QUICK") or "") ~= ""
 local data = os.getenv("ALPHAST_DATA") or "visium"
 
--- 12 runs, 2 at a time: about a minute on an idle 2-core machine (10 epochs
+-- 15 runs, 2 at a time: about a minute on an idle 2-core machine (10 epochs
 -- of 30 steps take 6-10 s per run); on a busy machine max_minutes stops a run
 -- (with its checkpoint and summary) rather than the sweep overrunning.
 local budget = quick and {
@@ -37,6 +44,8 @@ for _, b in ipairs{budget} do b[#b + 1] = monitors end
 local gated = {"attention=gated", "attention.gate_type=headwise", "attention.use_qk_norm=true"}
 local moe = {"ffn=moe", "ffn.num_experts=4", "ffn.top_k=2"}
 
+local with_prior = (os.getenv("ALPHAST_PRIOR") or "") ~= ""
+
 local function join(...)
     local out = {}
     for _, list in ipairs{...} do
@@ -45,15 +54,25 @@ local function join(...)
     return out
 end
 
+local configs = {
+    Baseline = {"attention=linear", "ffn=dense"},
+    Gated = join(gated, {"ffn=dense"}),
+    MoE = join({"attention=linear"}, moe),
+    ["Gated+MoE"] = join(gated, moe),
+    Geodesic = {"attention=geodesic", "ffn=dense"},
+}
+if with_prior then
+    local base = {"attention=linear", "ffn=dense", "model.prior=isomap"}
+    configs["Prior-in"] = join(base, {"model.prior_residual=false"})
+    configs["Prior-base"] = join(base, {"model.prior_inputs=false"})
+    configs["Prior-both"] = base
+end
+
 a.sweep{
-    name = (quick and "ablation-quick" or "ablation") .. (data == "visium" and "" or "-" .. data),
+    name = (quick and "ablation-quick" or "ablation") .. (data == "visium" and "" or "-" .. data)
+        .. (with_prior and "-prior" or ""),
     base = a.override(data .. ".yaml", budget),  -- next to this script, else the shipped configs/
-    configs = {
-        Baseline = {"attention=linear", "ffn=dense"},
-        Gated = join(gated, {"ffn=dense"}),
-        MoE = join({"attention=linear"}, moe),
-        ["Gated+MoE"] = join(gated, moe),
-    },
+    configs = configs,
     seeds = {1, 2, 3},
     jobs = 2,
     report = true,

@@ -358,3 +358,77 @@ Test(model, same_seed_gives_the_same_loss)
     /* dropout and router noise draw from the step seed, so it must matter */
     cr_assert_neq(a, other_step, "step seed ignored in training mode");
 }
+
+/* ---- the structural prior (docs/model.md §2.12) --------------------------- */
+
+static void prior_config(ast_model_config *cfg, int inputs, int residual)
+{
+    tiny_config(cfg, 0, "2");
+    cfg->prior = (ast_prior_config){AST_PRIOR_ISOMAP, 2, 2, 0};
+    cfg->prior_inputs = inputs;
+    cfg->prior_residual = residual;
+}
+
+/* The prior enters the network on the tape like any input: its input
+ * projection, the gain and the head behind it all get finite-difference
+ * checked gradients. The gain is set away from its initial 0, or nothing
+ * reaches the head. The expression is left out: the prior is computed
+ * from it on the host as a constant (no gradient through Isomap's graph),
+ * so moving it moves the output in a way no gradient claims. Same h and
+ * tolerance as the whole-model check above, for the same reasons. */
+Test(model, prior_gradients_match_finite_differences)
+{
+    ast_model_config cfg;
+    prior_config(&cfg, 1, 1);
+    ast_model *m = mf_model(&cfg, 12);
+    ast_params *p = ast_model_params(m), *own = ast_params_new(4);
+    ast_params_find(p, "prior_gain")->data[0] = 0.7f;
+    grad_ud ud = {m, tiny_inputs_new(own, TB, TN)};
+    ast_tensor *checked[] = {
+        ud.in.t, ud.in.positions, ast_params_find(p, "prior_in.weight"), ast_params_find(p, "prior_in.bias"),
+        ast_params_find(p, "prior_gain"), ast_params_find(p, "mlp_out_position_norm.0.weight"),
+        ast_params_find(p, "transformer_layers.0.attn_model.concatenated_features.weight"),
+    };
+    int n = (int)(sizeof checked / sizeof checked[0]);
+    for (int i = 0; i < n; i++) cr_assert_not_null(checked[i], "checked tensor %d missing", i);
+    dir_result r = directional_check(&ud, checked, n, GC_H, GC_DIRS);
+    cr_expect_lt(r.worst, GC_TOL, "along a direction analytic %g numeric %g", r.analytic, r.numeric);
+    ast_params_free(own);
+    ast_model_free(m);
+}
+
+static void keep_prior(void *ud, const char *name, ast_tensor *t)
+{
+    if (!strcmp(name, "prior")) memcpy(ud, t->data, (size_t)t->size * sizeof(float));
+}
+
+/* The untrained residual model (gain 0) returns the prior bit for bit, the
+ * prior is what model/prior.h computes from the expression alone, and
+ * neither changes when the positions are replaced by others. */
+Test(model, untrained_residual_returns_the_prior_whatever_the_positions)
+{
+    ast_model_config cfg;
+    prior_config(&cfg, 1, 1);
+    ast_model *m = mf_model(&cfg, 13);
+    ast_params *own = ast_params_new(6);
+    tiny_inputs in = tiny_inputs_new(own, MB, MN);
+    for (int n = M_VALID; n < MN; n++) in.mask->data[MN + n] = 0.0f;
+    float want[MB * MN * 3], seen[2][MB * MN * 3], out[2][MB * MN * 3];
+    ast_prior_config pc = cfg.prior;
+    ast_prior_batch(NULL, &pc, MB, MN, TG, in.expression->data, in.mask->data, want, NULL);
+    for (int run = 0; run < 2; run++) {
+        ast_ctx *c = ast_ctx_new(1);
+        ast_ctx_set_grad(c, 0);
+        ast_model_out o = ast_model_forward(m, c, in.expression, in.t, in.positions, in.mask, keep_prior, seen[run]);
+        memcpy(out[run], o.positions->data, sizeof out[run]);
+        ast_ctx_free(c);
+        for (int64_t i = 0; i < in.positions->size; i++) /* scrambled: reversed and moved */
+            in.positions->data[i] = 3.0f * in.positions->data[in.positions->size - 1 - i] + 1.0f;
+    }
+    cr_assert(memcmp(seen[0], want, sizeof want) == 0, "the model's prior is not model/prior.h's");
+    cr_assert(memcmp(seen[1], want, sizeof want) == 0, "the prior changed with the positions");
+    cr_assert(memcmp(out[0], want, sizeof want) == 0 && memcmp(out[1], want, sizeof want) == 0,
+              "gain 0 must return the prior exactly");
+    ast_params_free(own);
+    ast_model_free(m);
+}

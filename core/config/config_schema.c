@@ -133,6 +133,14 @@ static const cfg_key schema[] = {
     MAP("mlp_out_position_norm_setting"),
     INT("mlp_out_position_norm_setting.hidden_dims", "128", CFG_POSITIVE),
 
+    /* alphast: the structural prior (docs/model.md §2.12): per set, an embedding of its own expression offered
+     * to the network; only for expr_to_pos, where the expression is given clean. */
+    MAP("model"),
+    ENUM("model.prior", "none", "none|isomap|mds"),
+    BOOL("model.prior_inputs", "true"),          /* alphast: the prior as input channels of every cell's token */
+    BOOL("model.prior_residual", "true"),        /* alphast: x0 = prior + learned gain (from 0) * position head */
+    INT("model.prior_k", "10", CFG_POSITIVE),    /* alphast: Isomap's expression neighbours, as eval's baseline */
+    INT("model.prior_dims", "0", CFG_NONNEG),    /* alphast: embedding axes (1..3); 0 = the data's coordinates */
     {"attention", CFG_PLUGIN, NULL, NULL, CFG_FREE}, /* absent: from use_gated_attention */
     {"ffn", CFG_PLUGIN, NULL, NULL, CFG_FREE},       /* absent: from use_moe */
     {"monitors", CFG_PLUGINS, NULL, NULL, CFG_FREE},

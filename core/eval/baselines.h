@@ -1,6 +1,7 @@
 /* alphast/baselines.h: what the model is compared against on the held-out
- * sets. Training-free embeddings of the expression (classical MDS, Isomap)
- * and baselines that look up the training cells (k-NN regression, the mean
+ * sets. Training-free embeddings of the expression (classical MDS, Isomap:
+ * model/expr_embed.h, shared with the model's structural prior) and
+ * baselines that look up the training cells (k-NN regression, the mean
  * profile). Floats in and out like the rest of the evaluation, double
  * inside; positions are rows of 3 with the unused dimensions 0. */
 #ifndef ALPHAST_BASELINES_H
@@ -8,31 +9,7 @@
 
 #include <stdint.h>
 
-/* ---- expr_to_pos without training ---------------------------------------- */
-
-/* Classical (Torgerson) MDS of the Euclidean distances between the n rows
- * of x [n, G]: the squared distances double-centred, coordinates the top
- * `dims` (1..3) eigenvectors times sqrt(max(eigenvalue, 0)), largest
- * first. Each axis is oriented so that its largest-magnitude coordinate is
- * positive (the sign is otherwise arbitrary; the metrics ignore it). */
-void ast_baseline_mds(const float *x, int n, int G, int dims, float *pos);
-
-/* Isomap: the undirected k-NN graph of x's rows (Euclidean edge lengths,
- * neighbour ties broken by index; k above n - 1 is cut to n - 1), geodesic
- * distances by Dijkstra from every cell, then classical MDS of those. A
- * disconnected graph is joined first as scikit-learn (>= 1.1) does: every
- * pair of components gets an edge between its two closest cells. */
-void ast_baseline_isomap(const float *x, int n, int G, int dims, int k, float *pos);
-
-/* Mean over the n cells (rows of 3) of the distance to the nearest other
- * cell; 0 for fewer than 2 cells. */
-double ast_mean_nn_distance(const float *pos, int n);
-
-/* Scales pos in place (about the origin) so that its mean nearest-neighbour
- * distance is `spacing`: an embedding of expression has no length unit, so
- * the evaluation gives it the training cells' spacing. No-op when spacing
- * is 0 or all cells coincide. */
-void ast_rescale_to_spacing(float *pos, int n, double spacing);
+#include "model/expr_embed.h" /* MDS, Isomap and their distance blocks */
 
 /* ---- baselines that use the training cells -------------------------------- */
 

@@ -5,7 +5,7 @@ libalphast_la_SOURCES += core/eval/sample.h core/eval/sample.c core/eval/sample_
 	core/eval/metrics_graph.c core/eval/metric_table.c core/eval/eval_sets.h core/eval/eval_sets.c core/eval/stitch.h core/eval/stitch.c \
 	core/eval/evaluate.h core/eval/evaluate_internal.h core/eval/evaluate.c core/eval/evaluate_report.c core/eval/eval_placement.c \
 	core/eval/evaluate_baselines.c core/eval/uncertainty.h core/eval/uncertainty.c core/eval/baselines.h \
-	core/eval/baselines_embed.c core/eval/baselines_reference.c core/eval/baselines_mlp.c
+	core/eval/baselines_reference.c core/eval/baselines_mlp.c
 EXTRA_DIST += core/eval/README.md
 
 check_PROGRAMS += tests/test_metrics tests/test_sample tests/test_evaluate tests/test_baselines tests/test_uncertainty

@@ -34,6 +34,10 @@ static int check_config(const ast_model_config *cfg, ast_error *e)
                       cfg->ln_eps);
         return -1;
     }
+    if (cfg->prior.kind != AST_PRIOR_NONE && !(cfg->prior.dims >= 0 && cfg->prior.dims <= 3 && cfg->prior.k >= 1)) {
+        ast_error_set(e, "model: prior_dims (%d) must be 0..3 and prior_k (%d) positive", cfg->prior.dims, cfg->prior.k);
+        return -1;
+    }
     if (!cfg->attention || !cfg->ffn || cfg->n_attention_opts > AST_MAX_PLUGIN_OPTS ||
         cfg->n_ffn_opts > AST_MAX_PLUGIN_OPTS) {
         ast_error_set(e, "model: an attention and an ffn plugin must be named, each with at most %d options",
@@ -90,6 +94,7 @@ static int build(ast_model *m, ast_error *e)
     for (int i = 0; i < cfg->num_layers; i++)
         if (model_layer_register(m, &m->layers[i], i, attn, ffn, e)) return -1;
     model_heads_register(&m->heads, m->params, cfg);
+    model_prior_register(m);
     return 0;
 }
 
@@ -126,6 +131,7 @@ void ast_model_free(ast_model *m)
         destroy_plugin(&m->layers[i].ffn);
     }
     free(m->layers);
+    ast_prior_cache_free(m->prior_cache);
     ast_params_free(m->params);
     free((char *)m->cfg.attention);
     free((char *)m->cfg.ffn);
@@ -177,9 +183,13 @@ ast_model_out ast_model_forward(ast_model *m, ast_ctx *c, ast_tensor *expression
 
     /* Monitors bucket per-set statistics by each set's diffusion time. */
     if (r.stats) publish_time(c, t, b);
+    ast_tensor *prior = model_prior_tensor(m, &r, expression);
     model_state s = model_embed_forward(&m->embed, &r, expression, t, positions);
+    s.x = model_prior_inputs(m, &r, s.x, prior);
     for (int i = 0; i < m->cfg.num_layers; i++) s = model_layer_forward(&m->layers[i], &r, s);
-    return model_heads_forward(&m->heads, &r, s);
+    ast_model_out out = model_heads_forward(&m->heads, &r, s);
+    out.positions = model_prior_residual(m, &r, out.positions, prior);
+    return out;
 }
 
 const ast_backend *ast_model_backend(const ast_model *m) { return m->backend; }

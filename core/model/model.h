@@ -6,6 +6,7 @@
 #include "config/config.h"
 #include "engine/engine.h"
 #include "plugin/loader.h"
+#include "model/prior.h"
 
 /* Sizes and choices, as the config's model blocks give them (docs/model.md §1). */
 typedef struct ast_model_config {
@@ -35,6 +36,12 @@ typedef struct ast_model_config {
     int n_ffn_opts;
 
     const char *device; /* the backend the model runs on (engine/backend.h); NULL: "cpu" */
+
+    /* The structural prior (docs/model.md §2.12): per set, an embedding of
+     * its expression (kind NONE: off; dims 0: the data's, else 3). */
+    ast_prior_config prior;
+    int prior_inputs;   /* offered to every cell's token as input channels */
+    int prior_residual; /* x0 = prior + gain * the position head, gain learned from 0 */
 } ast_model_config;
 
 /* The model's sizes and plugins (docs/model.md §1) for G = num_genes. The reference
@@ -46,6 +53,10 @@ typedef struct ast_model_config {
  * option given both ways is an error. Checks E % H == 0. Strings in `out`
  * point into cfg: keep it alive. 0 on success, -1 with e set. */
 int ast_cfg_model(const ast_cfg *cfg, int num_genes, ast_model_config *out, ast_error *e);
+
+/* The prior's axes when the config leaves them to the data (model.prior_dims
+ * 0): the data's coordinate dimensions (2 or 3; 0 leaves the default, 3). */
+void ast_model_config_data_dims(ast_model_config *cfg, int coord_dims);
 
 /* BASE_CONFIG of compare_configs.py (docs/model.md §10) with G genes, linear + dense. */
 void ast_model_config_base(ast_model_config *cfg, int num_genes);
@@ -79,7 +90,10 @@ typedef struct ast_model_out {
 } ast_model_out;
 
 /* One forward pass (docs/model.md §2.1): expression [B,N,G], t [B,1], positions
- * [B,N,3], mask [B,N] (NULL = all valid). Plugins' extra losses (MoE aux)
+ * [B,N,3], mask [B,N] (NULL = all valid). With a prior (cfg.prior), each
+ * set's prior is computed on the host from the expression given here (a
+ * copy back from a device: a synchronisation), cached per set, and treated
+ * as a constant (no gradient flows into the expression through it). Plugins' extra losses (MoE aux)
  * are published on the context (ast_model_extra_loss). `taps`, when not NULL,
  * receives per-layer activations named as the golden dumps name them
  * ("layer0.attn_core_in", ...). */

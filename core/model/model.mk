@@ -5,10 +5,14 @@ libalphast_la_SOURCES += core/model/model.h core/model/model_internal.h core/mod
 	core/model/model_layer.c core/model/model_heads.c \
 	core/model/loss.h core/model/loss.c core/model/loss_aligned.c core/model/kabsch.h core/model/kabsch.c \
 	core/model/diffusion.h core/model/diffusion.c \
-	core/model/masking.h core/model/masking.c core/model/masking_module.c core/model/masking_config.c
+	core/model/masking.h core/model/masking.c core/model/masking_module.c core/model/masking_config.c \
+	core/model/expr_embed.h core/model/expr_embed.c core/model/prior.h core/model/prior.c core/model/model_prior.c
 EXTRA_DIST += core/model/README.md
 
-check_PROGRAMS += tests/test_model tests/test_loss tests/test_diffusion tests/test_masking
+check_PROGRAMS += tests/test_model tests/test_loss tests/test_diffusion tests/test_masking tests/test_prior
+tests_test_prior_SOURCES = tests/test_prior.c
+tests_test_prior_CFLAGS = $(TEST_CC)
+tests_test_prior_LDADD = $(TEST_LIBS)
 tests_test_model_SOURCES = tests/test_model.c tests/model_fixture.c tests/model_fixture.h
 tests_test_model_CFLAGS = $(TEST_CC)
 tests_test_model_LDADD = $(TEST_LIBS)

@@ -30,6 +30,11 @@ void ast_model_config_base(ast_model_config *cfg, int num_genes)
     cfg->ffn = "dense";
 }
 
+void ast_model_config_data_dims(ast_model_config *cfg, int coord_dims)
+{
+    if (cfg->prior.dims == 0 && coord_dims > 0) cfg->prior.dims = coord_dims;
+}
+
 /* How a reference switch chooses a plugin: true names `on`, false `off`.
  * Which keys then feed the plugin's options is the plugin's own business
  * (its descriptor's legacy_keys). */
@@ -150,6 +155,38 @@ static int check_heads(const ast_cfg *cfg, const ast_model_config *m, ast_error 
     return -1;
 }
 
+/* Where the prior's network inputs are clean expression: only expr_to_pos
+ * gives the model its expression unnoised; the residual adds the prior to
+ * x0 itself, which v-prediction does not output. */
+static int read_prior(const ast_cfg *cfg, ast_model_config *out, ast_error *e)
+{
+    const ast_cfg_node *at = ast_cfg_get(cfg, "model.prior");
+    if (ast_prior_parse(ast_cfg_str(cfg, "model.prior"), &out->prior.kind) < 0) return -1; /* the schema checked it */
+    out->prior.k = (int)ast_cfg_int(cfg, "model.prior_k");
+    out->prior.dims = (int)ast_cfg_int(cfg, "model.prior_dims");
+    out->prior_inputs = ast_cfg_bool(cfg, "model.prior_inputs");
+    out->prior_residual = ast_cfg_bool(cfg, "model.prior_residual");
+    if (out->prior.kind == AST_PRIOR_NONE) return 0;
+    if (out->prior.dims > 3) {
+        const ast_cfg_node *d = ast_cfg_get(cfg, "model.prior_dims");
+        ast_cfg_fail(e, d->file, d->line, d->col, d->path, "%d axes; use 1..3, or 0 for the data's", out->prior.dims);
+        return -1;
+    }
+    if (strcmp(ast_cfg_str(cfg, "training_mode"), "expr_to_pos")) {
+        ast_cfg_fail(e, at->file, at->line, at->col, at->path,
+                     "the prior is computed from clean expression, which only training_mode: expr_to_pos gives; "
+                     "set model.prior: none or training_mode: expr_to_pos");
+        return -1;
+    }
+    if (out->prior_residual && !strcmp(ast_cfg_str(cfg, "diffusion.position_parameterisation"), "v")) {
+        ast_cfg_fail(e, at->file, at->line, at->col, at->path,
+                     "model.prior_residual adds the prior to the x0 prediction, which "
+                     "diffusion.position_parameterisation: v does not output; use x0 or model.prior_residual: false");
+        return -1;
+    }
+    return 0;
+}
+
 int ast_cfg_model(const ast_cfg *cfg, int num_genes, ast_model_config *out, ast_error *e)
 {
     ast_cfg_plugin attention, ffn;
@@ -159,7 +196,7 @@ int ast_cfg_model(const ast_cfg *cfg, int num_genes, ast_model_config *out, ast_
     }
     memset(out, 0, sizeof *out);
     read_sizes(cfg, num_genes, out);
-    if (check_heads(cfg, out, e) < 0) return -1;
+    if (check_heads(cfg, out, e) < 0 || read_prior(cfg, out, e) < 0) return -1;
     if (choose_plugin(cfg, &attention_rule, &attention, e) < 0 || choose_plugin(cfg, &ffn_rule, &ffn, e) < 0)
         return -1;
     put_plugin(&attention, &out->attention, out->attention_opts, &out->n_attention_opts);

@@ -42,6 +42,9 @@ void ast_model_param_groups(const ast_model *m, ast_param_group out[AST_N_PARAM_
     }
     const model_heads *h = &m->heads;
     add_fixed(&out[5], lins_numel((model_lin[]){h->expr0, h->expr2, h->pos_feat, h->pos_norm0, h->pos_norm2}, 5));
+    /* the structural prior: its input channels encode, its gain is part of the position output */
+    if (m->prior_in.w) add_fixed(&out[0], lin_numel(&m->prior_in));
+    if (m->prior_gain) add_fixed(&out[5], m->prior_gain->size);
 }
 
 /* Parameters outside the groups (the mask tokens a masking trainer adds to

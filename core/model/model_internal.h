@@ -58,6 +58,12 @@ struct ast_model {
     model_layer *layers;
     model_heads heads;
     ast_optval attn_opts[AST_MAX_PLUGIN_OPTS], ffn_opts[AST_MAX_PLUGIN_OPTS];
+    /* The structural prior (model_prior.c): its input projection, the
+     * residual's gain, and the priors of recent sets. */
+    model_lin prior_in;
+    ast_tensor *prior_gain;
+    ast_prior_cache *prior_cache;
+    int wants_geodesic; /* a plugin reads ast_fwd_args.geodesic */
 };
 
 /* What one forward call threads through the parts. */
@@ -68,6 +74,7 @@ typedef struct model_run {
     ast_tensor *mask3;       /* the same as [B, N, 1], to broadcast over features */
     ast_tensor *counts;      /* [B, 1, 1] valid cells per set, at least 1 */
     ast_tensor *plugin_mask; /* mask, or NULL when the mask is not honoured */
+    ast_tensor *geodesic;    /* [B, N, N] for plugins that want it (ast_fwd_args), else NULL */
     int stats;               /* publish the model's own statistics (time.*) */
     ast_tap_fn tap;
     void *tap_ud;
@@ -103,6 +110,14 @@ typedef struct model_state {
     ast_tensor *y;   /* [B, T] */
     ast_tensor *pos; /* [B, N, 3] */
 } model_state;
+
+/* The structural prior (docs/model.md §2.12): registration after the
+ * heads; the per-set prior [B, N, 3] of the expression (NULL when off),
+ * and r->geodesic when a plugin wants it; the prior's two uses. */
+void model_prior_register(ast_model *m);
+ast_tensor *model_prior_tensor(ast_model *m, model_run *r, ast_tensor *expression);
+ast_tensor *model_prior_inputs(const ast_model *m, const model_run *r, ast_tensor *x, ast_tensor *prior);
+ast_tensor *model_prior_residual(const ast_model *m, const model_run *r, ast_tensor *head, ast_tensor *prior);
 
 model_state model_embed_forward(const model_embed *e, const model_run *r, ast_tensor *expression,
                                 ast_tensor *t, ast_tensor *positions);

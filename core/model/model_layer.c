@@ -185,7 +185,8 @@ static ast_tensor *time_branch(const model_layer *l, const model_run *r, ast_ten
 
 model_state model_layer_forward(const model_layer *l, const model_run *r, model_state in)
 {
-    ast_fwd_args args = {.mask = r->plugin_mask, .time = in.y, .positions = in.pos, .layer = l->index};
+    ast_fwd_args args = {.mask = r->plugin_mask, .time = in.y, .positions = in.pos, .layer = l->index,
+                         .geodesic = r->geodesic};
     wrapper_out w = attn_wrapper(l, r, in, &args);
     model_state out;
     out.pos = position_norm(l, r, w.pos);

@@ -34,6 +34,7 @@ AST_AT(ast_create_args, host, 0) AST_AT(ast_create_args, scope, 8) AST_AT(ast_cr
 AST_AT(ast_create_args, opts, 24) AST_AT(ast_create_args, backend, 32)
 AST_AT(ast_fwd_args, mask, 0) AST_AT(ast_fwd_args, time, 8) AST_AT(ast_fwd_args, positions, 16)
 AST_AT(ast_fwd_args, layer, 24)
+AST_AT(ast_fwd_args, geodesic, 32)
 AST_AT(ast_stat, name, 0) AST_AT(ast_stat, layer, 8) AST_AT(ast_stat, n, 12) AST_AT(ast_stat, values, 16)
 AST_AT(ast_observation, phase, 0) AST_AT(ast_observation, step, 8) AST_AT(ast_observation, epoch, 16)
 AST_AT(ast_observation, stats, 24) AST_AT(ast_observation, n_stats, 32) AST_AT(ast_observation, sink, 40)
@@ -62,6 +63,7 @@ AST_AT(ast_plugin_desc, observe, 80) AST_AT(ast_plugin_desc, active_params, 88)
 AST_AT(ast_plugin_desc, kernels, 96) AST_AT(ast_plugin_desc, n_kernels, 104)
 AST_AT(ast_plugin_desc, legacy_keys, 112) AST_AT(ast_plugin_desc, n_legacy_keys, 120)
 AST_AT(ast_legacy_key, key, 0) AST_AT(ast_legacy_key, option, 8)
+AST_AT(ast_plugin_desc, wants_geodesic, 124)
 
 #undef AST_AT
 #endif

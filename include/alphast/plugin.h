@@ -43,8 +43,9 @@ extern "C" {
 /* 2.1 appended the ops silu, exp and key_mask_bias; 2.2 grouped_linear;
  * 2.3 the host table's read and write (tensor data to and from host memory);
  * 2.4 the host table's rng_key (a kernel's key in backend memory) and
- * stats_wanted; 2.5 the descriptor's legacy_keys, and destroy may be NULL
- * (the host then frees the instance) */
+ * stats_wanted; 2.5 the descriptor's legacy_keys and wants_geodesic,
+ * the forward arguments' geodesic (the expression graph's distances), and
+ * destroy may be NULL (the host then frees the instance) */
 #define AST_ABI_MINOR 5
 #define AST_MAX_DIMS 4
 
@@ -195,6 +196,11 @@ typedef struct ast_fwd_args {
     ast_tensor *time; /* [B, T]: diffusion-time embedding entering this layer */
     ast_tensor *positions; /* [B, N, 3]: cell positions entering this layer */
     int layer;
+    /* ABI 2.5: [B, N, N] geodesic distances between the cells along each
+     * set's expression k-NN graph, over their mean (docs/model.md §2.12); 0
+     * on padded rows and columns. Given only to a plugin whose descriptor
+     * sets wants_geodesic, else NULL. */
+    ast_tensor *geodesic;
 } ast_fwd_args;
 
 /* A statistic published during a step (host->stat), e.g. "moe.tokens_per_expert". */
@@ -389,6 +395,9 @@ typedef struct ast_plugin_desc {
      * chooses moe) or when they are written beside it. NULL / 0: none. */
     const ast_legacy_key *legacy_keys;
     int n_legacy_keys;
+    /* ABI 2.5, attention and ffn: 1 when forward reads a->geodesic, which
+     * the host then computes for every set (a cost per step). */
+    int wants_geodesic;
 } ast_plugin_desc;
 
 /* How the host ends an instance: the plugin's destroy, else free(). */

@@ -1,4 +1,4 @@
-/* Training-free embeddings of expression (see alphast/baselines.h):
+/* Training-free embeddings of expression (see model/expr_embed.h):
  * classical MDS through LAPACK's dsyevr, Isomap on top of it, and the
  * distance building blocks the baselines share. */
 #include <cblas.h>
@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "eval/baselines.h"
 #include "engine/engine.h"
+#include "model/expr_embed.h"
 
 /* Debian's libopenblas-dev installs no lapack.h; declared as LAPACK 3.9's
  * lapack.h does, with the hidden character lengths gfortran passes. */
@@ -333,33 +333,41 @@ static void knn_graph(const double *d2, int n, int k, graph *g)
     graph_compress(g);
 }
 
-/* Squared geodesic distances [n, n]. A path summed from either end rounds
+/* Geodesic distances [n, n]. A path summed from either end rounds
  * differently, so the two triangles are averaged for an exactly symmetric
  * matrix. */
-static void sq_geodesics(const graph *g, double *out)
+static void geodesics(const graph *g, double *out)
 {
     int n = g->n;
     size_t cap = (size_t)g->edges + 1;
     heap h = {0, ast_xmalloc(cap * sizeof *h.key), ast_xmalloc(cap * sizeof *h.cell)};
     for (int i = 0; i < n; i++) dijkstra(g, i, &h, out + (size_t)i * n);
     for (int i = 0; i < n; i++)
-        for (int j = i; j < n; j++) {
-            double d = 0.5 * (out[(size_t)i * n + j] + out[(size_t)j * n + i]);
-            out[(size_t)i * n + j] = out[(size_t)j * n + i] = d * d;
-        }
+        for (int j = i; j < n; j++) out[(size_t)i * n + j] = out[(size_t)j * n + i] = 0.5 * (out[(size_t)i * n + j] + out[(size_t)j * n + i]);
     free(h.key), free(h.cell);
+}
+
+void ast_expr_geodesics(const float *x, int n, int G, int k, double *dist)
+{
+    AST_ASSERT(k >= 1, "Isomap needs k >= 1 neighbours (k %d)", k);
+    if (k > n - 1) k = n > 1 ? n - 1 : 0;
+    ast_sq_distances(x, n, x, n, G, dist);
+    graph g;
+    knn_graph(dist, n, k, &g);
+    geodesics(&g, dist);
+    graph_free(&g);
+}
+
+void ast_isomap_from_geodesics(double *dist, int n, int dims, float *pos)
+{
+    for (size_t i = 0; i < (size_t)n * n; i++) dist[i] *= dist[i];
+    mds_from_sq(dist, n, dims, pos);
 }
 
 void ast_baseline_isomap(const float *x, int n, int G, int dims, int k, float *pos)
 {
-    AST_ASSERT(k >= 1, "Isomap needs k >= 1 neighbours (k %d)", k);
-    if (k > n - 1) k = n > 1 ? n - 1 : 0;
-    double *d2 = ast_xmalloc((size_t)n * n * sizeof *d2);
-    ast_sq_distances(x, n, x, n, G, d2);
-    graph g;
-    knn_graph(d2, n, k, &g);
-    sq_geodesics(&g, d2);
-    graph_free(&g);
-    mds_from_sq(d2, n, dims, pos);
-    free(d2);
+    double *d = ast_xmalloc((size_t)n * n * sizeof *d);
+    ast_expr_geodesics(x, n, G, k, d);
+    ast_isomap_from_geodesics(d, n, dims, pos);
+    free(d);
 }

@@ -1,0 +1,56 @@
+/* The structural prior's cost per set (docs/model.md §2.12): training
+ * computes it for every set of every step, so it must stay small beside
+ * the step. `make bench-prior`: per N, the mean seconds of one set's
+ * Isomap and MDS prior over a few sets of synthetic expression the size
+ * of Visium's (1,255 genes): a smooth function of a 2-D position (so the
+ * k-NN graph has a manifold to follow) plus noise. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/progress.h"
+#include "engine/engine.h"
+#include "model/prior.h"
+
+#define GENES 1255
+#define K 10
+
+static void synthetic_set(ast_rng *rng, int n, float *expr)
+{
+    for (int i = 0; i < n; i++) {
+        double x = ast_rng_uniform01(rng) * 6.0, y = ast_rng_uniform01(rng) * 6.0;
+        for (int g = 0; g < GENES; g++) {
+            double f = sin(x * (1 + g % 3) + g) + cos(y * (1 + g % 5) - g);
+            expr[(size_t)i * GENES + g] = (float)(fmax(f, 0.0) + 0.3 * ast_rng_gauss(rng));
+        }
+    }
+}
+
+static double seconds_per_set(ast_prior_kind kind, int n, int sets, ast_rng *rng)
+{
+    float *expr = ast_xmalloc((size_t)n * GENES * sizeof *expr), *out = ast_xmalloc((size_t)n * 3 * sizeof *out);
+    ast_prior_config pc = {kind, 2, K, 0};
+    double total = 0.0;
+    for (int s = 0; s < sets; s++) {
+        synthetic_set(rng, n, expr);
+        double t0 = ast_now();
+        ast_prior_set(&pc, n, GENES, expr, NULL, out, NULL);
+        total += ast_now() - t0;
+    }
+    free(expr), free(out);
+    return total / sets;
+}
+
+int main(void)
+{
+    static const int sizes[] = {64, 128, 512, 1024};
+    ast_rng rng;
+    ast_rng_seed(&rng, 1);
+    printf("%6s %12s %12s\n", "N", "isomap_ms", "mds_ms");
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        int n = sizes[i], sets = n <= 128 ? 16 : 4;
+        double iso = seconds_per_set(AST_PRIOR_ISOMAP, n, sets, &rng), mds = seconds_per_set(AST_PRIOR_MDS, n, sets, &rng);
+        printf("%6d %12.2f %12.2f\n", n, 1e3 * iso, 1e3 * mds);
+    }
+    return 0;
+}

@@ -1,0 +1,117 @@
+/* The structural prior (model/prior.h): what it computes from a set's
+ * expression, padded rows wherever they sit, and its cache. The model's
+ * use of it (exact base, independence of positions, gradients) is checked
+ * in test_model.c. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "engine/engine.h"
+#include "model/expr_embed.h"
+#include "model/prior.h"
+
+enum { N = 9, G = 5 };
+
+/* A 3 x 3 grid, laid into 5 genes by an orthogonal map, so that the
+ * expression distances are the grid's distances exactly. */
+static void grid_set(float *pos, float *expr)
+{
+    static const float basis[2][G] = {{0.6f, 0.8f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.8f, -0.6f}};
+    for (int i = 0; i < N; i++) {
+        pos[i * 3] = (float)(i % 3), pos[i * 3 + 1] = (float)(i / 3), pos[i * 3 + 2] = 0.0f;
+        for (int g = 0; g < G; g++) expr[i * G + g] = pos[i * 3] * basis[0][g] + pos[i * 3 + 1] * basis[1][g] + 1.0f;
+    }
+}
+
+static double dist(const float *p, int i, int j)
+{
+    double s = 0.0;
+    for (int c = 0; c < 3; c++) s += ((double)p[i * 3 + c] - p[j * 3 + c]) * ((double)p[i * 3 + c] - p[j * 3 + c]);
+    return sqrt(s);
+}
+
+/* MDS of Euclidean expression distances recovers the grid up to a rigid
+ * motion; the prior scales it to an RMS radius of 1 about its centre. The
+ * grid's RMS radius is sqrt(4/3), so every distance is the grid's over
+ * that. 1e-5: float32 rounding of O(1) coordinates through dsyevr. */
+Test(prior, mds_recovers_the_grid_in_the_set_unit)
+{
+    float pos[N * 3], expr[N * G], out[N * 3];
+    grid_set(pos, expr);
+    ast_prior_set(&(ast_prior_config){AST_PRIOR_MDS, 2, 3, 0}, N, G, expr, NULL, out, NULL);
+    double mean[3] = {0}, sq = 0.0;
+    for (int i = 0; i < N; i++)
+        for (int c = 0; c < 3; c++) mean[c] += out[i * 3 + c] / N;
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(out[i * 3 + 2], 0.0f, "a 2-axis prior has no third axis");
+        for (int c = 0; c < 3; c++) sq += out[i * 3 + c] * out[i * 3 + c];
+    }
+    for (int c = 0; c < 3; c++) cr_assert_float_eq(mean[c], 0.0, 1e-6);
+    cr_assert_float_eq(sq / N, 1.0, 1e-5);
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++) cr_assert_float_eq(dist(out, i, j), dist(pos, i, j) / sqrt(4.0 / 3.0), 1e-5);
+}
+
+/* Isomap's prior is the evaluation's Isomap baseline, centred and scaled:
+ * the same code (model/expr_embed.c), so the same distance ratios. */
+Test(prior, isomap_is_the_baseline_scaled)
+{
+    float pos[N * 3], expr[N * G], out[N * 3], base[N * 3];
+    grid_set(pos, expr);
+    ast_prior_set(&(ast_prior_config){AST_PRIOR_ISOMAP, 2, 3, 0}, N, G, expr, NULL, out, NULL);
+    ast_baseline_isomap(expr, N, G, 2, 3, base);
+    double ratio = dist(out, 0, 8) / dist(base, 0, 8);
+    for (int i = 0; i < N; i++)
+        for (int j = i + 1; j < N; j++) cr_assert_float_eq(dist(out, i, j), ratio * dist(base, i, j), 1e-5);
+}
+
+/* Padded rows may sit anywhere in a set (the sampler's sets pad at the
+ * end, whole-slice sets too, but nothing promises it): the valid rows get
+ * the prior of the valid cells alone, in their order, the padded ones 0. */
+Test(prior, padded_rows_anywhere_give_the_prior_of_the_valid_cells)
+{
+    float pos[N * 3], expr[N * G], alone[N * 3];
+    grid_set(pos, expr);
+    ast_prior_config pc = {AST_PRIOR_ISOMAP, 2, 3, 0};
+    ast_prior_set(&pc, N, G, expr, NULL, alone, NULL);
+    enum { P = N + 3 };
+    float padded[P * G], mask[P], out[P * 3];
+    int at = 0;
+    for (int i = 0; i < P; i++) {
+        mask[i] = i % 4 == 1 ? 0.0f : 1.0f; /* rows 1, 5, 9 padded */
+        for (int g = 0; g < G; g++) padded[i * G + g] = mask[i] > 0.0f ? expr[at * G + g] : 100.0f + (float)g;
+        at += mask[i] > 0.0f;
+    }
+    ast_prior_set(&pc, P, G, padded, mask, out, NULL);
+    at = 0;
+    for (int i = 0; i < P; i++) {
+        for (int c = 0; c < 3; c++)
+            cr_assert_eq(out[i * 3 + c], mask[i] > 0.0f ? alone[at * 3 + c] : 0.0f, "row %d axis %d", i, c);
+        at += mask[i] > 0.0f;
+    }
+}
+
+/* A set asked again is a hit with the same prior; the same expression
+ * under another mask is another set. */
+Test(prior, the_cache_returns_what_it_computed)
+{
+    float pos[N * 3], expr[2 * N * G], first[2 * N * 3], again[2 * N * 3], mask[2 * N];
+    grid_set(pos, expr);
+    memcpy(expr + N * G, expr, sizeof(float) * N * G);
+    for (int i = 0; i < 2 * N; i++) mask[i] = 1.0f;
+    ast_prior_config pc = {AST_PRIOR_ISOMAP, 2, 3, 0};
+    ast_prior_cache *c = ast_prior_cache_new(4);
+    int64_t hits, misses;
+    ast_prior_batch(c, &pc, 2, N, G, expr, mask, first, NULL);
+    ast_prior_cache_stats(c, &hits, &misses);
+    cr_assert(hits == 1 && misses == 1, "two identical sets: %lld hits %lld misses", (long long)hits, (long long)misses);
+    ast_prior_batch(c, &pc, 2, N, G, expr, mask, again, NULL);
+    cr_assert(memcmp(first, again, sizeof first) == 0);
+    mask[N + 2] = 0.0f;
+    ast_prior_batch(c, &pc, 2, N, G, expr, mask, again, NULL);
+    ast_prior_cache_stats(c, &hits, &misses);
+    cr_assert(hits == 4 && misses == 2, "a new mask is a new set: %lld hits %lld misses", (long long)hits,
+              (long long)misses);
+    cr_assert_eq(again[(N + 2) * 3], 0.0f);
+    ast_prior_cache_free(c);
+}
