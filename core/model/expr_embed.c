@@ -333,18 +333,33 @@ static void knn_graph(const double *d2, int n, int k, graph *g)
     graph_compress(g);
 }
 
+/* Dijkstra from sources [lo, hi) into their rows of out, one heap per
+ * range: the sources are independent, so the thread pool runs them. */
+typedef struct geodesic_job {
+    const graph *g;
+    double *out;
+} geodesic_job;
+
+static void geodesic_rows(void *arg, int64_t lo, int64_t hi)
+{
+    const geodesic_job *job = arg;
+    size_t cap = (size_t)job->g->edges + 1;
+    heap h = {0, ast_xmalloc(cap * sizeof *h.key), ast_xmalloc(cap * sizeof *h.cell)};
+    for (int64_t i = lo; i < hi; i++) dijkstra(job->g, (int)i, &h, job->out + (size_t)i * job->g->n);
+    free(h.key), free(h.cell);
+}
+
 /* Geodesic distances [n, n]. A path summed from either end rounds
  * differently, so the two triangles are averaged for an exactly symmetric
- * matrix. */
+ * matrix. A grain of 16 sources: one Dijkstra is O(k n log n), far above
+ * a thread's start-up. */
 static void geodesics(const graph *g, double *out)
 {
     int n = g->n;
-    size_t cap = (size_t)g->edges + 1;
-    heap h = {0, ast_xmalloc(cap * sizeof *h.key), ast_xmalloc(cap * sizeof *h.cell)};
-    for (int i = 0; i < n; i++) dijkstra(g, i, &h, out + (size_t)i * n);
+    geodesic_job job = {g, out};
+    ast_parallel_for(n, 16, geodesic_rows, &job);
     for (int i = 0; i < n; i++)
         for (int j = i; j < n; j++) out[(size_t)i * n + j] = out[(size_t)j * n + i] = 0.5 * (out[(size_t)i * n + j] + out[(size_t)j * n + i]);
-    free(h.key), free(h.cell);
 }
 
 void ast_expr_geodesics(const float *x, int n, int G, int k, double *dist)
