@@ -926,3 +926,31 @@ Test(config, text_checks_accept_utf8_and_refuse_the_rest)
     ast_cfg_escape("abcdefghijklmnopqrstuvwxyz", out, sizeof out);
     cr_assert_str_eq(out, "abcdefghijkl...");
 }
+
+/* The structural prior (docs/model.md §2.12) needs clean expression and,
+ * as a residual, an x0 output: each refusal names the key and the fix. */
+Test(config, prior_errors_name_the_key_and_the_fix)
+{
+    ast_model_config m;
+    ast_error e = {{0}};
+    ast_cfg *cfg = load("model: {prior: isomap}\n");
+    cr_assert_eq(ast_cfg_model(cfg, 10, &m, &e), -1);
+    cr_assert(strstr(e.msg, "t.yaml:1:16: model.prior:") && strstr(e.msg, "training_mode: expr_to_pos"), "%s", e.msg);
+    ast_cfg_free(cfg);
+
+    cfg = load("training_mode: expr_to_pos\ndiffusion: {position_parameterisation: v}\nmodel: {prior: mds}\n");
+    cr_assert_eq(ast_cfg_model(cfg, 10, &m, &e), -1);
+    cr_assert(strstr(e.msg, "model.prior_residual: false"), "%s", e.msg);
+    ast_cfg_free(cfg);
+
+    cfg = load("training_mode: expr_to_pos\ndiffusion: {position_parameterisation: v}\n"
+               "model: {prior: mds, prior_residual: false, prior_dims: 2}\n");
+    cr_assert_eq(ast_cfg_model(cfg, 10, &m, &e), 0, "%s", e.msg);
+    cr_assert(m.prior.kind == AST_PRIOR_MDS && m.prior.dims == 2 && m.prior.k == 10 && m.prior_inputs && !m.prior_residual);
+    ast_cfg_free(cfg);
+
+    cfg = load("training_mode: expr_to_pos\nmodel: {prior: isomap, prior_dims: 4}\n");
+    cr_assert_eq(ast_cfg_model(cfg, 10, &m, &e), -1);
+    cr_assert(strstr(e.msg, "model.prior_dims") && strstr(e.msg, "use 1..3"), "%s", e.msg);
+    ast_cfg_free(cfg);
+}
