@@ -42,6 +42,13 @@ static const cfg_key schema[] = {
     /* alphast: the distance loss ignores any rotation of the prediction, so the network could learn one fixed
      * arrangement whatever its noisy input; "aligned" compares coordinates after the optimal rigid alignment. */
     ENUM("loss.position_loss", "aligned", "aligned|distance|mse"),
+    /* alphast: local-structure losses on the x0 prediction of positions (docs/model.md §4.2): soft retrieval of each
+     * cell's true kNN (nca), the log-ratios of the true kNN edges' lengths (edge_log_ratio), or both; blind to the
+     * prediction's rotation and scale, they ask for the neighbourhoods eval scores. */
+    ENUM("loss.structure", "none", "none|nca|edge_log_ratio|both"),
+    FLT("loss.lambda_structure", "0.1", CFG_NONNEG), /* weight of each structure loss in the total */
+    INT("loss.structure_k", "10", CFG_POSITIVE),     /* true neighbours per cell (eval's knn_k10 uses 10) */
+    FLT("loss.nca_temperature", "1.0", CFG_POSITIVE), /* kernel width over the mean squared true kNN distance */
 
     MAP("masking"),
     BOOL("masking.enable", "false"),

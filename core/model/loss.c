@@ -1,14 +1,16 @@
 /* The diffusion loss (docs/model.md §4.2 step 5): expression MSE over valid cells,
  * and for positions the aligned MSE (loss_aligned.c), the distance-matrix
- * MSE per set or the direct MSE; plus the plugins' extra losses (MoE load
- * balance). */
+ * MSE per set or the direct MSE; the local-structure losses on request
+ * (loss_structure.c); plus the plugins' extra losses (MoE load balance). */
 #include "model/loss.h"
 #include "model/model_internal.h"
 
 void ast_loss_config_default(ast_loss_config *lc)
 {
     *lc = (ast_loss_config){.lambda_expression = 1.0f, .lambda_position = 1.0f,
-                            .position_loss = AST_POS_LOSS_ALIGNED, .expression_noised = 1, .positions_noised = 1};
+                            .position_loss = AST_POS_LOSS_ALIGNED, .structure = AST_STRUCTURE_NONE,
+                            .lambda_structure = 0.1f, .structure_k = 10, .nca_temperature = 1.0f,
+                            .expression_noised = 1, .positions_noised = 1};
 }
 
 /* w[b,i,j] = m_i m_j / (n_b^2 S) for the S sets with n_b >= 2 valid cells,
@@ -50,6 +52,19 @@ static ast_tensor *position_loss(ast_ctx *c, ast_pos_loss kind, ast_tensor *pred
     return NULL;
 }
 
+/* The structure losses loss.structure names, summed (NULL for none). */
+static ast_tensor *structure_loss(ast_ctx *c, const ast_loss_config *lc, ast_tensor *pred, ast_tensor *target,
+                                  ast_tensor *mask)
+{
+    ast_tensor *sum = NULL;
+    for (int kind = AST_STRUCTURE_NCA; kind <= AST_STRUCTURE_EDGE_LOG_RATIO; kind <<= 1) {
+        if (!(lc->structure & kind)) continue;
+        ast_tensor *l = ast_structure_loss(c, (ast_structure)kind, pred, target, mask, lc->structure_k, lc->nca_temperature);
+        sum = sum ? ast_add(c, sum, l) : l;
+    }
+    return sum;
+}
+
 static ast_tensor *weighted_sum(ast_ctx *c, ast_tensor *acc, ast_tensor *term, float weight)
 {
     ast_tensor *t = ast_affine(c, term, weight, 0.0f);
@@ -66,11 +81,15 @@ ast_loss_parts ast_diffusion_loss(ast_ctx *c, const ast_loss_config *lc, const a
     ast_loss_parts p = {0};
     p.expression = ast_mse(c, pred->expression, expression, mask);
     p.position = position_loss(c, lc->position_loss, pred->positions, positions, mask);
+    /* Like the position loss, not weighted by t: the sampler's first step,
+     * from pure noise, predicts x0 too and needs neighbourhoods most. */
+    if (lc->positions_noised) p.structure = structure_loss(c, lc, pred->positions, positions, mask);
     p.moe_aux = ast_model_extra_loss(c);
 
     ast_tensor *total = NULL;
     if (lc->expression_noised) total = weighted_sum(c, total, p.expression, lc->lambda_expression);
     if (lc->positions_noised) total = weighted_sum(c, total, p.position, lc->lambda_position);
+    if (p.structure) total = weighted_sum(c, total, p.structure, lc->lambda_structure);
     if (!total) total = ast_zeros(c, 1, (int64_t[]){1});
     p.total = p.moe_aux ? ast_add(c, total, p.moe_aux) : total;
     return p;

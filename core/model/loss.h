@@ -11,10 +11,22 @@ typedef enum ast_pos_loss {
     AST_POS_LOSS_MSE       /* MSE of the coordinates as they are */
 } ast_pos_loss;
 
+/* Which local-structure losses join the total (loss.structure): flags. */
+typedef enum ast_structure {
+    AST_STRUCTURE_NONE = 0,
+    AST_STRUCTURE_NCA = 1,            /* soft neighbour retrieval of the true kNN */
+    AST_STRUCTURE_EDGE_LOG_RATIO = 2, /* log-ratios of the true kNN edges' lengths */
+    AST_STRUCTURE_BOTH = 3
+} ast_structure;
+
 typedef struct ast_loss_config {
     float lambda_expression;    /* loss.lambda_expression (1.0) */
     float lambda_position;      /* loss.lambda_position (1.0) */
     ast_pos_loss position_loss; /* loss.position_loss (aligned) */
+    ast_structure structure;    /* loss.structure (none) */
+    float lambda_structure;     /* loss.lambda_structure (0.1), on each structure loss */
+    int structure_k;            /* loss.structure_k (10): the true neighbours per cell */
+    float nca_temperature;      /* loss.nca_temperature (1.0): tau of ast_structure_loss */
     /* Which modalities were noised (training mode): only those enter the total. */
     int expression_noised;
     int positions_noised;
@@ -28,6 +40,7 @@ typedef struct ast_loss_parts {
     ast_tensor *total;
     ast_tensor *expression; /* MSE over valid cells */
     ast_tensor *position;   /* aligned MSE, distance-matrix MSE or direct MSE */
+    ast_tensor *structure;  /* the structure losses, unweighted sum (NULL if none) */
     ast_tensor *moe_aux;    /* sum of the losses plugins published (NULL if none) */
 } ast_loss_parts;
 
@@ -45,5 +58,19 @@ ast_loss_parts ast_diffusion_loss(ast_ctx *c, const ast_loss_config *lc, const a
  * mean of L_b over those sets ([1]; 0 if none). The gradient flows into
  * pred only, not into target or mask. */
 ast_tensor *ast_aligned_mse(ast_ctx *c, ast_tensor *pred, ast_tensor *target, ast_tensor *mask);
+
+/* A local-structure loss on positions pred against target [B, N, 3], per set
+ * b over its n_b >= 2 valid cells (mask [B, N], 0 = padding, NULL = all
+ * valid), each cell's true neighbours its min(k, n_b - 1) nearest by target:
+ * - AST_STRUCTURE_NCA: L_b = -mean_i log sum_{j in kNN(i)} p_ij, p_ij the
+ *   softmax over j != i of -|p_i - p_j|^2 / t, t = tau * (mean squared true
+ *   kNN edge) * S(pred) / S(target), S the mean squared pairwise distance;
+ * - AST_STRUCTURE_EDGE_LOG_RATIO: L_b = mean over the kNN edges of
+ *   (r_e - mean r)^2, r_e = log |p_i - p_j| - log |q_i - q_j|.
+ * Both are invariant to a rotation, reflection, shift or scaling of pred
+ * (loss_structure.c argues each). Returns the mean of L_b over the sets
+ * with a scale ([1]; 0 if none); the gradient flows into pred only. */
+ast_tensor *ast_structure_loss(ast_ctx *c, ast_structure kind, ast_tensor *pred, ast_tensor *target,
+                               ast_tensor *mask, int k, double tau);
 
 #endif

@@ -73,10 +73,7 @@ static double aligned_sq_err(const set_work *x, float *grad, double scale)
     return sum;
 }
 
-/* saved = dL/dpred on the host, computed by the forward. dy * dL/dpred is
- * made on the host and added to pred's gradient by the backend (reading dy
- * synchronises on a device). */
-static void aligned_mse_backward(ast_ctx *c, const ast_node *n)
+void model_host_grad_backward(ast_ctx *c, const ast_node *n)
 {
     ast_tensor *pred = n->in[0];
     const float *dl = n->saved;
@@ -122,7 +119,7 @@ ast_tensor *ast_aligned_mse(ast_ctx *c, ast_tensor *pred, ast_tensor *target, as
     }
     float value = (float)total;
     ast_tensor *y = ast_tensor_from(c, 1, (int64_t[]){1}, &value);
-    ast_record(c, &(ast_node){.op = "aligned_mse", .backward = aligned_mse_backward, .out = y, .in = {pred},
+    ast_record(c, &(ast_node){.op = "aligned_mse", .backward = model_host_grad_backward, .out = y, .in = {pred},
                               .n_in = 1, .saved = grad});
     return y;
 }

@@ -3,13 +3,14 @@
 libalphast_la_SOURCES += core/model/model.h core/model/model_internal.h core/model/model.c \
 	core/model/model_config.c core/model/model_groups.c core/model/model_blocks.c core/model/model_embed.c \
 	core/model/model_layer.c core/model/model_heads.c \
-	core/model/loss.h core/model/loss.c core/model/loss_aligned.c core/model/kabsch.h core/model/kabsch.c \
+	core/model/loss.h core/model/loss.c core/model/loss_aligned.c core/model/loss_structure.c \
+	core/model/kabsch.h core/model/kabsch.c \
 	core/model/diffusion.h core/model/diffusion.c \
 	core/model/masking.h core/model/masking.c core/model/masking_module.c core/model/masking_config.c \
 	core/model/expr_embed.h core/model/expr_embed.c core/model/prior.h core/model/prior.c core/model/model_prior.c
 EXTRA_DIST += core/model/README.md
 
-check_PROGRAMS += tests/test_model tests/test_loss tests/test_diffusion tests/test_masking tests/test_prior
+check_PROGRAMS += tests/test_model tests/test_loss tests/test_loss_structure tests/test_diffusion tests/test_masking tests/test_prior
 tests_test_prior_SOURCES = tests/test_prior.c
 tests_test_prior_CFLAGS = $(TEST_CC)
 tests_test_prior_LDADD = $(TEST_LIBS)
@@ -19,6 +20,9 @@ tests_test_model_LDADD = $(TEST_LIBS)
 tests_test_loss_SOURCES = tests/test_loss.c
 tests_test_loss_CFLAGS = $(TEST_CC)
 tests_test_loss_LDADD = $(TEST_LIBS)
+tests_test_loss_structure_SOURCES = tests/test_loss_structure.c
+tests_test_loss_structure_CFLAGS = $(TEST_CC)
+tests_test_loss_structure_LDADD = $(TEST_LIBS)
 tests_test_diffusion_SOURCES = tests/test_diffusion.c
 tests_test_diffusion_CFLAGS = $(TEST_CC)
 tests_test_diffusion_LDADD = $(TEST_LIBS)

@@ -58,6 +58,20 @@ static ast_pos_loss position_loss_from_cfg(const ast_cfg *cfg)
     return AST_POS_LOSS_ALIGNED;
 }
 
+/* loss.structure and its settings (the schema's enum and bounds). */
+static void structure_from_cfg(const ast_cfg *cfg, ast_loss_config *lc)
+{
+    static const char *const names[] = {[AST_STRUCTURE_NONE] = "none", [AST_STRUCTURE_NCA] = "nca",
+                                        [AST_STRUCTURE_EDGE_LOG_RATIO] = "edge_log_ratio",
+                                        [AST_STRUCTURE_BOTH] = "both"};
+    const char *name = ast_cfg_str(cfg, "loss.structure");
+    for (int k = 0; k < (int)(sizeof names / sizeof *names); k++)
+        if (name && !strcmp(name, names[k])) lc->structure = (ast_structure)k;
+    lc->lambda_structure = (float)ast_cfg_float(cfg, "loss.lambda_structure");
+    lc->structure_k = (int)ast_cfg_int(cfg, "loss.structure_k");
+    lc->nca_temperature = (float)ast_cfg_float(cfg, "loss.nca_temperature");
+}
+
 /* diffusion.position_parameterisation; the reference predicts x0. */
 static ast_pos_param pos_param_from_cfg(const ast_cfg *cfg)
 {
@@ -106,6 +120,7 @@ int ast_train_config_from_cfg(const ast_cfg *cfg, ast_train_config *tc, ast_erro
     tc->loss.lambda_expression = (float)ast_cfg_float(cfg, "loss.lambda_expression");
     tc->loss.lambda_position = (float)ast_cfg_float(cfg, "loss.lambda_position");
     tc->loss.position_loss = position_loss_from_cfg(cfg);
+    structure_from_cfg(cfg, &tc->loss);
     tc->pos_param = pos_param_from_cfg(cfg);
     tc->loss.expression_noised = ast_mode_noises(tc->mode, AST_MOD_EXPR);
     tc->loss.positions_noised = ast_mode_noises(tc->mode, AST_MOD_POS);
