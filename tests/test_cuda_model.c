@@ -88,6 +88,7 @@ static void train_step(ast_model *m, ast_ctx *c, ast_adamw *opt, const batch *b,
     ast_model_out out = ast_model_forward(m, c, x, t, pos, mask, NULL, NULL);
     ast_loss_config lc;
     ast_loss_config_default(&lc);
+    lc.structure = AST_STRUCTURE_BOTH; /* host-side losses too: read from the device, gradient uploaded */
     ast_loss_parts lp = ast_diffusion_loss(c, &lc, &out, ast_tensor_from(c, 3, (int64_t[]){B, N, G}, b->expr),
                                            ast_tensor_from(c, 3, (int64_t[]){B, N, 3}, b->pos), mask);
     ast_backward(c, lp.total);
