@@ -89,12 +89,15 @@ static int load_schedule(const char *arg, int trust, ast_train_config *tc, ast_s
     return *out ? ast_sweep_bind_schedule(*out, colon + 1, tc, e) : -1;
 }
 
-static void print_summary(const char *dir, const ast_train_result *r, const ast_model *m)
+static void print_summary(const char *dir, const ast_train_result *r, const ast_train_config *tc, const ast_model *m)
 {
     printf("\n%s: %lld steps in %d epochs, %.1f s (%.2f steps/s), stopped by %s\n", dir, (long long)r->steps, r->epochs,
            r->seconds, r->steps_per_second, r->stop_reason);
     printf("  validation loss: best %.5f (epoch %d), last %.5f; train loss %.5f\n", r->best_val, r->best_epoch + 1,
            r->last_val, r->last_train);
+    if (tc->val_score)
+        printf("  validation %s of sampled placements: %.4f at the best epoch (selected by %s), last %.4f\n",
+               tc->val_score_name, r->best_score, tc->select_on == AST_SELECT_LOSS ? "the loss" : "it", r->last_score);
     printf("  parameters: %lld total, %lld active\n", (long long)ast_model_param_count(m),
            (long long)ast_model_active_param_count(m));
 }
@@ -202,12 +205,14 @@ static int train(const char **v, const char **args, int n_args, ast_error *e)
     char *yaml = NULL;
     ast_sweep *sweep = NULL;
     ast_schedule_table table = {0};
+    ast_val_scorer scorer = {0};
     int rc = -1;
     if (cli_load_data(cfg, cfg_path, v[OPT_DATA], &d, sp, e) < 0 || cli_check_evaluation(cfg, &d, e) < 0 ||
         ast_cfg_model(cfg, d.n_genes, &mc, e) < 0 || (ast_model_config_data_dims(&mc, d.coord_dims), 0) ||
         ast_train_config_from_cfg(cfg, &tc, e) < 0 || !(m = ast_model_new(&mc, tc.seed, e)) || !(yaml = ast_cfg_dump_string(cfg, e)))
         goto done;
     tc.progress = !v[OPT_QUIET] && ast_dist_rank() == 0; /* one bar for the run, not one per rank */
+    if (sp[AST_SPLIT_VAL].n > 0 && cli_val_scorer(cfg, &d, sp, &tc, &scorer, e) < 0) goto done;
     if (v[OPT_SCHEDULE] && load_schedule(v[OPT_SCHEDULE], v[OPT_TRUST] != NULL, &tc, &table, &sweep, e) < 0) goto done;
     if (!v[OPT_OUT]) default_out_dir(cfg_path, out, sizeof out);
     const char *dir = v[OPT_OUT] ? v[OPT_OUT] : out;
@@ -228,11 +233,12 @@ static int train(const char **v, const char **args, int n_args, ast_error *e)
         rc = AST_EXIT_PREEMPTED;
         goto done;
     }
-    if (ast_dist_rank() == 0) print_summary(dir, &r, m);
+    if (ast_dist_rank() == 0) print_summary(dir, &r, &tc, m);
     if (evaluate(cfg, m, &d, sp, dir, e) < 0) goto done;
     rc = 0;
 done:
     ast_trainer_free(t);
+    ast_val_scorer_free(&scorer);
     ast_model_free(m);
     ast_split_free(sp);
     ast_dataset_free(&d);

@@ -166,12 +166,12 @@ const char *cli_split_name(int which) { return split_names[which]; }
 
 ast_set_sampler cli_eval_sets(const ast_cfg *cfg, const ast_dataset *d, const ast_split sp[3], int which)
 {
-    int set_size = (int)ast_cfg_int(cfg, "data.set_size");
+    int set_size = (int)ast_cfg_int(cfg, "data.set_size"), cap = (int)ast_cfg_int(cfg, "evaluation.max_set_size");
     /* The length unit is the training split's, exactly as ast_trainer_new
      * computes it (whole-slice sets are the same for any N from the largest slice up). */
-    float scale = ast_data_position_scale(d, &sp[AST_SPLIT_TRAIN], ast_data_max_set_size(d, &sp[AST_SPLIT_TRAIN], set_size),
+    float scale = ast_data_position_scale(d, &sp[AST_SPLIT_TRAIN], ast_data_max_set_size(d, &sp[AST_SPLIT_TRAIN], set_size, cap),
                                           (uint64_t)ast_cfg_int(cfg, "seed.value"));
-    return (ast_set_sampler){d, &sp[which], ast_data_max_set_size(d, &sp[which], set_size), scale, 0, 0.0f};
+    return (ast_set_sampler){d, &sp[which], ast_data_max_set_size(d, &sp[which], set_size, cap), scale, 0, 0.0f};
 }
 
 float *cli_rows_as_read(ast_dataset *d, char *const *genes, int n_genes, const int64_t *rows, int64_t n,
@@ -201,6 +201,18 @@ int cli_check_evaluation(const ast_cfg *cfg, const ast_dataset *d, ast_error *e)
 {
     ast_eval_config ec;
     if (ast_eval_config_from_cfg(cfg, d, &ec, e) < 0) return -1;
+    ast_eval_config_free(&ec);
+    return 0;
+}
+
+int cli_val_scorer(const ast_cfg *cfg, const ast_dataset *d, const ast_split sp[3], ast_train_config *tc,
+                   ast_val_scorer *v, ast_error *e)
+{
+    ast_eval_config ec;
+    if (ast_eval_config_from_cfg(cfg, d, &ec, e) < 0) return -1;
+    ast_set_sampler val = cli_eval_sets(cfg, d, sp, AST_SPLIT_VAL);
+    ast_val_scorer_init(v, &val, &ec, tc->val_sample_steps);
+    tc->val_score = ast_val_scorer_score, tc->val_score_ud = v, tc->val_score_name = ast_eval_primary_name(ec.mode);
     ast_eval_config_free(&ec);
     return 0;
 }

@@ -6,6 +6,7 @@
 
 #include "config/config.h"
 #include "data/data.h"
+#include "eval/eval_val.h"
 #include "eval/sample.h"
 #include "model/model.h"
 #include "train/train.h"
@@ -90,6 +91,11 @@ int cli_split_parse(const char *name);
 const char *cli_split_name(int which);
 
 /* The sampler over split `which`, in the units training used. */
+/* Sets tc->val_score to v's sampled validation score (eval/eval_val.h): the
+ * val split's cells as the config's evaluation forms them, in the run's
+ * length unit, sampled in tc->val_sample_steps steps. 0, or -1 with e set. */
+int cli_val_scorer(const ast_cfg *cfg, const ast_dataset *d, const ast_split sp[3], ast_train_config *tc,
+                   ast_val_scorer *v, ast_error *e);
 ast_set_sampler cli_eval_sets(const ast_cfg *cfg, const ast_dataset *d, const ast_split sp[3], int which);
 
 #endif

@@ -265,7 +265,7 @@ Test(config, unknown_key_suggests_the_closest_sibling)
                "t.yaml:2:3: training.zzz: unknown key; the keys here are: learning_rate, weight_decay, "
                "batch_size, epochs, precision, gradient_clip_val, accumulate_grad_batches, cuda_graph, early_stopping, "
                "patience, steps_per_epoch, max_minutes, init_from, amsgrad, val_sets, val_t_points, "
-               "optimizer_sharding, scheduler");
+               "select_on, val_sample_steps, optimizer_sharding, scheduler");
 }
 
 Test(config, wrong_types_say_what_was_expected)

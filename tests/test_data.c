@@ -906,9 +906,9 @@ Test(data_sets, whole_slice_sets_hold_the_slice_and_pad_to_the_largest)
     ast_error e;
     cr_assert(ast_data_split(&d, 0.2, 0.2, sp, &e) == 0, "%s", e.msg);
     /* Slabs of 60 %: slice 0 gives 6 training cells, slice 1 llround(3.6) = 4. */
-    int N = ast_data_max_set_size(&d, &sp[AST_SPLIT_TRAIN], 0);
+    int N = ast_data_max_set_size(&d, &sp[AST_SPLIT_TRAIN], 0, 1024);
     cr_assert_eq(N, 6);
-    cr_assert_eq(ast_data_max_set_size(&d, &sp[AST_SPLIT_TRAIN], 9), 9, "a positive set_size is kept");
+    cr_assert_eq(ast_data_max_set_size(&d, &sp[AST_SPLIT_TRAIN], 9, 1024), 9, "a positive set_size is kept");
     ast_set_sampler s = {&d, &sp[AST_SPLIT_TRAIN], N, 2.0f, 0, 0.0f};
     for (int64_t i = 0; i < sp[AST_SPLIT_TRAIN].n; i++) {
         int64_t centre = sp[AST_SPLIT_TRAIN].cells[i], cells[6];
@@ -925,6 +925,35 @@ Test(data_sets, whole_slice_sets_hold_the_slice_and_pad_to_the_largest)
         }
         for (int k = 0; k < 3; k++) cr_assert_float_eq(mean[k], 0.0, 1e-5, "centred (float rounding only)");
     }
+    ast_split_free(sp);
+    ast_dataset_free(&d);
+}
+
+/* A slice larger than evaluation.max_set_size gives regions of that many
+ * cells: nearest the centre, of its slice, centred; the unit is theirs. */
+Test(data_sets, whole_slice_sets_above_the_cap_are_regions_of_the_cap)
+{
+    ast_dataset d = two_slices();
+    ast_split sp[3];
+    ast_error e;
+    cr_assert(ast_data_split(&d, 0.2, 0.2, sp, &e) == 0, "%s", e.msg);
+    int N = ast_data_max_set_size(&d, &sp[AST_SPLIT_TRAIN], 0, 5);
+    cr_assert_eq(N, 5, "6 cells in slice 0's training part, capped at 5");
+    ast_set_sampler s = {&d, &sp[AST_SPLIT_TRAIN], N, 1.0f, 0, 0.0f};
+    for (int64_t i = 0; i < sp[AST_SPLIT_TRAIN].n; i++) {
+        int64_t centre = sp[AST_SPLIT_TRAIN].cells[i], cells[5];
+        int n = ast_set_cells(&s, centre, cells);
+        cr_assert_eq(n, d.slice[centre] == 0 ? 5 : 4, "slice 0 is cut to the cap, slice 1 (4 cells) is whole");
+        cr_assert_eq(cells[0], centre, "the region is around its centre");
+        float expr[5 * 3], pos[5 * 3], mask[5];
+        ast_make_set(&s, centre, NULL, expr, pos, mask);
+        for (int j = 0; j < 5; j++) cr_assert_eq(mask[j], j < n ? 1.0f : 0.0f, "mask of slot %d with %d cells", j, n);
+    }
+    /* The unit is the median RMS radius of those sets: below the whole
+     * slices', since a 5-cell region of slice 0 is smaller than its 6 cells. */
+    float capped = ast_data_position_scale(&d, &sp[AST_SPLIT_TRAIN], 5, 1);
+    float whole = ast_data_position_scale(&d, &sp[AST_SPLIT_TRAIN], 6, 1);
+    cr_assert(capped > 0.0f && capped < whole, "unit %g (cap 5) vs %g (whole)", capped, whole);
     ast_split_free(sp);
     ast_dataset_free(&d);
 }

@@ -147,8 +147,8 @@ static void write_metrics(const char *sweep, const fake_run *r, double entropy_m
         fprintf(f, "{\"kind\":\"train\",\"step\":%d,\"epoch\":%d,\"loss\":%g,\"grad_norm\":%g,\"lr\":0.001}\n", step,
                 (step - 1) / 10, 1.0 / step + r->seed * 0.01, grad_norm(step));
         if (step % 10) continue;
-        fprintf(f, "{\"kind\":\"epoch\",\"step\":%d,\"epoch\":%d,\"train_loss\":0.5,\"val_loss\":%g}\n", step,
-                step / 10 - 1, r->val + 0.1 / step);
+        fprintf(f, "{\"kind\":\"epoch\",\"step\":%d,\"epoch\":%d,\"train_loss\":0.5,\"val_loss\":%g,\"val_knn_k10\":%g}\n",
+                step, step / 10 - 1, r->val + 0.1 / step, 0.2 + 0.01 * step);
         double low = step == 10 ? entropy_min : 0.8;
         monitor_line(f, step, "expert_load", "expert_entropy_normalized", 0, low);
         monitor_line(f, step, "expert_load", "expert_entropy_normalized", 1, 0.9);
@@ -606,10 +606,10 @@ Test(report, html_is_self_contained_and_svgs_sit_next_to_the_markdown)
     char *html = test_slurp(path);
     cr_assert(!strncmp(html, "<!DOCTYPE html>", 15));
     cr_assert(strstr(html, "</html>\n") && html[strlen(html) - 1] == '\n');
-    /* the key metrics; loss, validation loss, learning rate, gradient norm, entropy, aux loss, gate mean
-     * (no plot for flags, repeats or zeros); routing */
-    cr_assert_eq(count(html, "<svg"), 9);
-    cr_assert_eq(count(html, "</svg>"), 9);
+    /* the key metrics; loss, validation loss, learning rate, gradient norm, entropy, aux loss, gate mean,
+     * the sampled validation score (no plot for flags, repeats or zeros); routing */
+    cr_assert_eq(count(html, "<svg"), 10);
+    cr_assert_eq(count(html, "</svg>"), 10);
     cr_assert_eq(count(html, "<table>"), count(html, "</table>"));
     cr_assert_eq(count(html, "<tr>"), count(html, "</tr>"));
     cr_assert(!strstr(html, "http") && !strstr(html, "<script") && !strstr(html, "src=") && !strstr(html, "href="));
@@ -620,13 +620,14 @@ Test(report, html_is_self_contained_and_svgs_sit_next_to_the_markdown)
     const char *svgs[] = {"report_loss.svg", "report_val_loss.svg", "report_lr.svg", "report_monitor_train_grad_norm.svg",
                           "report_monitor_expert_load_expert_entropy_normalized.svg",
                           "report_monitor_gate_activation_activation_mean.svg",
-                          "report_monitor_expert_load_avg_aux_loss.svg", "report_key_metrics.svg", "report_routing.svg"};
+                          "report_monitor_expert_load_avg_aux_loss.svg", "report_key_metrics.svg", "report_routing.svg",
+                          "report_monitor_validation_knn_k10.svg"};
     char *md = report_md(sweep, NULL);
-    for (int i = 0; i < 9; i++) {
+    for (int i = 0; i < 10; i++) {
         snprintf(path, sizeof path, "%s/%s", sweep, svgs[i]);
         char *svg = test_slurp(path);
         cr_assert(!strncmp(svg, "<svg xmlns=\"http://www.w3.org/2000/svg\"", 39), "%s is a standalone SVG", svgs[i]);
-        if (i < 6) cr_assert_eq(count(svg, "class=\"mean\""), 2, "%s: a line per config", svgs[i]);
+        if (i < 6 || i == 9) cr_assert_eq(count(svg, "class=\"mean\""), 2, "%s: a line per config", svgs[i]);
         free(svg);
         char ref[300], csv[128];
         snprintf(ref, sizeof ref, "](%s)", svgs[i]);

@@ -703,3 +703,102 @@ Test(train, a_batch_beyond_memory_names_its_keys, .timeout = 60)
 {
     expect_new_fails(huge_val_sets, "out of memory: the validation batch (training.val_sets x data.set_size x genes)");
 }
+
+/* ---- training.select_on and the validation grid ------------------------- */
+
+/* A validation score that ranks the epochs against time, the first best,
+ * and keeps each scored epoch's parameters to compare best.safetensors with. */
+typedef struct scored_epochs {
+    int calls;
+    float *params[8];
+    int64_t n;
+} scored_epochs;
+
+static double first_epoch_best(void *ud, ast_model *m, const ast_schedule *s)
+{
+    scored_epochs *se = ud;
+    (void)s;
+    cr_assert(se->calls < 8);
+    se->params[se->calls] = snapshot(ast_model_params(m), 0, &se->n);
+    return 1.0 / (1 + se->calls++);
+}
+
+/* Trains the tiny config for 4 epochs selecting on `select_on`, scored by
+ * first_epoch_best; the parameters of best.safetensors into *best. */
+static void train_selecting(ast_select_on select_on, int patience, scored_epochs *se, ast_train_result *r, float **best)
+{
+    fixture f;
+    fixture_open(&f, 4);
+    f.tc.select_on = select_on;
+    f.tc.val_score = first_epoch_best, f.tc.val_score_ud = se, f.tc.val_score_name = "knn_k10";
+    f.tc.early_stopping = patience > 0, f.tc.patience = patience > 0 ? patience : 1;
+    ast_error e = {""};
+    char *dir = train_tmp_dir("select"), path[256];
+    ast_model *m = ast_model_new(&f.mc, f.tc.seed, &e);
+    cr_assert(m, "%s", e.msg);
+    ast_trainer *t = ast_trainer_new(m, &f.d, f.sp, &f.tc, dir, NULL, &e);
+    cr_assert(t, "%s", e.msg);
+    cr_assert(ast_trainer_run(t, r, &e) == 0, "%s", e.msg);
+    ast_trainer_free(t);
+    snprintf(path, sizeof path, "%s/best.safetensors", dir);
+    cr_assert_eq(ast_params_load(ast_model_params(m), path, 0, &e), 0, "%s", e.msg);
+    int64_t n;
+    *best = snapshot(ast_model_params(m), 0, &n);
+    cr_assert_eq(n, se->n);
+    ast_model_free(m);
+    train_setup_close(&f);
+}
+
+Test(train, best_weights_follow_the_sampled_score_where_the_loss_disagrees, .timeout = 120)
+{
+    scored_epochs by_loss = {0}, by_score = {0};
+    ast_train_result lr, sr;
+    float *loss_best, *score_best;
+    train_selecting(AST_SELECT_LOSS, 0, &by_loss, &lr, &loss_best);
+    train_selecting(AST_SELECT_SAMPLED, 2, &by_score, &sr, &score_best);
+    /* The loss falls over the 4 epochs, the score only falls: they disagree. */
+    cr_assert_neq(lr.best_epoch, 0, "the loss must prefer a later epoch for the two criteria to disagree");
+    cr_assert_eq(memcmp(loss_best, by_loss.params[lr.best_epoch], (size_t)by_loss.n * sizeof(float)), 0,
+                 "select_on loss: best.safetensors is the epoch of the lowest loss");
+    cr_assert_eq(sr.best_epoch, 0, "select_on sampled: the epoch of the highest score");
+    cr_assert_eq(memcmp(score_best, by_score.params[0], (size_t)by_score.n * sizeof(float)), 0,
+                 "select_on sampled: best.safetensors is epoch 1's");
+    cr_assert_eq(sr.best_score, 1.0);
+    cr_assert_eq(sr.last_score, 1.0 / 3, "the last scored epoch is the third");
+    /* Early stopping counts epochs without a better score: 2 after the first. */
+    cr_assert_str_eq(sr.stop_reason, "early_stopping");
+    cr_assert_eq(sr.epochs, 3);
+    cr_assert_eq(lr.epochs, 4);
+    for (int i = 0; i < 8; i++) free(by_loss.params[i]), free(by_score.params[i]);
+    free(loss_best), free(score_best);
+}
+
+Test(train, validation_scores_pure_noise_but_under_reference_parity, .timeout = 60)
+{
+    fixture f;
+    fixture_open(&f, 1);
+    int times[3];
+    /* T = 100, 2 points: the bin midpoints 25 and 75, then T. */
+    cr_assert_eq(ast_trainer_val_times(&f.tc, times), 3);
+    cr_assert(times[0] == 25 && times[1] == 75 && times[2] == 100, "%d %d %d", times[0], times[1], times[2]);
+    ast_error e = {""};
+    ast_model *m = ast_model_new(&f.mc, f.tc.seed, &e);
+    cr_assert(m, "%s", e.msg);
+    ast_trainer *t = ast_trainer_new(m, &f.d, f.sp, &f.tc, train_tmp_dir("valT"), NULL, &e);
+    cr_assert(t, "%s", e.msg);
+    double with_T = ast_trainer_val_loss(t);
+    ast_trainer_free(t);
+    f.tc.val_at_T = 0;
+    t = ast_trainer_new(m, &f.d, f.sp, &f.tc, train_tmp_dir("valT"), NULL, &e);
+    cr_assert(t, "%s", e.msg);
+    cr_assert_neq(ast_trainer_val_loss(t), with_T, "the t = T term enters the validation loss");
+    ast_trainer_free(t);
+    ast_model_free(m);
+    train_setup_close(&f);
+
+    const char *const parity[] = {"reference_parity=true", NULL};
+    train_setup_open(&f, tiny_yaml, parity);
+    cr_assert_eq(ast_trainer_val_times(&f.tc, times), 2, "the reference validates below T");
+    cr_assert_eq(f.tc.select_on, AST_SELECT_LOSS, "and selects on the loss");
+    train_setup_close(&f);
+}

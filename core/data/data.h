@@ -182,18 +182,24 @@ typedef struct ast_set_sampler {
 } ast_set_sampler;
 
 /* The N of sets of data.set_size `set_size`: itself, or for 0 (whole-slice
- * sets) the most cells any one slice has in the split. */
-int ast_data_max_set_size(const ast_dataset *d, const ast_split *s, int set_size);
+ * sets) the most cells any one slice has in the split, at most `cap`
+ * (evaluation.max_set_size, the largest set evaluation places): the sets of
+ * a slice larger than that are random spatial regions of `cap` cells of it
+ * (ast_make_set), so training sees sets of the size it is scored on. */
+int ast_data_max_set_size(const ast_dataset *d, const ast_split *s, int set_size, int cap);
 
 /* A dataset-wide length unit: the median RMS radius of centred
- * neighbourhood sets of the split, so set coordinates are O(1) like the
- * unit-variance diffusion noise. */
+ * neighbourhood sets of `set_size` cells of the split (whole slices, or
+ * regions of the capped size, when set_size comes from
+ * ast_data_max_set_size for data.set_size 0), so set coordinates are O(1)
+ * like the unit-variance diffusion noise. */
 float ast_data_position_scale(const ast_dataset *d, const ast_split *s, int set_size, uint64_t seed);
 
 /* The set of the `centre` cell: it and its N-1 nearest cells of the same
  * slice and split; positions centred on the set and scaled. Sets of a
  * split smaller than N are padded (mask 0). With N from
- * ast_data_max_set_size(d, s, 0) this is the centre's whole slice. */
+ * ast_data_max_set_size(d, s, 0, cap) this is the centre's whole slice, or
+ * for a slice above cap the region of cap cells around the centre. */
 void ast_make_set(const ast_set_sampler *s, int64_t centre, ast_rng *rng, float *expr, float *pos, float *mask);
 /* The dataset indices of the cells ast_make_set puts in the set of
  * `centre`, in set order (room for N); returns their number. */

@@ -32,7 +32,7 @@ static int nearest(const ast_dataset *d, const ast_split *s, int64_t centre, int
     return n;
 }
 
-int ast_data_max_set_size(const ast_dataset *d, const ast_split *s, int set_size)
+int ast_data_max_set_size(const ast_dataset *d, const ast_split *s, int set_size, int cap)
 {
     if (set_size > 0) return set_size;
     int64_t *count = ast_xcalloc((size_t)d->n_slices, sizeof *count), most = 1; /* an empty split still gets a set */
@@ -41,7 +41,7 @@ int ast_data_max_set_size(const ast_dataset *d, const ast_split *s, int set_size
         if (n > most) most = n;
     }
     free(count);
-    return (int)most;
+    return most < cap ? (int)most : cap;
 }
 
 /* A uniformly random rotation from a random unit quaternion. */

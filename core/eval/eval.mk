@@ -2,7 +2,8 @@
 # and held-out evaluation (eval.json).
 libalphast_la_SOURCES += core/eval/sample.h core/eval/sample.c core/eval/sample_axes.c \
 	core/eval/metrics.h core/eval/metrics_internal.h core/eval/metrics.c core/eval/metrics_spatial.c \
-	core/eval/metrics_graph.c core/eval/metric_table.c core/eval/eval_sets.h core/eval/eval_sets.c core/eval/stitch.h core/eval/stitch.c \
+	core/eval/metrics_graph.c core/eval/metric_table.c core/eval/eval_sets.h core/eval/eval_sets.c core/eval/eval_val.h core/eval/eval_val.c \
+	core/eval/stitch.h core/eval/stitch.c \
 	core/eval/evaluate.h core/eval/evaluate_internal.h core/eval/evaluate.c core/eval/evaluate_report.c core/eval/eval_placement.c \
 	core/eval/evaluate_baselines.c core/eval/uncertainty.h core/eval/uncertainty.c core/eval/baselines.h \
 	core/eval/baselines_reference.c core/eval/baselines_mlp.c

@@ -101,6 +101,13 @@ static void metrics_line(rp_run *r, const cJSON *o)
     } else if (cJSON_IsString(kind) && !strcmp(kind->valuestring, "epoch")) {
         double val = rp_json_number(o, "val_loss");
         if (isfinite(val)) rp_series_push(&r->val_loss, step, val);
+        /* The sampled validation score (val_knn_k10, val_pcc_gene) is charted as monitors are. */
+        char name[512];
+        for (const cJSON *f = o->child; f; f = f->next)
+            if (f->string && !strncmp(f->string, "val_", 4) && strcmp(f->string, "val_loss") && cJSON_IsNumber(f)) {
+                snprintf(name, sizeof name, "validation/%s", f->string + 4);
+                monitor_value(r, name, step, -1, f->valuedouble);
+            }
     } else if (cJSON_IsString(metric)) {
         char name[512];
         if (cJSON_IsString(monitor) && monitor->valuestring[0])

@@ -1,6 +1,8 @@
 /* The training loop: sample neighbourhood sets, noise them, predict x0,
  * take an AdamW step; validate, checkpoint and early-stop per epoch. */
 #include <errno.h>
+#include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -24,6 +26,10 @@ void ast_train_config_default(ast_train_config *tc)
     ast_loss_config_default(&tc->loss);
     tc->sets_per_step = 4;
     tc->set_size = 64;
+    tc->region_cap = 1024;
+    tc->val_at_T = 1;
+    tc->val_sample_steps = 10;
+    tc->select_on = AST_SELECT_SAMPLED;
     tc->epochs = 10;
     tc->steps_per_epoch = 50;
     tc->accumulate = 1;
@@ -122,7 +128,7 @@ static int check_splits(const ast_dataset *d, const ast_split sp[3], int set_siz
     }
     /* Sets never cross slices or splits: a set_size above the largest slice
      * pads every set, and 1e6 would allocate gigabytes of padding. */
-    int most = ast_data_max_set_size(d, &sp[AST_SPLIT_TRAIN], 0);
+    int most = ast_data_max_set_size(d, &sp[AST_SPLIT_TRAIN], 0, INT_MAX);
     if (set_size > most) {
         ast_error_set(e, "data.set_size: %d cells per set, but the training split's largest slice has %d cells "
                       "(%lld in the split); use at most %d, or 0 for whole slices", set_size, most,
@@ -181,12 +187,13 @@ ast_trainer *ast_trainer_new(ast_model *m, const ast_dataset *d, const ast_split
     ast_trainer *t = ast_xcalloc(1, sizeof *t);
     t->model = m, t->data = d, t->tc = *tc;
     /* From here on tc->set_size is the N that batches are sized by. */
-    int n_train = ast_data_max_set_size(d, &splits[AST_SPLIT_TRAIN], tc->set_size);
-    int n_val = ast_data_max_set_size(d, &splits[AST_SPLIT_VAL], tc->set_size);
+    int n_train = ast_data_max_set_size(d, &splits[AST_SPLIT_TRAIN], tc->set_size, tc->region_cap);
+    int n_val = ast_data_max_set_size(d, &splits[AST_SPLIT_VAL], tc->set_size, tc->region_cap);
     t->tc.set_size = n_train > n_val ? n_train : n_val;
     tc = &t->tc;
     t->dir = ast_xstrdup(run_dir);
-    t->best_val = INFINITY;
+    t->best_val = t->best_crit = INFINITY;
+    t->best_score = t->last_score = NAN;
     t->best_epoch = -1;
     describe(t, config_yaml);
     if (ast_schedule_init(&t->sched, tc->diffusion_steps, tc->nu_expression, tc->nu_position, e) < 0 ||
@@ -379,19 +386,43 @@ static int train_step(ast_trainer *t, double *loss_out, ast_error *e)
     return 0;
 }
 
+/* The epoch's training.select_on criterion, lower is better. An epoch
+ * whose sampled score is NaN (no set large enough) ranks below every
+ * scored one, yet above none at all, so that best.safetensors exists. */
+static double criterion(const ast_trainer *t, double val, double score)
+{
+    if (t->tc.select_on == AST_SELECT_LOSS || !t->tc.val_score) return val;
+    return isnan(score) ? DBL_MAX : -score;
+}
+
+static const char *score_name(const ast_trainer *t) { return t->tc.val_score_name ? t->tc.val_score_name : "score"; }
+
+static void log_epoch(ast_trainer *t, double train_loss, double val, double score)
+{
+    cJSON *line = ast_metrics_line("epoch", (long long)t->step, t->epoch);
+    ast_metrics_add(line, "train_loss", "%.9g", train_loss);
+    ast_metrics_add(line, "val_loss", "%.9g", val);
+    if (t->tc.val_score) {
+        char key[64];
+        snprintf(key, sizeof key, "val_%s", score_name(t));
+        ast_metrics_add(line, key, "%.9g", score);
+    }
+    ast_metrics_write(t->metrics, line);
+    train_tboard_sync(t);
+}
+
 static int end_epoch(ast_trainer *t, double train_loss, ast_error *e)
 {
     train_monitors_observe(t, AST_PHASE_EPOCH_END);
     double val = ast_trainer_val_loss(t);
-    t->last_val = val, t->last_train = train_loss;
-    cJSON *line = ast_metrics_line("epoch", (long long)t->step, t->epoch);
-    ast_metrics_add(line, "train_loss", "%.9g", train_loss);
-    ast_metrics_add(line, "val_loss", "%.9g", val);
-    ast_metrics_write(t->metrics, line);
-    train_tboard_sync(t);
+    double score = t->tc.val_score ? t->tc.val_score(t->tc.val_score_ud, t->model, &t->sched) : NAN;
+    t->last_val = val, t->last_train = train_loss, t->last_score = score;
+    log_epoch(t, train_loss, val, score);
     char path[4096];
-    if (val < t->best_val) {
-        t->best_val = val, t->best_epoch = t->epoch, t->bad_epochs = 0;
+    double crit = criterion(t, val, score);
+    if (crit < t->best_crit) {
+        t->best_crit = crit, t->best_val = val, t->best_score = score;
+        t->best_epoch = t->epoch, t->bad_epochs = 0;
         if (t->ranks.rank == 0 &&
             ast_params_save(ast_model_params(t->model), ast_trainer_file(t, "best.safetensors", path, sizeof path),
                             t->meta, e) < 0)
@@ -426,9 +457,17 @@ double ast_trainer_run_seconds(const ast_trainer *t)
     return t->prior_seconds + (t->run_start > 0 ? ast_now() - t->run_start : 0.0);
 }
 
+/* A number for JSON, which has no NaN: null instead. */
+static const char *json_num(double x, char buf[32])
+{
+    if (isfinite(x)) snprintf(buf, 32, "%.9g", x);
+    else snprintf(buf, 32, "null");
+    return buf;
+}
+
 static void write_summary(ast_trainer *t, const ast_train_result *r)
 {
-    char path[4096], blas[256];
+    char path[4096], blas[256], best[32], last[32];
     FILE *f = t->ranks.rank == 0 ? fopen(ast_trainer_file(t, "summary.json", path, sizeof path), "w") : NULL;
     if (!f) return;
     size_t peak = ast_ctx_arena_peak(t->ctx);
@@ -438,11 +477,14 @@ static void write_summary(ast_trainer *t, const ast_train_result *r)
     cJSON_Delete(p);
     fprintf(f,
             "{\n  \"steps\": %lld,\n  \"epochs\": %d,\n  \"best_val_loss\": %.9g,\n  \"best_epoch\": %d,\n"
-            "  \"last_val_loss\": %.9g,\n  \"last_train_loss\": %.9g,\n  \"seconds\": %.3f,\n"
+            "  \"last_val_loss\": %.9g,\n  \"last_train_loss\": %.9g,\n  \"select_on\": \"%s\",\n"
+            "  \"best_val_score\": %s,\n  \"last_val_score\": %s,\n  \"seconds\": %.3f,\n"
             "  \"steps_per_second\": %.4f,\n  \"invocations\": %d,\n  \"stop_reason\": \"%s\",\n"
             "  \"parameters\": %lld,\n  \"active_parameters\": %lld,\n  \"peak_arena_bytes\": %zu,\n"
             "  \"position_scale\": %.9g,\n  \"cuda_graph\": %s,\n  \"blas\": \"%s\",\n  \"protocol\": %s\n}\n",
-            (long long)r->steps, r->epochs, r->best_val, r->best_epoch, r->last_val, r->last_train, r->seconds,
+            (long long)r->steps, r->epochs, r->best_val, r->best_epoch, r->last_val, r->last_train,
+            t->tc.select_on == AST_SELECT_LOSS || !t->tc.val_score ? "loss" : "sampled", json_num(r->best_score, best),
+            json_num(r->last_score, last), r->seconds,
             r->steps_per_second, t->invocations, r->stop_reason, (long long)ast_model_param_count(t->model),
             (long long)ast_model_active_param_count(t->model), peak, t->train_sets.pos_scale,
             ast_trainer_cuda_graph(t) ? "true" : "false", ast_blas_coretype_describe(blas, sizeof blas), protocol);
@@ -459,6 +501,7 @@ static void fill_result(ast_trainer *t, ast_train_result *r)
     r->steps = t->step, r->epochs = t->epoch;
     r->best_val = t->best_val, r->best_epoch = t->best_epoch;
     r->last_val = t->last_val, r->last_train = t->last_train;
+    r->best_score = t->best_score, r->last_score = t->last_score;
     r->seconds = ast_trainer_run_seconds(t);
     int64_t timed = t->prior_timed_steps + (t->step - t->first_step);
     r->steps_per_second = (double)timed / (r->seconds + 1e-9);
@@ -527,8 +570,9 @@ static int train_epochs(ast_trainer *t, ast_train_result *r, ast_error *e)
             ast_progress_update(&bar, t->epoch_step + 1, status);
         }
         if (end_epoch(t, t->epoch_loss_sum / t->tc.steps_per_epoch, e) < 0) return -1;
-        snprintf(status, sizeof status, "train %.4f  val %.4f%s", t->last_train, t->last_val,
-                 t->best_epoch == t->epoch - 1 ? " (best)" : "");
+        int at = snprintf(status, sizeof status, "train %.4f  val %.4f", t->last_train, t->last_val);
+        if (t->tc.val_score) snprintf(status + at, sizeof status - (size_t)at, "  %s %.3f", score_name(t), t->last_score);
+        if (t->best_epoch == t->epoch - 1) strncat(status, " (best)", sizeof status - strlen(status) - 1);
         ast_progress_finish(&bar, status);
         if (t->tc.max_minutes > 0 && ast_dist_any(ast_now() - start > 60.0 * t->tc.max_minutes)) {
             r->stop_reason = "time_limit";

@@ -28,6 +28,18 @@ typedef struct ast_schedule_values {
  * 0 on success, -1 with e set to stop the run. */
 typedef int (*ast_schedule_fn)(void *ud, int64_t step, int epoch, ast_schedule_values *v, ast_error *e);
 
+/* A score of the current weights on the validation cells, higher is
+ * better (NaN: none): the primary metric of sampled placements, which the
+ * eval layer above this one computes (eval/eval_val.h). */
+typedef double (*ast_val_score_fn)(void *ud, ast_model *m, const ast_schedule *s);
+
+/* training.select_on: what picks best.safetensors and early stopping's
+ * epochs without improvement. */
+typedef enum ast_select_on {
+    AST_SELECT_SAMPLED, /* the val_score of sampled placements (falls back to the loss without one) */
+    AST_SELECT_LOSS,    /* the validation loss (the reference's) */
+} ast_select_on;
+
 /* training.optimizer_sharding: where the AdamW state of a run over
  * several ranks (train_dist.h) lives. */
 typedef enum ast_optim_sharding {
@@ -43,7 +55,8 @@ typedef struct ast_train_config {
     ast_pos_param pos_param; /* diffusion.position_parameterisation */
 
     int sets_per_step;   /* B */
-    int set_size;        /* N; 0: whole slices, N the largest slice of the train or val split */
+    int set_size;        /* N; 0: whole slices, N the largest slice of the train or val split, at most region_cap */
+    int region_cap;      /* evaluation.max_set_size: with set_size 0, a slice larger gives random regions of this many */
     int rotate;          /* random 3-D rotation of each training set */
     float expr_dropout;  /* expression dropout augmentation */
     int epochs;
@@ -56,6 +69,12 @@ typedef struct ast_train_config {
     int early_stopping, patience;
     int val_sets;        /* fixed validation sets */
     int val_t_points;    /* fixed grid of diffusion times */
+    int val_at_T;        /* validation also scores t = T, pure noise, where sampling starts (not under reference_parity) */
+    int val_sample_steps; /* training.val_sample_steps: sampler steps of val_score */
+    ast_select_on select_on;
+    ast_val_score_fn val_score; /* optional, called at every epoch's end; NULL: the loss alone */
+    void *val_score_ud;
+    const char *val_score_name; /* its metric's name, for metrics.jsonl ("knn_k10") */
     double max_minutes;  /* stop (with a checkpoint) after this long; 0 = no limit */
     const char *init_from; /* training.init_from: a fresh run starts from these weights; NULL: random ones */
     uint64_t seed;
@@ -95,6 +114,7 @@ typedef struct ast_train_result {
     int64_t steps;
     int epochs;
     double best_val, last_val, last_train;
+    double best_score, last_score; /* val_score at the best and the last epoch; NaN without one */
     int best_epoch;
     double seconds;          /* training wall time of every invocation, up to its last checkpoint, plus this one's */
     double steps_per_second; /* the steps those seconds timed / seconds */
@@ -142,6 +162,10 @@ int ast_trainer_run(ast_trainer *t, ast_train_result *r, ast_error *e);
 
 /* The deterministic validation loss of the current weights. */
 double ast_trainer_val_loss(ast_trainer *t);
+/* Its diffusion times into out [val_t_points + 1]: the midpoints of
+ * val_t_points equal bins of 1..T, then T itself when tc->val_at_T; returns
+ * their number. */
+int ast_trainer_val_times(const ast_train_config *tc, int *out);
 
 /* Losses of every optimiser step so far (for tests of exact resume). */
 int64_t ast_trainer_n_losses(const ast_trainer *t);

@@ -78,6 +78,9 @@ static void add_metadata(ast_trainer *t, ast_st_writer *w)
     META("epoch_loss_sum", "%.17g", t->epoch_loss_sum);
     META("optimizer_step", "%lld", (long long)t->opt->step);
     META("best_val", "%.17g", t->best_val);
+    META("best_crit", "%.17g", t->best_crit);
+    META("best_score", "%.17g", t->best_score);
+    META("last_score", "%.17g", t->last_score);
     META("best_epoch", "%d", t->best_epoch);
     META("bad_epochs", "%d", t->bad_epochs);
     META("last_val", "%.17g", t->last_val);
@@ -180,6 +183,19 @@ static int meta_num(const ast_st_file *f, const char *key, double lo, double hi,
     return 0;
 }
 
+/* training.select_on's bookkeeping; a checkpoint older than it selected
+ * on the loss, best_val. */
+static int read_selection(ast_trainer *t, const ast_st_file *f, ast_error *e)
+{
+    double crit = t->best_val, best = NAN, last = NAN, lo = t->best_epoch < 0 ? INFINITY : -DBL_MAX;
+    if ((ast_st_metadata(f, "best_crit") && meta_num(f, "best_crit", lo, t->best_epoch < 0 ? INFINITY : DBL_MAX, 0, &crit, e)) ||
+        (ast_st_metadata(f, "best_score") && meta_num(f, "best_score", -DBL_MAX, DBL_MAX, 1, &best, e)) ||
+        (ast_st_metadata(f, "last_score") && meta_num(f, "last_score", -DBL_MAX, DBL_MAX, 1, &last, e)))
+        return -1;
+    t->best_crit = crit, t->best_score = best, t->last_score = last;
+    return 0;
+}
+
 /* Step, epoch and early stopping, each against the others: every epoch
  * ends with a checkpoint after at least one step, and the best epoch and
  * the bad epochs since add up to the epochs done. */
@@ -201,7 +217,7 @@ static int read_progress(ast_trainer *t, const ast_st_file *f, ast_error *e)
     t->step = step, t->epoch = (int)epoch, t->opt->step = ostep;
     t->best_val = best, t->best_epoch = (int)best_epoch, t->bad_epochs = (int)bad;
     t->last_val = last_val, t->last_train = last_train;
-    return 0;
+    return read_selection(t, f, e);
 }
 
 /* Where in its epoch a checkpoint that a signal made mid-epoch stopped

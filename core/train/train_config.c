@@ -128,6 +128,7 @@ int ast_train_config_from_cfg(const ast_cfg *cfg, ast_train_config *tc, ast_erro
 
     tc->sets_per_step = (int)ast_cfg_int(cfg, "training.batch_size");
     tc->set_size = (int)ast_cfg_int(cfg, "data.set_size");
+    tc->region_cap = (int)ast_cfg_int(cfg, "evaluation.max_set_size");
     tc->rotate = ast_cfg_bool(cfg, "data.loading.rotation");
     tc->expr_dropout = (float)ast_cfg_float(cfg, "data.loading.expression_dropout");
     tc->epochs = (int)ast_cfg_int(cfg, "training.epochs");
@@ -150,6 +151,12 @@ int ast_train_config_from_cfg(const ast_cfg *cfg, ast_train_config *tc, ast_erro
     tc->patience = (int)ast_cfg_int(cfg, "training.patience");
     tc->val_sets = (int)ast_cfg_int(cfg, "training.val_sets");
     tc->val_t_points = (int)ast_cfg_int(cfg, "training.val_t_points");
+    /* The reference validates on the loss alone, at random t below T. */
+    int parity = ast_cfg_bool(cfg, "reference_parity");
+    tc->val_at_T = !parity;
+    tc->val_sample_steps = (int)ast_cfg_int(cfg, "training.val_sample_steps");
+    const char *select_on = ast_cfg_str(cfg, "training.select_on"); /* the schema's enum */
+    tc->select_on = parity || (select_on && !strcmp(select_on, "loss")) ? AST_SELECT_LOSS : AST_SELECT_SAMPLED;
     tc->max_minutes = ast_cfg_float(cfg, "training.max_minutes");
     tc->init_from = ast_cfg_str(cfg, "training.init_from");
     const char *logger = ast_cfg_str(cfg, "logging.logger"); /* the schema's enum */

@@ -52,6 +52,10 @@ struct ast_trainer {
     double best_val;
     int best_epoch, bad_epochs;
     double last_val, last_train;
+    /* training.select_on's criterion at the best epoch (lower is better:
+     * the loss, or minus the sampled score), and the sampled score at the
+     * best and the last epoch (NaN without one) */
+    double best_crit, best_score, last_score;
     /* The whole run's bookkeeping across invocations (summary.json), also
      * saved: the training seconds and the steps they timed up to the last
      * checkpoint (timed_steps < step only after a checkpoint that predates
