@@ -83,8 +83,9 @@ static const cfg_key schema[] = {
     INT("training.val_sets", "16", CFG_POSITIVE),            /* alphast: fixed validation sets */
     INT("training.val_t_points", "4", CFG_POSITIVE),         /* alphast: fixed grid of diffusion times for validation (and t = T) */
     /* alphast: what picks best.safetensors and early stopping: the primary metric of sampled placements of the
-     * validation cells (in val_sample_steps sampler steps) or the validation loss; reference_parity: loss */
-    ENUM("training.select_on", "sampled", "sampled|loss"),
+     * validation cells (in val_sample_steps sampler steps) or the validation loss (the default: sampled did not
+     * measure better, docs/evaluation.md "Model selection"); reference_parity: loss */
+    ENUM("training.select_on", "loss", "sampled|loss"),
     INT("training.val_sample_steps", "10", CFG_POSITIVE),    /* alphast: sampler steps of the sampled validation score */
     /* alphast: under mpirun, the AdamW state split over the ranks (ZeRO-1) or whole on each */
     ENUM("training.optimizer_sharding", "zero1", "zero1|replicated"),

@@ -29,7 +29,7 @@ void ast_train_config_default(ast_train_config *tc)
     tc->region_cap = 1024;
     tc->val_at_T = 1;
     tc->val_sample_steps = 10;
-    tc->select_on = AST_SELECT_SAMPLED;
+    tc->select_on = AST_SELECT_LOSS;
     tc->epochs = 10;
     tc->steps_per_epoch = 50;
     tc->accumulate = 1;

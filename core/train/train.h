@@ -36,8 +36,8 @@ typedef double (*ast_val_score_fn)(void *ud, ast_model *m, const ast_schedule *s
 /* training.select_on: what picks best.safetensors and early stopping's
  * epochs without improvement. */
 typedef enum ast_select_on {
+    AST_SELECT_LOSS,    /* the validation loss (the reference's; the default) */
     AST_SELECT_SAMPLED, /* the val_score of sampled placements (falls back to the loss without one) */
-    AST_SELECT_LOSS,    /* the validation loss (the reference's) */
 } ast_select_on;
 
 /* training.optimizer_sharding: where the AdamW state of a run over
