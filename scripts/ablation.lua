@@ -16,7 +16,12 @@
 --   prediction (x0 = prior + learned residual), Prior-both  both.
 --
 --   alphast-run sweep scripts/ablation.lua      # 15 runs, ~4 min on 2 cores
---   ALPHAST_DATA=starmap alphast-run sweep ...  # the same on STARmap 3D
+--   ALPHAST_DATA=starmap alphast-run sweep ...  # the same on STARmap 3D (osmfish: osmFISH)
+--   ALPHAST_SPLIT=random alphast-run sweep ...  # held out by data.split=random (blocks,
+--                                               # slab; sections: STARmap's 5 z-sections)
+--   ALPHAST_RECIPE=previous ...                 # the recipe before issue 23 (no prior)
+--   ALPHAST_SCREEN=1 alphast-run sweep ...      # the Baseline model under candidate
+--                                               # recipes (docs/evaluation.md)
 --   ALPHAST_QUICK=1 alphast-run sweep ...       # a few steps per run, for tests
 --
 -- report = true writes report.md and report.html into the sweep directory
@@ -25,6 +30,9 @@ local a = require "alphast"
 
 local quick = (os.getenv("ALPHAST_QUICK") or "") ~= ""
 local data = os.getenv("ALPHAST_DATA") or "visium"
+local split = os.getenv("ALPHAST_SPLIT") or ""
+local recipe = os.getenv("ALPHAST_RECIPE") or ""
+local screen = (os.getenv("ALPHAST_SCREEN") or "") ~= ""
 
 -- 15 runs, 2 at a time: about a minute on an idle 2-core machine (10 epochs
 -- of 30 steps take 6-10 s per run); on a busy machine max_minutes stops a run
@@ -40,6 +48,22 @@ local budget = quick and {
 -- Monitors say why a config wins; each one is silent on a model without its part.
 local monitors = "monitors=[expert_load, gate_activation, grad_norm, time_conditioning]"
 for _, b in ipairs{budget} do b[#b + 1] = monitors end
+
+-- A budget in steps whatever the machine's load (the device matrix).
+if os.getenv("ALPHAST_MAX_MINUTES") then budget[#budget + 1] = "training.max_minutes=" .. os.getenv("ALPHAST_MAX_MINUTES") end
+
+-- The held-out protocol (docs/evaluation.md, "Protocol"); STARmap's
+-- sections are five z-ranges of its one 3-D slice.
+if split ~= "" then
+    budget[#budget + 1] = "data.split=" .. split
+    if split == "sections" and data == "starmap" then budget[#budget + 1] = "data.sections_from_z=5" end
+end
+-- The recipe the shipped configs had before issue 23: no structural prior.
+local recipes = {previous = {"model.prior=none"}}
+if recipe ~= "" then
+    assert(recipes[recipe], "ALPHAST_RECIPE: unknown recipe '" .. recipe .. "' (previous)")
+    for _, o in ipairs(recipes[recipe]) do budget[#budget + 1] = o end
+end
 
 local gated = {"attention=gated", "attention.gate_type=headwise", "attention.use_qk_norm=true"}
 local moe = {"ffn=moe", "ffn.num_experts=4", "ffn.top_k=2"}
@@ -61,7 +85,15 @@ local configs = {
     ["Gated+MoE"] = join(gated, moe),
     Geodesic = {"attention=geodesic", "ffn=dense"},
 }
-if with_prior then
+if screen then -- the Baseline model under each candidate recipe
+    local base = {"attention=linear", "ffn=dense"}
+    configs = {
+        Baseline = join(base, {"model.prior=none"}),
+        ["Prior-base"] = join(base, {"model.prior=isomap", "model.prior_inputs=false"}),
+        Whole = join(base, {"model.prior=none", "data.set_size=0", "training.batch_size=1"}),
+        Sampled = join(base, {"model.prior=none", "training.select_on=sampled"}),
+    }
+elseif with_prior then
     local base = {"attention=linear", "ffn=dense", "model.prior=isomap"}
     configs["Prior-in"] = join(base, {"model.prior_residual=false"})
     configs["Prior-base"] = join(base, {"model.prior_inputs=false"})
@@ -70,7 +102,8 @@ end
 
 a.sweep{
     name = (quick and "ablation-quick" or "ablation") .. (data == "visium" and "" or "-" .. data)
-        .. (with_prior and "-prior" or ""),
+        .. (split == "" and "" or "-" .. split) .. (recipe == "" and "" or "-" .. recipe)
+        .. (screen and "-screen" or with_prior and "-prior" or ""),
     base = a.override(data .. ".yaml", budget),  -- next to this script, else the shipped configs/
     configs = configs,
     seeds = {1, 2, 3},

@@ -24,7 +24,8 @@
 #       bundled dataset and held-out protocol (default: visium, starmap and
 #       osmfish under random, blocks and slab, and starmap's z-sections), 4
 #       sweeps at a time of 4 one-thread runs each (MATRIX_PARALLEL sweeps);
-#       RECIPE `previous` runs the recipe before issue 23. Each sweep's
+#       RECIPE `previous` runs the recipe before issue 23, `screen` the
+#       Baseline model under the candidate recipes. Each sweep's
 #       report.md lands in OUT_DIR/DATA-SPLIT[-RECIPE]/ (docs/evaluation.md).
 #   scripts/device-bench.sh cluster OUT_DIR
 #       there, from a --cluster bundle of an MPI build: one training run at
@@ -291,7 +292,9 @@ matrix_cell() { # out data:split[:recipe]
   local out=$1 data split recipe name
   IFS=: read -r data split recipe <<<"$2"
   name=$data-$split${recipe:+-$recipe}
-  (cd "$top" && ALPHAST_DATA=$data ALPHAST_SPLIT=$split ALPHAST_RECIPE=${recipe:-} XDG_CACHE_HOME=$out/cache \
+  local screen=
+  if [ "$recipe" = screen ]; then screen=1 recipe=; fi
+  (cd "$top" && ALPHAST_DATA=$data ALPHAST_SPLIT=$split ALPHAST_RECIPE=$recipe ALPHAST_SCREEN=$screen ALPHAST_MAX_MINUTES=10 XDG_CACHE_HOME=$out/cache \
     "$bundle/alphast-run" sweep "$top/device-sweep/ablation.lua" -o "$out/$name" --jobs 4 --threads 1 \
     >"$out/$name.log" 2>&1) || { echo "$name failed:"; tail -5 "$out/$name.log"; }
   grep -E "^[^ ]+: [0-9]+/[0-9]+ done" "$out/$name.log" | tail -1
