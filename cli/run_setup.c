@@ -90,7 +90,8 @@ int cli_load_data(ast_cfg *cfg, const char *cfg_path, const char *data_arg, ast_
         (coords[0] && set_absolute(cfg, "data.coords_file", coords, e) < 0))
         return -1;
     ast_split_opts so;
-    return ast_split_opts_from_cfg(cfg, &so, e) < 0 ? -1 : ast_data_split_by(d, &so, sp, e);
+    if (ast_split_opts_from_cfg(cfg, &so, e) < 0 || ast_data_split_by(d, &so, sp, e) < 0) return -1;
+    return ast_train_resolve_recipe(cfg, ast_split_resolve(d, &so), e);
 }
 
 const char *cli_weights_file(const char *dir, char *buf, size_t n, ast_error *e)

@@ -58,8 +58,8 @@ if split ~= "" then
     budget[#budget + 1] = "data.split=" .. split
     if split == "sections" and data == "starmap" then budget[#budget + 1] = "data.sections_from_z=5" end
 end
--- The recipe the shipped configs had before issue 23: no structural prior.
-local recipes = {previous = {"model.prior=none"}}
+-- The recipe the shipped configs had before issue 23: patches, no prior.
+local recipes = {previous = {"model.prior=none", "data.train_sets=patches"}}
 if recipe ~= "" then
     assert(recipes[recipe], "ALPHAST_RECIPE: unknown recipe '" .. recipe .. "' (previous)")
     for _, o in ipairs(recipes[recipe]) do budget[#budget + 1] = o end
@@ -88,16 +88,27 @@ local configs = {
 if screen then -- the Baseline model under each candidate recipe
     local base = {"attention=linear", "ffn=dense"}
     configs = {
-        Baseline = join(base, {"model.prior=none"}),
-        ["Prior-base"] = join(base, {"model.prior=isomap", "model.prior_inputs=false"}),
-        Whole = join(base, {"model.prior=none", "data.set_size=0", "training.batch_size=1"}),
-        Sampled = join(base, {"model.prior=none", "training.select_on=sampled"}),
+        Baseline = join(base, {"model.prior=none", "data.train_sets=patches"}),
+        ["Prior-base"] = join(base, {"model.prior=isomap", "model.prior_inputs=false", "data.train_sets=patches"}),
+        Whole = join(base, {"model.prior=none", "data.train_sets=slices"}),
+        Sampled = join(base, {"model.prior=none", "data.train_sets=patches", "training.select_on=sampled"}),
     }
 elseif with_prior then
     local base = {"attention=linear", "ffn=dense", "model.prior=isomap"}
     configs["Prior-in"] = join(base, {"model.prior_residual=false"})
     configs["Prior-base"] = join(base, {"model.prior_inputs=false"})
     configs["Prior-both"] = base
+end
+
+-- ALPHAST_ONLY=Gated,MoE keeps those configs (the device matrix reuses runs).
+local only = os.getenv("ALPHAST_ONLY")
+if only and only ~= "" then
+    local keep = {}
+    for name in only:gmatch("[^,]+") do
+        assert(configs[name], "ALPHAST_ONLY: no config '" .. name .. "'")
+        keep[name] = configs[name]
+    end
+    configs = keep
 end
 
 a.sweep{

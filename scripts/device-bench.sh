@@ -294,7 +294,7 @@ matrix_cell() { # out data:split[:recipe]
   name=$data-$split${recipe:+-$recipe}
   local screen=
   if [ "$recipe" = screen ]; then screen=1 recipe=; fi
-  (cd "$top" && ALPHAST_DATA=$data ALPHAST_SPLIT=$split ALPHAST_RECIPE=$recipe ALPHAST_SCREEN=$screen ALPHAST_MAX_MINUTES=10 XDG_CACHE_HOME=$out/cache \
+  (cd "$top" && ALPHAST_DATA=$data ALPHAST_SPLIT=$split ALPHAST_RECIPE=$recipe ALPHAST_SCREEN=$screen ALPHAST_MAX_MINUTES=10 ALPHAST_ONLY=${ALPHAST_ONLY:-} XDG_CACHE_HOME=$out/cache \
     "$bundle/alphast-run" sweep "$top/device-sweep/ablation.lua" -o "$out/$name" --jobs 4 --threads 1 \
     >"$out/$name.log" 2>&1) || { echo "$name failed:"; tail -5 "$out/$name.log"; }
   grep -E "^[^ ]+: [0-9]+/[0-9]+ done" "$out/$name.log" | tail -1

@@ -944,7 +944,7 @@ Test(config, prior_errors_name_the_key_and_the_fix)
     ast_cfg_free(cfg);
 
     cfg = load("training_mode: expr_to_pos\ndiffusion: {position_parameterisation: v}\n"
-               "model: {prior: mds, prior_residual: false, prior_dims: 2}\n");
+               "model: {prior: mds, prior_residual: false, prior_inputs: true, prior_dims: 2}\n");
     cr_assert_eq(ast_cfg_model(cfg, 10, &m, &e), 0, "%s", e.msg);
     cr_assert(m.prior.kind == AST_PRIOR_MDS && m.prior.dims == 2 && m.prior.k == 10 && m.prior_inputs && !m.prior_residual);
     ast_cfg_free(cfg);

@@ -802,3 +802,40 @@ Test(train, validation_scores_pure_noise_but_under_reference_parity, .timeout = 
     cr_assert_eq(f.tc.select_on, AST_SELECT_LOSS, "and selects on the loss");
     train_setup_close(&f);
 }
+
+/* The recipe's auto keys settle with the held-out cells: whole slices, one
+ * per step and no prior for scattered cells; patches and the Isomap base
+ * for held-out regions; the reference's patches and no prior under parity;
+ * values written in the config are kept. */
+static void recipe(const char *yaml, ast_split_kind kind, const char *sets, int set_size, int batch, const char *prior)
+{
+    ast_error e = {""};
+    ast_cfg *cfg = ast_cfg_load_string(yaml, "recipe.yaml", &e);
+    cr_assert(cfg, "%s", e.msg);
+    cr_assert_eq(ast_train_resolve_recipe(cfg, kind, &e), 0, "%s", e.msg);
+    cr_assert_str_eq(ast_cfg_str(cfg, "data.train_sets"), sets, "%s", ast_split_kind_name(kind));
+    cr_assert_eq(ast_cfg_int(cfg, "data.set_size"), set_size, "%s", ast_split_kind_name(kind));
+    cr_assert_eq(ast_cfg_int(cfg, "training.batch_size"), batch, "%s", ast_split_kind_name(kind));
+    cr_assert_str_eq(ast_cfg_str(cfg, "model.prior"), prior, "%s", ast_split_kind_name(kind));
+    ast_cfg_free(cfg);
+}
+
+Test(train, the_auto_recipe_follows_the_held_out_cells)
+{
+    const char *plain = "training_mode: expr_to_pos\ndata: {set_size: 128}\ntraining: {batch_size: 8}\n";
+    recipe(plain, AST_SPLIT_RANDOM, "slices", 0, 1, "none");
+    recipe(plain, AST_SPLIT_BLOCKS, "slices", 0, 1, "none");
+    recipe(plain, AST_SPLIT_SLAB, "patches", 128, 8, "isomap");
+    recipe(plain, AST_SPLIT_SECTIONS, "patches", 128, 8, "isomap");
+    recipe(plain, AST_SPLIT_KEY, "patches", 128, 8, "none");
+    const char *parity = "reference_parity: true\ntraining_mode: expr_to_pos\ndata: {set_size: 128}\n"
+                         "training: {batch_size: 8}\n";
+    recipe(parity, AST_SPLIT_RANDOM, "patches", 128, 8, "none");
+    recipe(parity, AST_SPLIT_SLAB, "patches", 128, 8, "none");
+    recipe("training_mode: pos_to_expr\ntraining: {batch_size: 8}\n", AST_SPLIT_SLAB, "patches", 64, 8, "none");
+    recipe("training_mode: expr_to_pos\ndiffusion: {position_parameterisation: v}\ntraining: {batch_size: 8}\n",
+           AST_SPLIT_SLAB, "patches", 64, 8, "none");
+    recipe("data: {train_sets: patches}\nmodel: {prior: mds}\ntraining: {batch_size: 8}\n", AST_SPLIT_RANDOM, "patches",
+           64, 8, "mds");
+    recipe("data: {train_sets: slices}\nmodel: {prior: none}\n", AST_SPLIT_SLAB, "slices", 0, 1, "none");
+}

@@ -148,8 +148,8 @@ static const cfg_key schema[] = {
     /* alphast: the structural prior (docs/model.md §2.12): per set, an embedding of its own expression offered
      * to the network; only for expr_to_pos, where the expression is given clean. */
     MAP("model"),
-    ENUM("model.prior", "none", "none|isomap|mds"),
-    BOOL("model.prior_inputs", "true"),          /* alphast: the prior as input channels of every cell's token */
+    ENUM("model.prior", "auto", "auto|none|isomap|mds"), /* alphast: auto: isomap under a slab or sections, else none */
+    BOOL("model.prior_inputs", "false"),         /* alphast: the prior as input channels of every cell's token */
     BOOL("model.prior_residual", "true"),        /* alphast: x0 = prior + learned gain (from 0) * position head */
     INT("model.prior_k", "10", CFG_POSITIVE),    /* alphast: Isomap's expression neighbours, as eval's baseline */
     INT("model.prior_dims", "0", CFG_NONNEG),    /* alphast: embedding axes (1..3); 0 = the data's coordinates */
@@ -166,6 +166,7 @@ static const cfg_key schema[] = {
     STR("data.layer", "null"),         /* alphast: .h5ad: read layers/<name> instead of X (scanpy's layer=) */
     BOOL("data.use_raw", "false"),     /* alphast: .h5ad: read raw/X and raw/var instead of X (scanpy's use_raw=True) */
     INT("data.set_size", "64", CFG_NONNEG), /* alphast: cells per neighbourhood set (N); 0: whole slices */
+    ENUM("data.train_sets", "auto", "auto|patches|slices"), /* alphast: auto: slices for random/blocks, else patches */
     STR("data.cache_dir", "auto"),     /* alphast: preprocessing cache; auto: $XDG_CACHE_HOME/alphast or ~/.cache/alphast; null: off */
     STR("data.raw_data_dir", "./data/raw"),
     STR("data.processed_data_dir", "./data/processed"),

@@ -161,7 +161,11 @@ static int check_heads(const ast_cfg *cfg, const ast_model_config *m, ast_error 
 static int read_prior(const ast_cfg *cfg, ast_model_config *out, ast_error *e)
 {
     const ast_cfg_node *at = ast_cfg_get(cfg, "model.prior");
-    if (ast_prior_parse(ast_cfg_str(cfg, "model.prior"), &out->prior.kind) < 0) return -1; /* the schema checked it */
+    /* auto settles with the data (ast_train_resolve_recipe); a model built
+     * without any (params, a plugin's tests) has none. */
+    const char *prior = ast_cfg_str(cfg, "model.prior");
+    if (!strcmp(prior, "auto")) prior = "none";
+    if (ast_prior_parse(prior, &out->prior.kind) < 0) return -1; /* the schema checked it */
     out->prior.k = (int)ast_cfg_int(cfg, "model.prior_k");
     out->prior.dims = (int)ast_cfg_int(cfg, "model.prior_dims");
     out->prior_inputs = ast_cfg_bool(cfg, "model.prior_inputs");

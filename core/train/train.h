@@ -91,6 +91,12 @@ typedef struct ast_train_config {
 void ast_train_config_default(ast_train_config *tc);
 /* From a loaded config (0, or -1 with e set); strings point into cfg. */
 int ast_train_config_from_cfg(const ast_cfg *cfg, ast_train_config *tc, ast_error *e);
+/* Settles the recipe's `auto` keys in cfg for held-out cells split as
+ * `kind` (resolved): data.train_sets (slices for random cells and blocks,
+ * else patches; slices set data.set_size 0 and one set per rank and step)
+ * and model.prior (isomap under a slab or sections in expr_to_pos with x0,
+ * else none); reference_parity: patches, none (train_recipe.c). */
+int ast_train_resolve_recipe(ast_cfg *cfg, ast_split_kind kind, ast_error *e);
 int ast_data_opts_from_cfg(const ast_cfg *cfg, ast_data_opts *o);
 /* data.split, split_ratio, split_seed, split_key and sections_from_z
  * (a split_key alone means data.split: key; beside another protocol it is

@@ -1,7 +1,7 @@
 # train: the training loop, validation, AdamW and its schedule, checkpoints
 # and resume, and the monitors' side of the loop.
 libalphast_la_SOURCES += core/train/train.h core/train/train_internal.h core/train/train.c \
-	core/train/train_val.c core/train/train_ckpt.c core/train/train_stop.h core/train/train_stop.c core/train/train_config.c core/train/split_protocol.c core/train/train_monitors.c \
+	core/train/train_val.c core/train/train_ckpt.c core/train/train_stop.h core/train/train_stop.c core/train/train_config.c core/train/train_recipe.c core/train/split_protocol.c core/train/train_monitors.c \
 	core/train/train_tboard.c \
 	core/train/schedule_table.h core/train/schedule_table.c \
 	core/train/optim.h core/train/optim.c core/train/train_graph.h core/train/train_graph.c \
