@@ -17,7 +17,7 @@
 #       and the printed tables to OUT_DIR. BENCH_ARGS adds options to both
 #       (default: --sections demo,reference --steps 8 --warmup 2).
 #   scripts/device-bench.sh sweeps OUT_DIR [JOBSxTHREADS...]
-#       there: runs the quickstart's ablation (scripts/ablation.lua, 12 runs)
+#       there: runs the quickstart's ablation (scripts/ablation.lua, 15 runs)
 #       once per layout (default 16x1 4x4 1x16) and prints runs per hour.
 #   scripts/device-bench.sh matrix OUT_DIR [DATA:SPLIT[:RECIPE]...]
 #       there: the ablation (scripts/ablation.lua, 4 configs x 3 seeds) per

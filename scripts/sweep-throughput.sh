@@ -7,7 +7,7 @@
 #
 #   scripts/sweep-throughput.sh [SCRIPT.lua]   # default: the quick ablation
 #
-# SCRIPT defaults to scripts/ablation.lua with ALPHAST_QUICK=1 (12 runs of a
+# SCRIPT defaults to scripts/ablation.lua with ALPHAST_QUICK=1 (15 runs of a
 # few seconds: the executors' overhead shows); set ALPHAST_QUICK=0 for the
 # full one. ALPHAST_RUN names the alphast-run to time (default _build's);
 # TASKS=N sets the job array's size (default: one task per run, and tasks

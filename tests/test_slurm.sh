@@ -101,14 +101,14 @@ step "1. a sweep whose script asks for Slurm (partition, time, mem, sbatch optio
 both_executors "$tmp/tiny" "$src/tests/data/sweeps/slurm.lua"
 grep -q '^#SBATCH --comment=from-the-script$' "$tmp/tiny/slurm/slurm/sweep.sbatch" || fail "the script's sbatch options"
 
-# The quick ablation's 12 runs of real data take minutes under sanitizers
+# The quick ablation's 15 runs of real data take minutes under sanitizers
 # and could meet its time limit (training.max_minutes) there.
 if ldd "$run" 2>/dev/null | grep -qE 'lib(a|ub)san'; then
   step "1b. the quick ablation: skipped in a sanitizer build"
 else
   step "1b. the quick ablation, --executor slurm against the local executor"
   ALPHAST_QUICK=1 both_executors "$tmp/quick" "$src/scripts/ablation.lua" --executor slurm
-  grep -q '^#SBATCH --array=0-11$' "$tmp/quick/slurm/slurm/sweep.sbatch" || fail "not 12 tasks"
+  grep -q '^#SBATCH --array=0-14$' "$tmp/quick/slurm/slurm/sweep.sbatch" || fail "not 15 tasks"
 fi
 
 step "2. preemption: a warned task requeues itself, a terminated one leaves its run pending"
