@@ -248,7 +248,15 @@ cuda_run() { # out parts...
 unpack() { # sets bundle and the environment
   bundle=/tmp/alphast-bundle
   mkdir -p "$bundle"
-  tar -C "$bundle" -xJf "$top/.device/bundle.tar.xz"
+  # Once per bundle, under a lock: parts run side by side (cuda-run beside a
+  # matrix) would otherwise rewrite an executable another one is running
+  # ("Text file busy").
+  (
+    flock 9
+    if [ ! -e "$bundle/.unpacked" ] || [ "$top/.device/bundle.tar.xz" -nt "$bundle/.unpacked" ]; then
+      tar -C "$bundle" -xJf "$top/.device/bundle.tar.xz" && touch "$bundle/.unpacked"
+    fi
+  ) 9>"$bundle.lock"
   # CUDA 13's cuBLAS and runtime there: the toolkit's, else PyTorch's wheels'.
   local cuda_libs
   cuda_libs=$(python3 -c 'import nvidia.cublas as b, nvidia.cuda_runtime as r; print(list(b.__path__)[0] + "/lib:" + list(r.__path__)[0] + "/lib")' 2>/dev/null || true)
