@@ -622,9 +622,20 @@ static cJSON *read_json_path(const char *path)
 
 static cJSON *read_json(const char *dir, const char *file)
 {
-    char path[1200];
+    char path[1600]; /* dir is up to 1,400 bytes (the caller's args) */
     snprintf(path, sizeof path, "%s/%s", dir, file);
     return read_json_path(path);
+}
+
+/* A fresh directory dir (a mkdtemp template) holding the tiny config, its path into cfg. */
+static void tiny_run_dir(char *dir, char *cfg, size_t n)
+{
+    cr_assert(mkdtemp(dir));
+    snprintf(cfg, n, "%s/tiny.yaml", dir);
+    FILE *f = fopen(cfg, "w");
+    cr_assert(f, "%s", cfg);
+    fputs(tiny_yaml, f);
+    fclose(f);
 }
 
 /* The held-out protocol is named in the printed table, eval.json and
@@ -633,11 +644,7 @@ Test(evaluate, results_name_the_held_out_protocol, .timeout = 120)
 {
     char dir[] = "/tmp/alphast-protocol-XXXXXX", args[1400], cfg[1100];
     static char out[65536];
-    cr_assert(mkdtemp(dir));
-    snprintf(cfg, sizeof cfg, "%s/tiny.yaml", dir);
-    FILE *f = fopen(cfg, "w");
-    fputs(tiny_yaml, f);
-    fclose(f);
+    tiny_run_dir(dir, cfg, sizeof cfg);
     snprintf(args, sizeof args, "train -q --config %s --out %s/run training.epochs=1 evaluation.sets=2 "
              "evaluation.noise_seeds=1 data.split=blocks data.split_seed=3", cfg, dir);
     cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
@@ -754,11 +761,7 @@ Test(evaluate, train_eval_and_sample_commands, .timeout = 120)
 {
     char dir[] = "/tmp/alphast-run-XXXXXX", args[1024], cfg[1100];
     static char out[65536];
-    cr_assert(mkdtemp(dir));
-    snprintf(cfg, sizeof cfg, "%s/tiny.yaml", dir);
-    FILE *f = fopen(cfg, "w");
-    fputs(tiny_yaml, f);
-    fclose(f);
+    tiny_run_dir(dir, cfg, sizeof cfg);
     train_commands(dir, cfg, out, sizeof out);
 
     snprintf(args, sizeof args, "eval %s/run --split val --steps 2 --json %s/val.json", dir, dir);
@@ -838,11 +841,7 @@ static const cJSON *at_path(const cJSON *o, const char *const *keys)
 static void sample_matches_eval(const char *data, int dims)
 {
     char dir[] = "/tmp/alphast-same-XXXXXX", args[2048], cfg[1100], out[8192];
-    cr_assert(mkdtemp(dir));
-    snprintf(cfg, sizeof cfg, "%s/tiny.yaml", dir);
-    FILE *f = fopen(cfg, "w");
-    fputs(tiny_yaml, f);
-    fclose(f);
+    tiny_run_dir(dir, cfg, sizeof cfg);
     snprintf(args, sizeof args, "train -q --config %s --out %s/run evaluation.max_set_size=150 evaluation.noise_seeds=3 "
              "evaluation.after_train=false %s", cfg, dir, data);
     cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
