@@ -23,6 +23,7 @@
 --   ALPHAST_SCREEN=1 alphast-run sweep ...      # the Baseline model under candidate
 --                                               # recipes (docs/evaluation.md)
 --   ALPHAST_QUICK=1 alphast-run sweep ...       # a few steps per run, for tests
+--   ALPHAST_DEVICE=cuda alphast-run sweep ...   # every run on that backend (device=)
 --
 -- report = true writes report.md and report.html into the sweep directory
 -- when the runs end (or: alphast-run report SWEEP_DIR).
@@ -51,6 +52,9 @@ for _, b in ipairs{budget} do b[#b + 1] = monitors end
 
 -- A budget in steps whatever the machine's load (the device matrix).
 if os.getenv("ALPHAST_MAX_MINUTES") then budget[#budget + 1] = "training.max_minutes=" .. os.getenv("ALPHAST_MAX_MINUTES") end
+
+-- The backend every run trains and samples on (the device matrix's GPU arm).
+if (os.getenv("ALPHAST_DEVICE") or "") ~= "" then budget[#budget + 1] = "device=" .. os.getenv("ALPHAST_DEVICE") end
 
 -- The held-out protocol (docs/evaluation.md, "Protocol"); STARmap's
 -- sections are five z-ranges of its one 3-D slice.

@@ -27,6 +27,8 @@
 #       RECIPE `previous` runs the recipe before issue 23, `screen` the
 #       Baseline model under the candidate recipes. Each sweep's
 #       report.md lands in OUT_DIR/DATA-SPLIT[-RECIPE]/ (docs/evaluation.md).
+#       ALPHAST_ONLY=cfg,cfg keeps those configs; ALPHAST_DEVICE=cuda (from a
+#       cuda-bundle) trains and samples every run on the GPU.
 #   scripts/device-bench.sh cluster OUT_DIR
 #       there, from a --cluster bundle of an MPI build: one training run at
 #       1, 2, 4, 8 MPI ranks against one 16-thread process
@@ -302,7 +304,7 @@ matrix_cell() { # out data:split[:recipe]
   name=$data-$split${recipe:+-$recipe}
   local screen=
   if [ "$recipe" = screen ]; then screen=1 recipe=; fi
-  (cd "$top" && ALPHAST_DATA=$data ALPHAST_SPLIT=$split ALPHAST_RECIPE=$recipe ALPHAST_SCREEN=$screen ALPHAST_MAX_MINUTES=10 ALPHAST_ONLY=${ALPHAST_ONLY:-} XDG_CACHE_HOME=$out/cache \
+  (cd "$top" && ALPHAST_DATA=$data ALPHAST_SPLIT=$split ALPHAST_RECIPE=$recipe ALPHAST_SCREEN=$screen ALPHAST_MAX_MINUTES=10 ALPHAST_ONLY=${ALPHAST_ONLY:-} ALPHAST_DEVICE=${ALPHAST_DEVICE:-} XDG_CACHE_HOME=$out/cache \
     "$bundle/alphast-run" sweep "$top/device-sweep/ablation.lua" -o "$out/$name" --jobs 4 --threads 1 \
     >"$out/$name.log" 2>&1) || { echo "$name failed:"; tail -5 "$out/$name.log"; }
   grep -E "^[^ ]+: [0-9]+/[0-9]+ done" "$out/$name.log" | tail -1
