@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/atomic_file.h"
 #include "base/progress.h"
 #include "engine/blas_coretype.h"
 #include "io/safetensors.h"
@@ -105,13 +106,7 @@ const char *ast_trainer_file(const ast_trainer *t, const char *name, char *buf, 
 
 static int write_text_file(const char *path, const char *text, ast_error *e)
 {
-    FILE *f = fopen(path, "w");
-    if (!f || fputs(text, f) < 0 || fclose(f)) {
-        ast_error_set(e, "%s: cannot write: %s", path, strerror(errno));
-        if (f) fclose(f);
-        return -1;
-    }
-    return 0;
+    return ast_atomic_write_bytes(path, text, strlen(text), e);
 }
 
 /* Evaluation compares cells with each other within sets; the spatial
@@ -465,17 +460,22 @@ static const char *json_num(double x, char buf[32])
     return buf;
 }
 
-static void write_summary(ast_trainer *t, const ast_train_result *r)
+typedef struct summary_args {
+    ast_trainer *t;
+    const ast_train_result *r;
+} summary_args;
+
+static int print_summary(FILE *f, void *ud)
 {
-    char path[4096], blas[256], best[32], last[32];
-    FILE *f = t->ranks.rank == 0 ? fopen(ast_trainer_file(t, "summary.json", path, sizeof path), "w") : NULL;
-    if (!f) return;
+    ast_trainer *t = ((summary_args *)ud)->t;
+    const ast_train_result *r = ((summary_args *)ud)->r;
+    char blas[256], best[32], last[32];
     size_t peak = ast_ctx_arena_peak(t->ctx);
     peak = peak > t->prior_peak_arena ? peak : t->prior_peak_arena;
     cJSON *p = ast_split_protocol_json(ast_split_resolve(t->data, &t->tc.split), &t->tc.split);
     char *protocol = cJSON_PrintUnformatted(p);
     cJSON_Delete(p);
-    fprintf(f,
+    int rc = fprintf(f,
             "{\n  \"steps\": %lld,\n  \"epochs\": %d,\n  \"best_val_loss\": %.9g,\n  \"best_epoch\": %d,\n"
             "  \"last_val_loss\": %.9g,\n  \"last_train_loss\": %.9g,\n  \"select_on\": \"%s\",\n"
             "  \"best_val_score\": %s,\n  \"last_val_score\": %s,\n  \"seconds\": %.3f,\n"
@@ -488,8 +488,20 @@ static void write_summary(ast_trainer *t, const ast_train_result *r)
             r->steps_per_second, t->invocations, r->stop_reason, (long long)ast_model_param_count(t->model),
             (long long)ast_model_active_param_count(t->model), peak, t->train_sets.pos_scale,
             ast_trainer_cuda_graph(t) ? "true" : "false", ast_blas_coretype_describe(blas, sizeof blas), protocol);
-    fclose(f);
     cJSON_free(protocol);
+    return rc < 0 ? -1 : 0;
+}
+
+/* summary.json replaced whole (a reader polling a running sweep never sees
+ * half of it); a failure to write it is logged, the run's result stands. */
+static void write_summary(ast_trainer *t, const ast_train_result *r)
+{
+    if (t->ranks.rank != 0) return;
+    char path[4096];
+    ast_error e = {0};
+    summary_args args = {t, r};
+    if (ast_atomic_write(ast_trainer_file(t, "summary.json", path, sizeof path), print_summary, &args, &e))
+        ast_log(AST_LOG_WARN, "%s", e.msg);
 }
 
 /* The result describes the whole run, not this invocation: a resumed one
