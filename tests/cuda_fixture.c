@@ -218,16 +218,21 @@ static void compare(const cf_case *k, const cf_result *got, const cf_result *wan
     }
 }
 
+void cf_check_data(const ast_backend *gpu, const cf_case *k, const cf_data *d)
+{
+    cf_result cpu = cf_run_on(ast_backend_cpu(), k, d, 0, 0), first = cf_run_on(gpu, k, d, 0, 0);
+    compare(k, &first, &cpu, k->tol, "CUDA vs CPU");
+    cf_result again = cf_run_on(gpu, k, d, 0, first.peak);
+    compare(k, &again, &first, 0.0, "second CUDA run, arena full of NaN, vs the first: unwritten or not deterministic");
+    cf_result cpu_acc = cf_run_on(ast_backend_cpu(), k, d, 1, 0), gpu_acc = cf_run_on(gpu, k, d, 1, first.peak);
+    compare(k, &gpu_acc, &cpu_acc, k->tol, "CUDA vs CPU, adding to gradients already there");
+    cf_free_result(&cpu), cf_free_result(&first), cf_free_result(&again), cf_free_result(&cpu_acc), cf_free_result(&gpu_acc);
+}
+
 void cf_check_case(const ast_backend *gpu, const cf_case *k)
 {
     cf_data d = cf_make_data(k);
-    cf_result cpu = cf_run_on(ast_backend_cpu(), k, &d, 0, 0), first = cf_run_on(gpu, k, &d, 0, 0);
-    compare(k, &first, &cpu, k->tol, "CUDA vs CPU");
-    cf_result again = cf_run_on(gpu, k, &d, 0, first.peak);
-    compare(k, &again, &first, 0.0, "second CUDA run, arena full of NaN, vs the first: unwritten or not deterministic");
-    cf_result cpu_acc = cf_run_on(ast_backend_cpu(), k, &d, 1, 0), gpu_acc = cf_run_on(gpu, k, &d, 1, first.peak);
-    compare(k, &gpu_acc, &cpu_acc, k->tol, "CUDA vs CPU, adding to gradients already there");
-    cf_free_result(&cpu), cf_free_result(&first), cf_free_result(&again), cf_free_result(&cpu_acc), cf_free_result(&gpu_acc);
+    cf_check_data(gpu, k, &d);
     cf_free_data(k, &d);
 }
 

@@ -108,6 +108,9 @@ void cf_free_result(cf_result *r);
  * same inputs give the same bits); and with gradients already there before
  * the backward (ast_grad's +=), CUDA against the CPU again. */
 void cf_check_case(const ast_backend *gpu, const cf_case *k);
+/* The same on data the caller made (cf_make_data, then values of its own:
+ * degenerate inputs a fill cannot draw). */
+void cf_check_data(const ast_backend *gpu, const cf_case *k, const cf_data *d);
 
 /* Inputs in case tables: CF_IN(requires grad, fill, dims...). */
 #define CF_IN(g, f, ...) {(int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), {__VA_ARGS__}, f, g}

@@ -301,8 +301,7 @@ static float *graph_run(int which, int capture_at, float loss[GRAPH_STEPS], int6
                                                   ast_tensor_from(c, 2, (int64_t[]){B, 1}, data->t),
                                                   ast_tensor_from(c, 3, (int64_t[]){B, N, 3}, data->z_pos), mask, NULL, NULL);
             ast_loss_config lc;
-            ast_loss_config_default(&lc);
-            lc.position_loss = AST_POS_LOSS_DISTANCE; /* built on the GPU; the aligned loss is the host's */
+            ast_loss_config_default(&lc); /* the aligned position loss: all on the device (ops.def aligned_mse) */
             ast_loss_parts lp = ast_diffusion_loss(c, &lc, &out, ast_tensor_from(c, 3, (int64_t[]){B, N, G}, data->expr),
                                                    ast_tensor_from(c, 3, (int64_t[]){B, N, 3}, data->pos), mask);
             ast_backward(c, lp.total);

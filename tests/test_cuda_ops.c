@@ -483,6 +483,96 @@ Test(cuda_ops, mse_with_nothing_valid)
     CHECK(cases);
 }
 
+/* ---- the aligned position loss ------------------------------------------- */
+
+/* in: pred, target, then the mask where arg says so. */
+static ast_tensor *run_aligned(ast_ctx *c, ast_tensor *const *in, const void *arg)
+{
+    return ast_aligned_mse(c, in[0], in[1], *(const int *)arg ? in[2] : NULL);
+}
+
+/* Both backends work out each set in double (sums of 3N terms; a 3x3 SVD,
+ * LAPACK's on the CPU, one-sided Jacobi on CUDA, both within ~1e-15
+ * relative of the exact R) and round the loss and each unit gradient to
+ * float once, then multiply by dL/dy: the results differ by a float
+ * rounding or two (~1.2e-7 relative to the largest), far inside
+ * cf_sum_tol(1) = 2e-6. Where every set has fewer than 2 valid cells all
+ * is exactly 0 on both. */
+#define ALIGNED_TOL cf_sum_tol(1)
+
+/* Random sets; FILL_MASK pads about a quarter of the cells, so the sets of
+ * [6, 2, 3] have 0, 1 or 2 valid cells (two cells: collinear, H of rank 1). */
+Test(cuda_ops, aligned_mse)
+{
+    const int plain = 0, masked = 1;
+    const cf_case cases[] = {
+        {"aligned_mse [4,37,3]", run_aligned, &plain, 2, {X(4, 37, 3), X(4, 37, 3)}, ALIGNED_TOL},
+        {"aligned_mse [5,37,3] mask", run_aligned, &masked, 3, {X(5, 37, 3), X(5, 37, 3), MASK(0, 5, 37)},
+         ALIGNED_TOL},
+        {"aligned_mse [3,700,3] mask, target without gradient", run_aligned, &masked, 3,
+         {X(3, 700, 3), IN(0, FILL_NORMAL, 3, 700, 3), MASK(0, 3, 700)}, ALIGNED_TOL},
+        {"aligned_mse [40,64,3] mask", run_aligned, &masked, 3, {X(40, 64, 3), X(40, 64, 3), MASK(0, 40, 64)},
+         ALIGNED_TOL},
+        {"aligned_mse [6,2,3] mask", run_aligned, &masked, 3, {X(6, 2, 3), X(6, 2, 3), MASK(0, 6, 2)}, ALIGNED_TOL},
+        {"aligned_mse [3,1,3] (no set counted)", run_aligned, &plain, 2, {X(3, 1, 3), X(3, 1, 3)}, EXACT},
+        {"aligned_mse, all-zero mask", run_aligned, &masked, 3, {X(2, 9, 3), X(2, 9, 3), IN(0, FILL_ZEROS, 2, 9)},
+         EXACT},
+        {"aligned_mse [0,5,3]", run_aligned, &plain, 2, {X(0, 5, 3), X(0, 5, 3)}, EXACT},
+    };
+    CHECK(cases);
+}
+
+/* Degenerate sets a fill cannot draw, B = 4 of N = 9: set 0 pred and
+ * target each on a line, set 1 the target in a plane, set 2 the target at
+ * one point (H = 0), set 3 both in planes. A zero singular value's vectors
+ * are arbitrary (LAPACK's and Jacobi's choices differ) but never reach
+ * the loss or dL/dpred, since the target has no component along them; so
+ * pred's gradient is compared (target's, in those directions, is not
+ * defined: a kink). Same tolerance as above. */
+Test(cuda_ops, aligned_mse_degenerate_sets)
+{
+    const int plain = 0;
+    const cf_case k = {"aligned_mse, degenerate sets", run_aligned, &plain, 2,
+                       {X(4, 9, 3), IN(0, FILL_NORMAL, 4, 9, 3)}, ALIGNED_TOL};
+    const ast_backend *gpu = cf_gpu();
+    cf_data d = cf_make_data(&k);
+    float *p = d.x[0], *q = d.x[1];
+    for (int i = 0; i < 9; i++) {
+        float t = (float)i - 4.0f;
+        for (int a = 0; a < 3; a++) {
+            p[i * 3 + a] = t * (float)(a + 1) + 0.5f;             /* set 0: a line along (1, 2, 3) */
+            q[i * 3 + a] = t * (a == 1 ? -0.5f : 0.25f);          /* ... and one along (1, -2, 1) */
+            q[(18 + i) * 3 + a] = 0.125f * (float)a;              /* set 2: one point */
+        }
+        q[(9 + i) * 3 + 2] = 1.5f;                                /* set 1: the plane z = 1.5 */
+        p[(27 + i) * 3 + 1] = 0.0f, q[(27 + i) * 3] = -2.0f;      /* set 3: y = 0 and x = -2 */
+    }
+    cf_check_data(gpu, &k, &d);
+    cf_free_data(&k, &d);
+}
+
+/* A non-finite coordinate: in a weighted cell of set 1 the loss and set
+ * 1's gradients are NaN on both backends, not an abort; in a padded cell
+ * of set 0 it is never read, and set 0's gradients match the CPU's. */
+Test(cuda_ops, aligned_mse_nan_input)
+{
+    const int masked = 1;
+    const cf_case k = {"aligned_mse, NaN input", run_aligned, &masked, 3, {X(2, 8, 3), X(2, 8, 3), MASK(0, 2, 8)},
+                       ALIGNED_TOL};
+    const ast_backend *gpu = cf_gpu();
+    cf_data d = cf_make_data(&k);
+    d.x[2][0] = 0.0f, d.x[2][8] = d.x[2][9] = 1.0f;
+    d.x[0][0] = NAN, d.x[1][9 * 3 + 2] = INFINITY;
+    cf_result cpu = cf_run_on(ast_backend_cpu(), &k, &d, 0, 0), dev = cf_run_on(gpu, &k, &d, 0, 0);
+    cr_assert(isnan(cpu.y[0]) && isnan(dev.y[0]), "loss: CPU %g, CUDA %g", cpu.y[0], dev.y[0]);
+    for (int i = 0; i < 2; i++) {
+        cf_assert_close("set 0's gradient", dev.g[i], cpu.g[i], 8 * 3, ALIGNED_TOL);
+        for (int e = 8 * 3; e < 16 * 3; e++) cr_assert(isnan(dev.g[i][e]), "input %d [%d]: %g", i, e, dev.g[i][e]);
+    }
+    cf_free_result(&cpu), cf_free_result(&dev);
+    cf_free_data(&k, &d);
+}
+
 /* ---- grouped linear -------------------------------------------------------------- */
 
 typedef struct groups_arg {

@@ -23,15 +23,16 @@ static const char *tiny_yaml =
     TINY_MODEL_YAML
     "attention: gated\n";
 
-/* The losses of a run with `graph` and `ffn`; malloc'd, *n of them. */
-static double *train_losses(const char *graph, const char *ffn, int64_t *n, int *replayed)
+/* The losses of a run with `graph`, `ffn` and position loss `pos`;
+ * malloc'd, *n of them. */
+static double *train_losses(const char *graph, const char *ffn, const char *pos, int64_t *n, int *replayed)
 {
     cf_gpu();
-    char g[64], f[64];
+    char g[64], f[64], l[64];
     snprintf(g, sizeof g, "training.cuda_graph=%s", graph);
     snprintf(f, sizeof f, "ffn=%s", ffn);
-    /* the distance loss is built on the GPU; the default aligned one is not */
-    const char *const overrides[] = {g, f, "TransformerLayer_setting.dropout=0.2", "loss.position_loss=distance", NULL};
+    snprintf(l, sizeof l, "loss.position_loss=%s", pos);
+    const char *const overrides[] = {g, f, "TransformerLayer_setting.dropout=0.2", l, NULL};
     train_setup s;
     train_setup_open(&s, tiny_yaml, overrides);
     ast_train_result r;
@@ -40,12 +41,14 @@ static double *train_losses(const char *graph, const char *ffn, int64_t *n, int 
     return losses;
 }
 
-static void check_same(const char *ffn, int expect_graph)
+static void check_same(const char *ffn, const char *pos, int expect_graph)
 {
     int64_t n_graph, n_ops;
     int replayed, replayed_off;
-    double *graph = train_losses("true", ffn, &n_graph, &replayed), *ops = train_losses("false", ffn, &n_ops, &replayed_off);
-    cr_assert_eq(replayed, expect_graph, "ffn %s: the step %s a graph", ffn, replayed ? "became" : "did not become");
+    double *graph = train_losses("true", ffn, pos, &n_graph, &replayed),
+           *ops = train_losses("false", ffn, pos, &n_ops, &replayed_off);
+    cr_assert_eq(replayed, expect_graph, "ffn %s, %s loss: the step %s a graph", ffn, pos,
+                 replayed ? "became" : "did not become");
     cr_assert_not(replayed_off, "training.cuda_graph: false still captured the step");
     cr_assert_eq(n_graph, 12);
     cr_assert_eq(n_ops, n_graph);
@@ -55,8 +58,11 @@ static void check_same(const char *ffn, int expect_graph)
     free(graph), free(ops);
 }
 
-Test(cuda_train, dense_run_replays_its_graph_with_the_same_losses) { check_same("dense", 1); }
+Test(cuda_train, dense_run_replays_its_graph_with_the_same_losses) { check_same("dense", "distance", 1); }
+
+/* The default aligned position loss runs on the device too (aligned_mse). */
+Test(cuda_train, aligned_loss_run_replays_its_graph_with_the_same_losses) { check_same("dense", "aligned", 1); }
 
 /* MoE reads its router's logits on the host: the trainer sees the traffic
  * in the first step and trains op by op, with the same numbers. */
-Test(cuda_train, moe_run_falls_back_to_op_by_op) { check_same("moe", 0); }
+Test(cuda_train, moe_run_falls_back_to_op_by_op) { check_same("moe", "distance", 0); }

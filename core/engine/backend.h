@@ -143,6 +143,7 @@ void ast_cpu_linalg_kernels(ast_op_kernel *table);
 void ast_cpu_reduce_kernels(ast_op_kernel *table);
 void ast_cpu_routing_kernels(ast_op_kernel *table);
 void ast_cpu_loss_kernels(ast_op_kernel *table);
+void ast_cpu_aligned_kernels(ast_op_kernel *table);
 void ast_cpu_shape_kernels(ast_op_kernel *table);
 void ast_cpu_norm_kernels(ast_op_kernel *table);
 void ast_cpu_elementwise_kernels(ast_op_kernel *table);

@@ -31,6 +31,7 @@ static ast_op_kernel cpu_kernels[AST_N_OPS];
 static const ast_op_family cpu_families[] = {ast_cpu_linalg_kernels, ast_cpu_reduce_kernels,
                                                   ast_cpu_routing_kernels,
                                                   ast_cpu_loss_kernels,
+                                                  ast_cpu_aligned_kernels,
                                                   ast_cpu_shape_kernels,
                                                   ast_cpu_norm_kernels,
                                                   ast_cpu_elementwise_kernels,

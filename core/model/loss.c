@@ -1,5 +1,5 @@
 /* The diffusion loss (docs/model.md §4.2 step 5): expression MSE over valid cells,
- * and for positions the aligned MSE (loss_aligned.c), the distance-matrix
+ * and for positions the aligned MSE (the engine's op aligned_mse), the distance-matrix
  * MSE per set or the direct MSE; the local-structure losses on request
  * (loss_structure.c); plus the plugins' extra losses (MoE load balance). */
 #include "model/loss.h"

@@ -50,14 +50,11 @@ typedef struct ast_loss_parts {
 ast_loss_parts ast_diffusion_loss(ast_ctx *c, const ast_loss_config *lc, const ast_model_out *pred,
                                   ast_tensor *expression, ast_tensor *positions, ast_tensor *mask);
 
-/* Position MSE up to a rigid motion: per set b of pred, target [B, N, 3]
- * with n_b = sum_i m_i >= 2 (mask [B, N] of weights m_i, NULL = all 1),
- * both centred over the valid cells and pred turned by the orthogonal R_b
- * (reflections allowed: chirality is not identifiable from expression)
- * that minimises L_b = sum_i m_i |R_b p_i - q_i|^2 / (3 n_b). Returns the
- * mean of L_b over those sets ([1]; 0 if none). The gradient flows into
- * pred only, not into target or mask. */
-ast_tensor *ast_aligned_mse(ast_ctx *c, ast_tensor *pred, ast_tensor *target, ast_tensor *mask);
+/* The position MSE up to a rigid motion is the engine's op ast_aligned_mse
+ * (alphast/ops.def): per set, both centred over the valid cells and pred
+ * turned by the orthogonal R (reflections allowed: chirality is not
+ * identifiable from expression) that fits it best; on every backend, so a
+ * device step never waits for the host. */
 
 /* A local-structure loss on positions pred against target [B, N, 3], per set
  * b over its n_b >= 2 valid cells (mask [B, N], 0 = padding, NULL = all

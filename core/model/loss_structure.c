@@ -3,9 +3,10 @@
  * the true kNN graph's edge lengths. Both see the prediction only through
  * distance ratios, so they are blind to its rotation, reflection, shift and
  * scale: they ask for the neighbourhoods eval's knn_k and dist_row_spearman
- * score, not for coordinates. One fused node on the host, as the aligned
- * loss (loss_aligned.c): per set, the true kNN lists are a partial sort of
- * O(n^2) distances, cheap beside the network for the set sizes trained. */
+ * score, not for coordinates. One fused node on the host: per set, the
+ * true kNN lists are a partial sort of O(n^2) distances, cheap beside the
+ * network for the set sizes trained. On a device it synchronises
+ * (loss.structure is none by default, so the default step does not). */
 #include <math.h>
 
 #include "model/loss.h"
@@ -17,6 +18,21 @@
  * cells and is far below any real neighbour distance (a 64-cell set's
  * nearest neighbours are ~1e-2 of it). */
 #define EDGE_FLOOR 1e-6
+
+void model_host_grad_backward(ast_ctx *c, const ast_node *n)
+{
+    ast_tensor *pred = n->in[0];
+    const float *dl = n->saved;
+    float *g = ast_grad(c, pred), dy;
+    if (!g) return;
+    const ast_backend *b = ast_ctx_backend(c);
+    b->to_host(b, &dy, n->out->grad, sizeof dy);
+    size_t bytes = (size_t)pred->size * sizeof(float);
+    float *add = ast_alloc_uninit(c, bytes), *dev = ast_data_alloc_uninit(c, bytes);
+    for (int64_t k = 0; k < pred->size; k++) add[k] = dy * dl[k];
+    b->to_backend(b, dev, add, bytes);
+    b->accumulate(b, g, dev, pred->size);
+}
 
 /* The inputs on the host and the loss's settings. */
 typedef struct host_sets {

@@ -3,7 +3,7 @@
 libalphast_la_SOURCES += core/model/model.h core/model/model_internal.h core/model/model.c \
 	core/model/model_config.c core/model/model_groups.c core/model/model_blocks.c core/model/model_embed.c \
 	core/model/model_layer.c core/model/model_heads.c \
-	core/model/loss.h core/model/loss.c core/model/loss_aligned.c core/model/loss_structure.c \
+	core/model/loss.h core/model/loss.c core/model/loss_structure.c \
 	core/model/kabsch.h core/model/kabsch.c \
 	core/model/diffusion.h core/model/diffusion.c \
 	core/model/masking.h core/model/masking.c core/model/masking_module.c core/model/masking_config.c \

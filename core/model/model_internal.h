@@ -84,8 +84,8 @@ typedef struct model_run {
  * arena memory, which waits for the ops queued before (a synchronisation). */
 const float *model_host_data(ast_ctx *c, const ast_tensor *t);
 
-/* The backward of a scalar loss node computed on the host (the aligned and
- * structure losses; defined in loss_aligned.c): saved = dL/dpred, made by
+/* The backward of a scalar loss node computed on the host (the structure
+ * losses; defined in loss_structure.c): saved = dL/dpred, made by
  * the forward. dy * dL/dpred is made on the host and added to in[0]'s
  * gradient by the backend (reading dy synchronises on a device). */
 void model_host_grad_backward(ast_ctx *c, const ast_node *n);

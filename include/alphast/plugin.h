@@ -45,8 +45,9 @@ extern "C" {
  * 2.4 the host table's rng_key (a kernel's key in backend memory) and
  * stats_wanted; 2.5 the descriptor's legacy_keys and wants_geodesic,
  * the forward arguments' geodesic (the expression graph's distances), and
- * destroy may be NULL (the host then frees the instance) */
-#define AST_ABI_MINOR 5
+ * destroy may be NULL (the host then frees the instance); 2.6 the op
+ * aligned_mse (the Kabsch-aligned position loss, on every backend) */
+#define AST_ABI_MINOR 6
 #define AST_MAX_DIMS 4
 
 /* ---- tensors ---------------------------------------------------------- */

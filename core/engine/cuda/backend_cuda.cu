@@ -399,6 +399,7 @@ static ast_op_kernel cuda_kernels[AST_N_OPS];
 static const ast_op_family cuda_families[] = {ast_cuda_linalg_kernels, ast_cuda_reduce_kernels,
                                                   ast_cuda_routing_kernels,
                                                   ast_cuda_loss_kernels,
+                                                  ast_cuda_aligned_kernels,
                                                   ast_cuda_shape_kernels,
                                                   ast_cuda_norm_kernels,
                                                   ast_cuda_elementwise_kernels,

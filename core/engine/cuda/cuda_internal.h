@@ -39,6 +39,7 @@ void ast_cuda_linalg_kernels(ast_op_kernel *table);
 void ast_cuda_reduce_kernels(ast_op_kernel *table);
 void ast_cuda_routing_kernels(ast_op_kernel *table);
 void ast_cuda_loss_kernels(ast_op_kernel *table);
+void ast_cuda_aligned_kernels(ast_op_kernel *table);
 void ast_cuda_shape_kernels(ast_op_kernel *table);
 void ast_cuda_norm_kernels(ast_op_kernel *table);
 void ast_cuda_elementwise_kernels(ast_op_kernel *table);
