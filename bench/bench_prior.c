@@ -1,14 +1,16 @@
 /* The structural prior's cost per set (docs/model.md §2.12): training
  * computes it for every set of every step, so it must stay small beside
- * the step. `make bench-prior`: per N, the mean seconds of one set's
- * Isomap and MDS prior over a few sets of synthetic expression the size
- * of Visium's (1,255 genes): a smooth function of a 2-D position (so the
- * k-NN graph has a manifold to follow) plus noise. */
+ * the step. `make bench-prior`: per N, the mean milliseconds of one
+ * set's Isomap and MDS prior over a few sets of synthetic expression the
+ * size of Visium's (1,255 genes): a smooth function of a 2-D position (so
+ * the k-NN graph has a manifold to follow) plus noise. Wall time, and the
+ * process's CPU time, which a machine shared with other jobs inflates
+ * less (with OPENBLAS_NUM_THREADS=1, one core's time). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "base/progress.h"
+#include "bench.h"
 #include "engine/engine.h"
 #include "model/prior.h"
 
@@ -26,31 +28,32 @@ static void synthetic_set(ast_rng *rng, int n, float *expr)
     }
 }
 
-static double seconds_per_set(ast_prior_kind kind, int n, int sets, ast_rng *rng)
+/* Mean wall and CPU seconds per set into out[0], out[1]. */
+static void seconds_per_set(ast_prior_kind kind, int n, int sets, ast_rng *rng, double out[2])
 {
-    float *expr = ast_xmalloc((size_t)n * GENES * sizeof *expr), *out = ast_xmalloc((size_t)n * 3 * sizeof *out);
+    float *expr = ast_xmalloc((size_t)n * GENES * sizeof *expr), *pos = ast_xmalloc((size_t)n * 3 * sizeof *pos);
     ast_prior_config pc = {kind, 2, K, 0};
-    double total = 0.0;
+    out[0] = out[1] = 0.0;
     for (int s = 0; s < sets; s++) {
         synthetic_set(rng, n, expr);
-        double t0 = ast_now();
-        ast_prior_set(&pc, n, GENES, expr, NULL, out, NULL);
-        total += ast_now() - t0;
+        double wall = bench_now(), cpu = bench_cpu_now();
+        ast_prior_set(&pc, n, GENES, expr, NULL, pos, NULL);
+        out[0] += (bench_now() - wall) / sets, out[1] += (bench_cpu_now() - cpu) / sets;
     }
-    free(expr), free(out);
-    return total / sets;
+    free(expr), free(pos);
 }
 
 int main(void)
 {
-    static const int sizes[] = {64, 128, 512, 1024};
+    static const int sizes[] = {64, 256, 512, 1024, 2048};
     ast_rng rng;
     ast_rng_seed(&rng, 1);
-    printf("%6s %12s %12s\n", "N", "isomap_ms", "mds_ms");
+    printf("%6s %12s %12s %12s %12s\n", "N", "isomap_ms", "isomap_cpu", "mds_ms", "mds_cpu");
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        int n = sizes[i], sets = n <= 128 ? 16 : 4;
-        double iso = seconds_per_set(AST_PRIOR_ISOMAP, n, sets, &rng), mds = seconds_per_set(AST_PRIOR_MDS, n, sets, &rng);
-        printf("%6d %12.2f %12.2f\n", n, 1e3 * iso, 1e3 * mds);
+        int n = sizes[i], sets = n <= 256 ? 16 : n <= 1024 ? 4 : 2;
+        double iso[2], mds[2];
+        seconds_per_set(AST_PRIOR_ISOMAP, n, sets, &rng, iso), seconds_per_set(AST_PRIOR_MDS, n, sets, &rng, mds);
+        printf("%6d %12.2f %12.2f %12.2f %12.2f\n", n, 1e3 * iso[0], 1e3 * iso[1], 1e3 * mds[0], 1e3 * mds[1]);
     }
     return 0;
 }

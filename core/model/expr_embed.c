@@ -1,5 +1,5 @@
 /* Training-free embeddings of expression (see model/expr_embed.h):
- * classical MDS through LAPACK's dsyevr, Isomap on top of it, and the
+ * classical MDS (model/top_eigen.h), Isomap on top of it, and the
  * distance building blocks the baselines share. */
 #include <cblas.h>
 #include <math.h>
@@ -8,13 +8,7 @@
 
 #include "engine/engine.h"
 #include "model/expr_embed.h"
-
-/* Debian's libopenblas-dev installs no lapack.h; declared as LAPACK 3.9's
- * lapack.h does, with the hidden character lengths gfortran passes. */
-extern void dsyevr_(const char *jobz, const char *range, const char *uplo, const int *n, double *a, const int *lda,
-                    const double *vl, const double *vu, const int *il, const int *iu, const double *abstol, int *m,
-                    double *w, double *z, const int *ldz, int *isuppz, double *work, const int *lwork, int *iwork,
-                    const int *liwork, int *info, size_t jobz_len, size_t range_len, size_t uplo_len);
+#include "model/top_eigen.h"
 
 static double *to_double(const float *x, size_t len)
 {
@@ -95,26 +89,6 @@ static void double_centre(double *d2, int n)
     free(mean);
 }
 
-/* The m largest eigenpairs of the symmetric a [n, n] (destroyed): w [n]
- * holds them ascending in its first m entries, z [m, n] the eigenvectors
- * (column-major, so vector c is z + c n). RANGE 'I' skips the rest. */
-static void top_eigenpairs(double *a, int n, int m, double *w, double *z)
-{
-    int il = n - m + 1, iu = n, found = 0, info = 0, lwork = -1, liwork = -1, iwork_size = 0;
-    double none = 0.0, abstol = 0.0, work_size = 0.0;
-    int *isuppz = ast_xmalloc((size_t)2 * m * sizeof *isuppz);
-    dsyevr_("V", "I", "L", &n, a, &n, &none, &none, &il, &iu, &abstol, &found, w, z, &n, isuppz, &work_size,
-            &lwork, &iwork_size, &liwork, &info, 1, 1, 1);
-    AST_ASSERT(info == 0, "dsyevr workspace query failed (info %d)", info);
-    lwork = (int)work_size, liwork = iwork_size;
-    double *work = ast_xmalloc((size_t)lwork * sizeof *work);
-    int *iwork = ast_xmalloc((size_t)liwork * sizeof *iwork);
-    dsyevr_("V", "I", "L", &n, a, &n, &none, &none, &il, &iu, &abstol, &found, w, z, &n, isuppz, work, &lwork, iwork,
-            &liwork, &info, 1, 1, 1);
-    AST_ASSERT(info == 0 && found == m, "dsyevr failed on a %d x %d matrix (info %d)", n, n, info);
-    free(isuppz), free(work), free(iwork);
-}
-
 /* +1 or -1: the sign that makes v's largest-magnitude entry positive. */
 static double orientation(const double *v, int n)
 {
@@ -133,7 +107,7 @@ static void mds_from_sq(double *d2, int n, int dims, float *pos)
     if (m < 1) return;
     double_centre(d2, n);
     double *w = ast_xmalloc((size_t)n * (1 + m) * sizeof *w), *z = w + n;
-    top_eigenpairs(d2, n, m, w, z);
+    ast_top_eigenpairs(d2, n, m, w, z, 0);
     for (int c = 0; c < m; c++) {
         const double *v = z + (size_t)(m - 1 - c) * n; /* largest eigenvalue first */
         double scale = orientation(v, n) * sqrt(fmax(w[m - 1 - c], 0.0));
@@ -263,71 +237,80 @@ static void join_components(graph *g, const double *d2)
     free(label), free(best), free(best_d2);
 }
 
-/* A binary min-heap of (distance, cell) with stale entries left in and
- * skipped when popped: each edge relaxation pushes once, so it never holds
- * more than the graph's edges plus one. */
+/* A binary min-heap of cells keyed by their tentative distance, with each
+ * cell's place in it so that a shorter path moves the cell up rather than
+ * pushing a second entry: it never holds more than n cells (a heap of
+ * stale entries grew to the edge count, 0.6 s of a 1,024-cell Isomap). */
 typedef struct heap {
-    int size;
-    double *key;
-    int *cell;
+    int size, *cell, *at; /* at[c]: c's index in cell[], -1 when not in the heap */
+    const double *key;
 } heap;
 
-static void heap_swap(heap *h, int a, int b)
+static void heap_place(heap *h, int i, int c)
 {
-    double k = h->key[a];
-    int c = h->cell[a];
-    h->key[a] = h->key[b], h->cell[a] = h->cell[b], h->key[b] = k, h->cell[b] = c;
+    h->cell[i] = c, h->at[c] = i;
 }
 
-static void heap_push(heap *h, double key, int cell)
+static void heap_up(heap *h, int i)
 {
-    int at = h->size++;
-    h->key[at] = key, h->cell[at] = cell;
-    for (; at > 0 && h->key[(at - 1) / 2] > h->key[at]; at = (at - 1) / 2) heap_swap(h, at, (at - 1) / 2);
+    int c = h->cell[i];
+    for (; i > 0 && h->key[h->cell[(i - 1) / 2]] > h->key[c]; i = (i - 1) / 2) heap_place(h, i, h->cell[(i - 1) / 2]);
+    heap_place(h, i, c);
 }
 
-static int heap_pop(heap *h, double *key)
+static int heap_pop(heap *h)
 {
-    int cell = h->cell[0];
-    *key = h->key[0];
-    heap_swap(h, 0, --h->size);
-    for (int at = 0;;) {
-        int l = 2 * at + 1, r = l + 1, m = at;
-        if (l < h->size && h->key[l] < h->key[m]) m = l;
-        if (r < h->size && h->key[r] < h->key[m]) m = r;
-        if (m == at) break;
-        heap_swap(h, at, m), at = m;
+    int top = h->cell[0], c = h->cell[--h->size], i = 0;
+    h->at[top] = -1;
+    for (int l = 1; l < h->size; l = 2 * i + 1) {
+        int m = l + 1 < h->size && h->key[h->cell[l + 1]] < h->key[h->cell[l]] ? l + 1 : l;
+        if (!(h->key[h->cell[m]] < h->key[c])) break;
+        heap_place(h, i, h->cell[m]), i = m;
     }
-    return cell;
+    if (h->size > 0) heap_place(h, i, c);
+    return top;
+}
+
+/* Lower c's key to `d`, adding c if it is not in the heap. */
+static void heap_lower(heap *h, double *dist, int c, double d)
+{
+    dist[c] = d;
+    if (h->at[c] < 0) heap_place(h, h->size++, c);
+    heap_up(h, h->at[c]);
 }
 
 static void dijkstra(const graph *g, int source, heap *h, double *dist)
 {
-    for (int i = 0; i < g->n; i++) dist[i] = INFINITY;
-    dist[source] = 0.0;
-    h->size = 0;
-    heap_push(h, 0.0, source);
+    for (int i = 0; i < g->n; i++) dist[i] = INFINITY, h->at[i] = -1;
+    h->key = dist, h->size = 0;
+    heap_lower(h, dist, source, 0.0);
     while (h->size > 0) {
-        double d;
-        int u = heap_pop(h, &d);
-        if (d > dist[u]) continue; /* stale: u was reached shorter since */
+        int u = heap_pop(h);
         for (int e = g->start[u]; e < g->start[u + 1]; e++)
-            if (d + g->adj_len[e] < dist[g->adj[e]]) {
-                dist[g->adj[e]] = d + g->adj_len[e];
-                heap_push(h, dist[g->adj[e]], g->adj[e]);
-            }
+            if (dist[u] + g->adj_len[e] < dist[g->adj[e]]) heap_lower(h, dist, g->adj[e], dist[u] + g->adj_len[e]);
     }
 }
 
-/* The k-NN graph of the cells with squared distances d2, joined. */
+static int listed(const int *list, int k, int j)
+{
+    for (int i = 0; i < k; i++)
+        if (list[i] == j) return 1;
+    return 0;
+}
+
+/* The k-NN graph of the cells with squared distances d2, joined. A pair
+ * that are each other's neighbours is one edge, not two: the same paths,
+ * a third fewer edges for Dijkstra to relax. */
 static void knn_graph(const double *d2, int n, int k, graph *g)
 {
-    int *near = ast_xmalloc((size_t)k * sizeof *near);
+    int *near = ast_xmalloc((size_t)n * k * sizeof *near + 1);
     *g = (graph){.n = n};
-    for (int i = 0; i < n; i++) {
-        ast_k_nearest(d2 + (size_t)i * n, n, k, i, near);
-        for (int j = 0; j < k; j++) graph_add(g, i, near[j], sqrt(d2[(size_t)i * n + near[j]]));
-    }
+    for (int i = 0; i < n; i++) ast_k_nearest(d2 + (size_t)i * n, n, k, i, near + (size_t)i * k);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < k; j++) {
+            int to = near[(size_t)i * k + j];
+            if (to > i || !listed(near + (size_t)to * k, k, i)) graph_add(g, i, to, sqrt(d2[(size_t)i * n + to]));
+        }
     free(near);
     join_components(g, d2);
     graph_compress(g);
@@ -343,10 +326,11 @@ typedef struct geodesic_job {
 static void geodesic_rows(void *arg, int64_t lo, int64_t hi)
 {
     const geodesic_job *job = arg;
-    size_t cap = (size_t)job->g->edges + 1;
-    heap h = {0, ast_xmalloc(cap * sizeof *h.key), ast_xmalloc(cap * sizeof *h.cell)};
-    for (int64_t i = lo; i < hi; i++) dijkstra(job->g, (int)i, &h, job->out + (size_t)i * job->g->n);
-    free(h.key), free(h.cell);
+    int n = job->g->n;
+    heap h = {0, ast_xmalloc((size_t)2 * n * sizeof *h.cell), NULL, NULL};
+    h.at = h.cell + n;
+    for (int64_t i = lo; i < hi; i++) dijkstra(job->g, (int)i, &h, job->out + (size_t)i * n);
+    free(h.cell);
 }
 
 /* Geodesic distances [n, n]. A path summed from either end rounds

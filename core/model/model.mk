@@ -7,13 +7,17 @@ libalphast_la_SOURCES += core/model/model.h core/model/model_internal.h core/mod
 	core/model/kabsch.h core/model/kabsch.c \
 	core/model/diffusion.h core/model/diffusion.c \
 	core/model/masking.h core/model/masking.c core/model/masking_module.c core/model/masking_config.c \
-	core/model/expr_embed.h core/model/expr_embed.c core/model/prior.h core/model/prior.c core/model/model_prior.c
+	core/model/expr_embed.h core/model/expr_embed.c core/model/top_eigen.h core/model/top_eigen.c core/model/prior.h core/model/prior.c core/model/model_prior.c
 EXTRA_DIST += core/model/README.md
 
-check_PROGRAMS += tests/test_model tests/test_loss tests/test_loss_structure tests/test_diffusion tests/test_masking tests/test_prior
+check_PROGRAMS += tests/test_model tests/test_loss tests/test_loss_structure tests/test_diffusion tests/test_masking tests/test_prior \
+	tests/test_top_eigen
 tests_test_prior_SOURCES = tests/test_prior.c
 tests_test_prior_CFLAGS = $(TEST_CC)
 tests_test_prior_LDADD = $(TEST_LIBS)
+tests_test_top_eigen_SOURCES = tests/test_top_eigen.c
+tests_test_top_eigen_CFLAGS = $(TEST_CC)
+tests_test_top_eigen_LDADD = $(TEST_LIBS)
 tests_test_model_SOURCES = tests/test_model.c tests/model_fixture.c tests/model_fixture.h
 tests_test_model_CFLAGS = $(TEST_CC)
 tests_test_model_LDADD = $(TEST_LIBS)
