@@ -346,16 +346,11 @@ static void check_graph(int which)
 Test(cuda_model, baseline_step_replays_as_a_graph) { check_graph(0); }
 Test(cuda_model, gated_step_replays_as_a_graph) { check_graph(1); }
 
-/* MoE routes on the host (it reads the router's logits): the capture says so. */
-Test(cuda_model, moe_step_is_not_captured_and_says_why)
-{
-    float loss[GRAPH_STEPS];
-    char why[320] = "";
-    int64_t n;
-    float *p = graph_run(2, 1, loss, &n, why, sizeof why);
-    cr_assert_null(p);
-    cr_assert(strstr(why, "reads device memory on the host"), "%s", why);
-}
+/* MoE routes in device memory (the plan ops, ABI 2.6): nothing waits for
+ * the host, and the replay draws the router noise's and dropout's keys as
+ * the eager steps do. */
+Test(cuda_model, moe_step_replays_as_a_graph) { check_graph(2); }
+Test(cuda_model, gated_moe_step_replays_as_a_graph) { check_graph(3); }
 
 /* ---- plugins: instances on a backend ------------------------------------ */
 
@@ -415,21 +410,45 @@ Test(cuda_model, gated_attention_kernel_is_the_cpus)
 static const ast_layer_dims moe_dims = {.d_model = 32, .heads = 4, .d_ff = 64, .d_time = 8, .num_layers = 1,
                                         .dropout = 0.1f, .ln_eps = 1e-6f};
 
+/* The statistics the MoE FFN publishes, in its order (ffn_moe.c, moe_device.c). */
+enum { MOE_STATS = 5 };
+static const char *const moe_stat_names[MOE_STATS] = {"moe.tokens_per_expert", "moe.router_prob_mean",
+                                                      "moe.dropped_tokens", "moe.aux_loss", "moe.set_tokens_per_expert"};
+
 typedef struct moe_out {
-    float *y, *gx, *gparams;
+    float *y, *gx, *gparams, *stat[MOE_STATS];
     int64_t ny, nx, np;
+    int n_stat[MOE_STATS];
 } moe_out;
+
+typedef struct moe_setup {
+    const ast_optsrc *opts;
+    int n_opts;
+    const float *x, *time, *mask, *dy; /* mask NULL: no padding */
+} moe_setup;
+
+/* Host copies of the published statistics (a device's tensors are copied here, after the step). */
+static void read_moe_stats(ast_ctx *c, moe_out *o)
+{
+    const ast_stat *st = ast_ctx_stats(c);
+    for (int i = 0; i < ast_ctx_n_stats(c); i++)
+        for (int k = 0; k < MOE_STATS; k++) {
+            if (strcmp(st[i].name, moe_stat_names[k])) continue;
+            o->stat[k] = ast_xmalloc((size_t)st[i].n * sizeof(float));
+            memcpy(o->stat[k], st[i].values, (size_t)st[i].n * sizeof(float));
+            o->n_stat[k] = st[i].n;
+        }
+}
 
 /* One forward (training: router noise and dropout) and backward of the
  * MoE FFN, created for backend b with its parameters moved there. */
-static moe_out moe_on(const ast_backend *b, const float *x, const float *time, const float *dy)
+static moe_out moe_on(const ast_backend *b, const moe_setup *su)
 {
     const ast_plugin *pl = load(AST_KIND_FFN, "moe");
     ast_error e = {""};
     cr_assert_eq(ast_plugin_check_backend(pl, b->name, &e), 0, "%s", e.msg);
-    const ast_optsrc opts[] = {{"num_experts", "4", "test"}, {"top_k", "2", "test"}, {"expert_hidden", "split", "test"}};
     ast_optval vals[AST_MAX_PLUGIN_OPTS];
-    cr_assert(ast_plugin_options(pl, opts, 3, vals, &e), "%s", e.msg);
+    cr_assert(ast_plugin_options(pl, su->opts, su->n_opts, vals, &e), "%s", e.msg);
     const ast_plugin_desc *d = ast_plugin_desc_of(pl);
     ast_params *p = ast_params_new(SEED);
     char err[256] = "";
@@ -439,18 +458,51 @@ static moe_out moe_on(const ast_backend *b, const float *x, const float *time, c
     ast_params_to_backend(p, b);
     ast_ctx *c = ast_ctx_new_on(b, SEED);
     ast_ctx_set_training(c, 1);
-    ast_tensor *xt = ast_tensor_from(c, 3, (int64_t[]){B, N, moe_dims.d_model}, x);
+    ast_tensor *xt = ast_tensor_from(c, 3, (int64_t[]){B, N, moe_dims.d_model}, su->x);
     xt->flags |= AST_REQUIRES_GRAD;
-    ast_tensor *tt = ast_tensor_from(c, 2, (int64_t[]){B, moe_dims.d_time}, time);
-    ast_tensor *y = d->forward(self, c, xt, &(ast_fwd_args){.time = tt});
-    ast_backward_seed(c, y, dy);
+    ast_tensor *tt = ast_tensor_from(c, 2, (int64_t[]){B, moe_dims.d_time}, su->time);
+    ast_tensor *mask = su->mask ? ast_tensor_from(c, 2, (int64_t[]){B, N}, su->mask) : NULL;
+    ast_tensor *y = d->forward(self, c, xt, &(ast_fwd_args){.time = tt, .mask = mask});
+    ast_backward_seed(c, y, su->dy);
     moe_out o = {.y = cf_read(c, y), .gx = cf_read_grad(c, xt), .ny = y->size, .nx = xt->size};
     o.gparams = read_params(c, p, 1);
     o.np = ast_params_numel(p);
+    read_moe_stats(c, &o);
     ast_ctx_free(c);
     ast_plugin_destroy(d, self);
     ast_params_free(p);
     return o;
+}
+
+static void free_moe_out(moe_out *o)
+{
+    free(o->y), free(o->gx), free(o->gparams);
+    for (int k = 0; k < MOE_STATS; k++) free(o->stat[k]);
+}
+
+/* The statistics: counts (decisions) the same, the probabilities' mean and
+ * the balance loss (sums of up to 74 terms) within tol. */
+static void check_moe_stats(const moe_out *cuda, const moe_out *cpu, double tol)
+{
+    for (int k = 0; k < MOE_STATS; k++) {
+        cr_assert(cpu->stat[k] && cuda->stat[k], "%s: published on the CPU %d, on CUDA %d", moe_stat_names[k],
+                  cpu->stat[k] != NULL, cuda->stat[k] != NULL);
+        cr_assert_eq(cuda->n_stat[k], cpu->n_stat[k], "%s: %d values on CUDA, %d on the CPU", moe_stat_names[k],
+                     cuda->n_stat[k], cpu->n_stat[k]);
+        cf_assert_close(moe_stat_names[k], cuda->stat[k], cpu->stat[k], cpu->n_stat[k], k == 1 || k == 3 ? tol : 0.0);
+    }
+}
+
+/* The CPU (host routing) against CUDA (the plan ops), and CUDA twice. */
+static void check_moe(const moe_setup *su, double tol)
+{
+    moe_out cpu = moe_on(ast_backend_cpu(), su), cuda = moe_on(cf_gpu(), su), again = moe_on(cf_gpu(), su);
+    cf_assert_close("moe output", cuda.y, cpu.y, cpu.ny, tol);
+    cf_assert_close("moe input gradient", cuda.gx, cpu.gx, cpu.nx, tol);
+    cf_assert_close("moe parameter gradients", cuda.gparams, cpu.gparams, cpu.np, tol);
+    cf_assert_close("moe, second CUDA run", again.gparams, cuda.gparams, cpu.np, 0.0);
+    check_moe_stats(&cuda, &cpu, tol);
+    free_moe_out(&cpu), free_moe_out(&cuda), free_moe_out(&again);
 }
 
 /* Router logits sum E = 32 products; each expert's GEMMs 32 or 16 (split
@@ -459,18 +511,33 @@ static moe_out moe_on(const ast_backend *b, const float *x, const float *time, c
  * tie within rounding (~1e-6), which random data does not give. */
 Test(cuda_model, moe_ffn_forward_backward_is_the_cpus)
 {
-    const ast_backend *gpu = cf_gpu();
+    cf_gpu();
     int64_t nx = (int64_t)B * N * moe_dims.d_model;
     float *x = ast_xmalloc((size_t)nx * sizeof *x), *dy = ast_xmalloc((size_t)nx * sizeof *dy), time[B * 8];
     cf_normal(21, x, nx, 1.0f);
     cf_normal(22, dy, nx, 1.0f);
     cf_normal(23, time, B * moe_dims.d_time, 1.0f);
-    moe_out cpu = moe_on(ast_backend_cpu(), x, time, dy), cuda = moe_on(gpu, x, time, dy), again = moe_on(gpu, x, time, dy);
-    cf_assert_close("moe output", cuda.y, cpu.y, cpu.ny, cf_sum_tol(74));
-    cf_assert_close("moe input gradient", cuda.gx, cpu.gx, cpu.nx, cf_sum_tol(74));
-    cf_assert_close("moe parameter gradients", cuda.gparams, cpu.gparams, cpu.np, cf_sum_tol(74));
-    cf_assert_close("moe, second CUDA run", again.gparams, cuda.gparams, cpu.np, 0.0);
-    moe_out *all[] = {&cpu, &cuda, &again};
-    for (int i = 0; i < 3; i++) free(all[i]->y), free(all[i]->gx), free(all[i]->gparams);
+    const ast_optsrc opts[] = {{"num_experts", "4", "test"}, {"top_k", "2", "test"}, {"expert_hidden", "split", "test"}};
+    check_moe(&(moe_setup){opts, 3, x, time, NULL, dy}, cf_sum_tol(74));
+    free(x), free(dy);
+}
+
+/* Padded cells (not routed on the CPU; routed to nothing on the device),
+ * a capacity that drops pairs, a shared expert and the time projection:
+ * the same decisions (the counts) and values within the same bound. */
+Test(cuda_model, moe_ffn_with_padding_capacity_shared_and_time_is_the_cpus)
+{
+    cf_gpu();
+    int64_t nx = (int64_t)B * N * moe_dims.d_model;
+    float *x = ast_xmalloc((size_t)nx * sizeof *x), *dy = ast_xmalloc((size_t)nx * sizeof *dy), time[B * 8];
+    float mask[B * N];
+    cf_normal(31, x, nx, 1.0f);
+    cf_normal(32, dy, nx, 1.0f);
+    cf_normal(33, time, B * moe_dims.d_time, 1.0f);
+    for (int i = 0; i < B * N; i++) mask[i] = i / N == B - 1 && i % N >= N - PAD ? 0.0f : 1.0f;
+    const ast_optsrc opts[] = {{"num_experts", "4", "test"},        {"top_k", "2", "test"},
+                               {"expert_hidden", "split", "test"},   {"capacity_factor", "0.8", "test"},
+                               {"num_shared_experts", "1", "test"}, {"time_conditioned", "true", "test"}};
+    check_moe(&(moe_setup){opts, 6, x, time, mask, dy}, cf_sum_tol(74));
     free(x), free(dy);
 }

@@ -13,6 +13,7 @@
  * why (cf_gpu). */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -604,6 +605,146 @@ Test(cuda_ops, grouped_linear)
         {"grouped no rows", run_grouped, &none, 5, {X(0, 5), X(4, 5), X(4, 5), X(4), X(4)}, EXACT},
     };
     CHECK(cases);
+}
+
+/* ---- routing in device memory (moe_route and its consumers) ---------------------- */
+
+typedef struct moe_arg {
+    int k, experts, masked;
+    float capacity_factor;
+    int64_t per_set;
+} moe_arg;
+
+/* in: logits [T, E], then the mask [T] when the case has one. */
+static ast_tensor *plan_of(ast_ctx *c, ast_tensor *const *in, const moe_arg *a)
+{
+    return ast_moe_route(c, in[0], a->masked ? in[1] : NULL, a->k, a->capacity_factor, a->per_set);
+}
+
+static ast_tensor *run_route(ast_ctx *c, ast_tensor *const *in, const void *arg) { return plan_of(c, in, arg); }
+
+/* in: logits, the mask (when the case has one), x [T, D], E weights, E
+ * biases: the whole routed layer, the routing weights a softmax over the
+ * picked logits. */
+static ast_tensor *run_routed_experts(ast_ctx *c, ast_tensor *const *in, const void *arg)
+{
+    const moe_arg *a = arg;
+    ast_tensor *plan = plan_of(c, in, a), *const *x = in + (a->masked ? 2 : 1);
+    ast_tensor *weights = ast_softmax(c, ast_moe_pick(c, in[0], plan, a->k), -1);
+    ast_tensor *rows = ast_moe_gather(c, x[0], plan, a->k);
+    ast_tensor *y = ast_moe_grouped_linear(c, rows, plan, a->k, a->experts, x + 1, x + 1 + a->experts);
+    return ast_moe_combine(c, y, weights, plan);
+}
+
+static ast_tensor *run_noise(ast_ctx *c, ast_tensor *const *in, const void *arg)
+{
+    const int64_t *shape = arg;
+    return ast_noise_normal(c, 2, shape, shape[2] ? in[0] : NULL, 0.3f);
+}
+
+#define LOGITS(...) IN(0, FILL_NORMAL, __VA_ARGS__)
+
+/* The plan is integer work (top-k, ranks, offsets, counts): the same bits.
+ * The noise: logf, sqrtf, cosf within 2 ulp each of glibc's (cf_sum_tol(1)). */
+Test(cuda_ops, moe_route_and_noise)
+{
+    const moe_arg dropless = {2, 8, 1, 0.0f, 37}, tight = {2, 8, 1, 1.0f, 37}, top1 = {1, 4, 0, 0.0f, 37};
+    const moe_arg big = {2, 64, 1, 1.25f, 1000}, one_set = {3, 5, 1, 0.5f, 300};
+    const cf_case cases[] = {
+        {"moe_route [74, 8] top-2 dropless, mask", run_route, &dropless, 2, {LOGITS(74, 8), MASK(0, 74)}, EXACT},
+        {"moe_route [74, 8] top-2 capacity 1, mask", run_route, &tight, 2, {LOGITS(74, 8), MASK(0, 74)}, EXACT},
+        {"moe_route [37, 4] top-1, no mask", run_route, &top1, 1, {LOGITS(37, 4)}, EXACT},
+        {"moe_route [3000, 64] top-2 capacity 1.25", run_route, &big, 2, {LOGITS(3000, 64), MASK(0, 3000)}, EXACT},
+        {"moe_route [300, 5] top-3 capacity 0.5", run_route, &one_set, 2, {LOGITS(300, 5), MASK(0, 300)}, EXACT},
+        {"moe_route [0, 4]", run_route, &top1, 1, {LOGITS(0, 4)}, EXACT},
+        {"noise_normal [74, 8]", run_noise, (int64_t[]){74, 8, 0}, 0, {{0}}, cf_sum_tol(1)},
+        {"noise_normal [300, 65] rows masked", run_noise, (int64_t[]){300, 65, 1}, 1, {MASK(0, 300)}, cf_sum_tol(1)},
+    };
+    CHECK(cases);
+}
+
+#define EXPERTS4(out, in) X(out, in), X(out, in), X(out, in), X(out, in), X(out), X(out), X(out), X(out)
+
+/* Routed through the plan: the GEMMs sum `in` terms (forward), `out`
+ * (dx) or an expert's rows (weight and bias gradients, at most T k); the
+ * gather's and combine's sums add in the CPU's order; the weights'
+ * gradient is a dot product of D terms. Each case's tolerance counts the
+ * longest. */
+Test(cuda_ops, moe_routed_experts)
+{
+    const moe_arg dropless = {2, 4, 1, 0.0f, 37}, tight = {2, 4, 1, 0.8f, 37}, big = {2, 4, 1, 1.1f, 1000};
+    const moe_arg top1 = {1, 4, 0, 0.0f, 33};
+    const cf_case cases[] = {
+        {"routed [74, 24] -> 20, 4 experts top-2 dropless", run_routed_experts, &dropless, 11,
+         {X(74, 4), MASK(0, 74), X(74, 24), EXPERTS4(20, 24)}, cf_sum_tol(148)},
+        {"routed [74, 24] -> 20, 4 experts top-2 capacity 0.8", run_routed_experts, &tight, 11,
+         {X(74, 4), MASK(0, 74), X(74, 24), EXPERTS4(20, 24)}, cf_sum_tol(148)},
+        {"routed [2000, 65] -> 130, 4 experts top-2 capacity 1.1", run_routed_experts, &big, 11,
+         {X(2000, 4), MASK(0, 2000), X(2000, 65), EXPERTS4(130, 65)}, cf_sum_tol(4000)},
+        {"routed [33, 7] -> 5, top-1, no mask", run_routed_experts, &top1, 10,
+         {X(33, 4), X(33, 7), EXPERTS4(5, 7)}, cf_sum_tol(33)},
+    };
+    CHECK(cases);
+}
+
+/* More experts than one launch of the grouped GEMM takes (32): 40 experts,
+ * top-2, 600 tokens, each expert's weights its own tensor. */
+enum { MANY_E = 40, MANY_T = 600, MANY_IN = 48, MANY_OUT = 36 };
+
+typedef struct many_out {
+    float *y, *gx, *gw[MANY_E], *gb[MANY_E];
+} many_out;
+
+static ast_tensor *many_input(ast_ctx *c, int ndim, const int64_t *shape, uint64_t seed)
+{
+    ast_tensor *t = ast_empty(c, ndim, shape);
+    float *v = ast_xmalloc((size_t)t->size * sizeof *v);
+    cf_normal(seed, v, t->size, 1.0f);
+    ast_tensor_write(c, t, 0, t->size, v);
+    free(v);
+    t->flags |= AST_REQUIRES_GRAD;
+    return t;
+}
+
+static many_out many_experts_on(const ast_backend *b)
+{
+    ast_ctx *c = ast_ctx_new_on(b, CF_CTX_SEED);
+    ast_tensor *logits = many_input(c, 2, (int64_t[]){MANY_T, MANY_E}, 1);
+    ast_tensor *x = many_input(c, 2, (int64_t[]){MANY_T, MANY_IN}, 2), *w[MANY_E], *bias[MANY_E];
+    for (int e = 0; e < MANY_E; e++) {
+        w[e] = many_input(c, 2, (int64_t[]){MANY_OUT, MANY_IN}, 10 + e);
+        bias[e] = many_input(c, 1, (int64_t[]){MANY_OUT}, 100 + e);
+    }
+    ast_tensor *plan = ast_moe_route(c, logits, NULL, 2, 1.5f, MANY_T);
+    ast_tensor *y = ast_moe_grouped_linear(c, ast_moe_gather(c, x, plan, 2), plan, 2, MANY_E, w, bias);
+    float *dy = ast_xmalloc((size_t)y->size * sizeof *dy);
+    cf_normal(7, dy, y->size, 1.0f);
+    ast_backward_seed(c, y, dy);
+    free(dy);
+    many_out o = {.y = cf_read(c, y), .gx = cf_read_grad(c, x)};
+    for (int e = 0; e < MANY_E; e++) o.gw[e] = cf_read_grad(c, w[e]), o.gb[e] = cf_read_grad(c, bias[e]);
+    ast_ctx_free(c);
+    return o;
+}
+
+/* Sums of MANY_IN terms (forward), MANY_OUT (dx) and an expert's rows (at
+ * most its capacity, ceil(1200 * 1.5 / 40) = 45): cf_sum_tol(48). */
+Test(cuda_ops, moe_grouped_linear_over_many_experts)
+{
+    const ast_backend *gpu = cf_gpu();
+    many_out cpu = many_experts_on(ast_backend_cpu()), cuda = many_experts_on(gpu);
+    int64_t rows = (int64_t)MANY_T * 2;
+    cf_assert_close("many experts: output", cuda.y, cpu.y, rows * MANY_OUT, cf_sum_tol(48));
+    cf_assert_close("many experts: input gradient", cuda.gx, cpu.gx, (int64_t)MANY_T * MANY_IN, cf_sum_tol(48));
+    for (int e = 0; e < MANY_E; e++) {
+        char what[64];
+        snprintf(what, sizeof what, "many experts: expert %d's weight gradient", e);
+        cf_assert_close(what, cuda.gw[e], cpu.gw[e], MANY_OUT * MANY_IN, cf_sum_tol(48));
+        snprintf(what, sizeof what, "many experts: expert %d's bias gradient", e);
+        cf_assert_close(what, cuda.gb[e], cpu.gb[e], MANY_OUT, cf_sum_tol(48));
+        free(cpu.gw[e]), free(cuda.gw[e]), free(cpu.gb[e]), free(cuda.gb[e]);
+    }
+    free(cpu.y), free(cuda.y), free(cpu.gx), free(cuda.gx);
 }
 
 /* ---- dropout masks, bf16, gradients on the GPU ----------------------------------- */

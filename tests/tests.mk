@@ -17,6 +17,10 @@ check_PROGRAMS += tests/test_ops_grouped
 tests_test_ops_grouped_SOURCES = tests/test_ops_grouped.c
 tests_test_ops_grouped_CFLAGS = $(TEST_CC)
 tests_test_ops_grouped_LDADD = $(ENGINE_TEST_LIBS)
+check_PROGRAMS += tests/test_ops_moe
+tests_test_ops_moe_SOURCES = tests/test_ops_moe.c
+tests_test_ops_moe_CFLAGS = $(TEST_CC)
+tests_test_ops_moe_LDADD = $(ENGINE_TEST_LIBS)
 
 # The progress bar's width on narrow terminals (core/base/progress.c).
 check_PROGRAMS += tests/test_progress

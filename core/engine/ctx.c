@@ -30,6 +30,7 @@ struct ast_ctx {
     ast_tensor *losses[MAX_LOSSES];
     int n_losses;
     ast_stat *stats;
+    const ast_tensor **stat_tensors; /* [stats_cap]: a backend tensor still to copy into stats[i] (stat_tensor) */
     int n_stats, stats_cap;
     struct {
         char name[48];
@@ -63,6 +64,7 @@ void ast_ctx_free(ast_ctx *c)
     free(c->tape);
     free(c->frees_grad);
     free(c->stats);
+    free(c->stat_tensors);
     free(c);
 }
 
@@ -286,20 +288,45 @@ int ast_ctx_n_losses(const ast_ctx *c) { return c->n_losses; }
 const char *ast_ctx_loss_name(const ast_ctx *c, int i) { return c->loss_names[i]; }
 ast_tensor *ast_ctx_loss(const ast_ctx *c, int i) { return c->losses[i]; }
 
-void ast_publish_stat(ast_ctx *c, const char *name, int layer, const float *values, int n)
+/* A new statistic of n values in host arena memory, its tensor (NULL: none) to copy later. */
+static float *add_stat(ast_ctx *c, const char *name, int layer, int n, const ast_tensor *pending)
 {
     if (c->n_stats == c->stats_cap) {
         c->stats_cap = c->stats_cap ? 2 * c->stats_cap : 64;
         c->stats = ast_xrealloc(c->stats, (size_t)c->stats_cap * sizeof *c->stats);
+        c->stat_tensors = ast_xrealloc(c->stat_tensors, (size_t)c->stats_cap * sizeof *c->stat_tensors);
     }
     size_t len = strlen(name) + 1;
-    float *copy = ast_alloc(c, (size_t)n * sizeof(float));
-    memcpy(copy, values, (size_t)n * sizeof(float));
-    c->stats[c->n_stats++] = (ast_stat){memcpy(ast_alloc(c, len), name, len), layer, n, copy};
+    float *values = ast_alloc(c, (size_t)n * sizeof(float));
+    c->stat_tensors[c->n_stats] = pending;
+    c->stats[c->n_stats++] = (ast_stat){memcpy(ast_alloc(c, len), name, len), layer, n, values};
+    return values;
+}
+
+void ast_publish_stat(ast_ctx *c, const char *name, int layer, const float *values, int n)
+{
+    memcpy(add_stat(c, name, layer, n, NULL), values, (size_t)n * sizeof(float));
+}
+
+void ast_publish_stat_tensor(ast_ctx *c, const char *name, int layer, const ast_tensor *t)
+{
+    AST_ASSERT(t->size < (1ll << 31), "stat_tensor: %s has %lld values", name, (long long)t->size);
+    add_stat(c, name, layer, (int)t->size, t);
 }
 
 int ast_ctx_n_stats(const ast_ctx *c) { return c->n_stats; }
-const ast_stat *ast_ctx_stats(const ast_ctx *c) { return c->stats; }
+
+/* The tensors' values come over here, after the step: the copies wait for
+ * the queued work once (the first), the others find it done. */
+const ast_stat *ast_ctx_stats(const ast_ctx *c)
+{
+    for (int i = 0; i < c->n_stats; i++) {
+        if (!c->stat_tensors[i]) continue;
+        ast_tensor_read(c, c->stat_tensors[i], 0, c->stats[i].n, (float *)c->stats[i].values);
+        ((ast_ctx *)c)->stat_tensors[i] = NULL; /* read once; the statistics are the context's */
+    }
+    return c->stats;
+}
 
 void ast_ctx_set_scheduled(ast_ctx *c, const char *name, float value)
 {

@@ -93,13 +93,17 @@ float *ast_grad_fresh(ast_ctx *c, ast_tensor *t, int *fresh);
 void ast_record(ast_ctx *c, const ast_node *n);
 void ast_add_loss(ast_ctx *c, const char *name, ast_tensor *scalar);
 void ast_publish_stat(ast_ctx *c, const char *name, int layer, const float *values, int n);
+/* A statistic that is a backend tensor (host->stat_tensor): copied to host
+ * memory by ast_ctx_stats, after the step, not when published. */
+void ast_publish_stat_tensor(ast_ctx *c, const char *name, int layer, const ast_tensor *t);
 
 /* The named losses published this step (host->add_loss); the model layer
  * sums them into the training loss (ast_model_extra_loss). */
 int ast_ctx_n_losses(const ast_ctx *c);
 const char *ast_ctx_loss_name(const ast_ctx *c, int i);
 ast_tensor *ast_ctx_loss(const ast_ctx *c, int i);
-/* Statistics published this step. */
+/* Statistics published this step; the first call after the step copies
+ * the tensors published with ast_publish_stat_tensor (one wait). */
 int ast_ctx_n_stats(const ast_ctx *c);
 const ast_stat *ast_ctx_stats(const ast_ctx *c);
 /* Values scheduled for the current optimiser step (host->scheduled); they

@@ -11,9 +11,9 @@ libalphast_engine_la_SOURCES += \
 	core/engine/blas_coretype.h core/engine/blas_coretype.c core/engine/kabsch.h core/engine/kabsch.c \
 	core/engine/ops/ops_axis.h core/engine/ops/ops_plan.h core/engine/ops/ops_shape.c core/engine/ops/ops_elementwise.c \
 	core/engine/ops/ops_linalg.c core/engine/ops/ops_norm.c core/engine/ops/ops_reduce.c \
-	core/engine/ops/ops_routing.c core/engine/ops/ops_grouped.c core/engine/ops/ops_loss.c core/engine/ops/ops_aligned.c core/engine/ops/dispatch.c \
+	core/engine/ops/ops_routing.c core/engine/ops/ops_grouped.c core/engine/ops/ops_moe.c core/engine/ops/ops_aligned.c core/engine/ops/ops_loss.c core/engine/ops/dispatch.c \
 	core/engine/ops/dispatch_linalg.c core/engine/ops/dispatch_reduce.c core/engine/ops/dispatch_routing.c core/engine/ops/dispatch_loss.c core/engine/ops/dispatch_shape.c core/engine/ops/dispatch_norm.c \
-	core/engine/ops/dispatch_elementwise.c core/engine/ops/dispatch_grouped.c
+	core/engine/ops/dispatch_elementwise.c core/engine/ops/dispatch_grouped.c core/engine/ops/dispatch_moe.c
 libalphast_engine_la_CFLAGS = $(AM_CFLAGS) $(BLAS_CFLAGS)
 libalphast_engine_la_LIBADD = $(BLAS_LIBS) $(ONEDNN_LIBS) -lm
 EXTRA_DIST += core/engine/README.md
@@ -79,7 +79,7 @@ tests_test_backend_LDADD = $(TEST_LIBS)
 CUDA_ENGINE_SOURCES = core/engine/cuda/backend_cuda.cu core/engine/cuda/ops_shape.cu \
 	core/engine/cuda/ops_elementwise.cu core/engine/cuda/ops_linalg.cu core/engine/cuda/ops_grouped.cu \
 	core/engine/cuda/ops_routing.cu core/engine/cuda/ops_norm.cu core/engine/cuda/ops_reduce.cu \
-	core/engine/cuda/ops_loss.cu core/engine/cuda/ops_aligned.cu
+	core/engine/cuda/ops_loss.cu core/engine/cuda/ops_moe.cu core/engine/cuda/ops_aligned.cu
 EXTRA_DIST += $(CUDA_ENGINE_SOURCES) core/engine/cuda/cuda_internal.h core/engine/cuda/cuda_gemm.h
 # The fixed-order row reductions of the norm, reduce and loss kernels.
 EXTRA_DIST += core/engine/cuda/row_reduce.cuh

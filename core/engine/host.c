@@ -48,6 +48,7 @@ static const ast_host host = {
     .write = ast_tensor_write,
     .rng_key = ast_ctx_key,
     .stats_wanted = ast_ctx_stats_wanted,
+    .stat_tensor = ast_publish_stat_tensor,
 };
 
 const ast_host *ast_host_table(void) { return &host; }

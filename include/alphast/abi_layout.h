@@ -53,6 +53,7 @@ AST_AT(ast_host, stat, 120) AST_AT(ast_host, scheduled, 128) AST_AT(ast_host, pa
 AST_AT(ast_host, sgemm, 144) AST_AT(ast_host, emit, 152) AST_AT(ast_host, warn_once, 160)
 AST_AT(ast_host, log, 168) AST_AT(ast_host, read, 176) AST_AT(ast_host, write, 184)
 AST_AT(ast_host, rng_key, 192) AST_AT(ast_host, stats_wanted, 200)
+AST_AT(ast_host, stat_tensor, 208)
 
 AST_AT(ast_kernel, op, 0) AST_AT(ast_kernel, backend, 8) AST_AT(ast_kernel, fn, 16)
 AST_AT(ast_plugin_desc, abi_major, 0) AST_AT(ast_plugin_desc, abi_minor, 4) AST_AT(ast_plugin_desc, struct_size, 8)

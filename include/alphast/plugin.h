@@ -45,8 +45,10 @@ extern "C" {
  * 2.4 the host table's rng_key (a kernel's key in backend memory) and
  * stats_wanted; 2.5 the descriptor's legacy_keys and wants_geodesic,
  * the forward arguments' geodesic (the expression graph's distances), and
- * destroy may be NULL (the host then frees the instance); 2.6 the op
- * aligned_mse (the Kabsch-aligned position loss, on every backend) */
+ * destroy may be NULL (the host then frees the instance); 2.6 the ops
+ * noise_normal, moe_route, moe_pick, moe_gather, moe_grouped_linear and
+ * moe_combine (routing in backend memory), aligned_mse (the Kabsch-aligned
+ * position loss) and the host table's stat_tensor */
 #define AST_ABI_MINOR 6
 #define AST_MAX_DIMS 4
 
@@ -78,6 +80,30 @@ static inline AST_HOSTDEV uint64_t ast_mix64(uint64_t z)
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
 }
+
+/* The layout of moe_route's plan (ops.def), a float tensor whose integers
+ * are exact (T k < 2^24), for P = T k candidate pairs, E experts and S sets:
+ * the header (kept pairs, valid tokens, dropped pairs, capacity), then per
+ * sorted pair p the token and its weight row t k + s (-1 past the kept
+ * pairs), per candidate t k + s its sorted position (-1: not kept) and its
+ * expert, the offsets [E + 1] (expert e owns [offsets[e], offsets[e + 1])),
+ * per expert the candidates before capacity (load), the kept pairs and the
+ * tokens whose largest logit it is (argmax), and the kept pairs per set and
+ * expert [S, E]. */
+#define AST_MOE_PLAN_KEPT_PAIRS 0
+#define AST_MOE_PLAN_VALID 1
+#define AST_MOE_PLAN_DROPPED 2
+#define AST_MOE_PLAN_CAPACITY 3
+#define AST_MOE_PLAN_TOKEN(P) (4 + 0 * (int64_t)(P))
+#define AST_MOE_PLAN_WEIGHT(P) (4 + (int64_t)(P))
+#define AST_MOE_PLAN_POS(P) (4 + 2 * (int64_t)(P))
+#define AST_MOE_PLAN_EXPERT(P) (4 + 3 * (int64_t)(P))
+#define AST_MOE_PLAN_OFFSETS(P) (4 + 4 * (int64_t)(P))
+#define AST_MOE_PLAN_LOAD(P, E) (AST_MOE_PLAN_OFFSETS(P) + (E) + 1)
+#define AST_MOE_PLAN_COUNT(P, E) (AST_MOE_PLAN_LOAD(P, E) + (E))
+#define AST_MOE_PLAN_ARGMAX(P, E) (AST_MOE_PLAN_COUNT(P, E) + (E))
+#define AST_MOE_PLAN_SETS(P, E) (AST_MOE_PLAN_ARGMAX(P, E) + (E))
+#define AST_MOE_PLAN_SIZE(T, k, E, S) (AST_MOE_PLAN_SETS((int64_t)(T) * (k), E) + (int64_t)(S) * (E))
 
 /* Where a tensor's data lives: memory the CPU can address, or a device's. */
 typedef enum ast_memory { AST_MEM_HOST = 0, AST_MEM_DEVICE = 1 } ast_memory;
@@ -326,6 +352,12 @@ struct ast_host {
      * step. A statistic read from device data costs the step a wait (and
      * its CUDA graph): compute and publish it only then. */
     int (*stats_wanted)(const ast_ctx *c);
+    /* ABI 2.6: publish a statistic that is a tensor on the backend (its
+     * `size` values) without reading it: the step does not wait. The host
+     * copies it when the statistics are read after the step (ast_ctx_stats,
+     * docs/monitors.md), all of them in one wait; the tensor must live until
+     * then (the step arena does). */
+    void (*stat_tensor)(ast_ctx *c, const char *name, int layer, const ast_tensor *t);
 };
 
 /* ---- the descriptor a plugin returns ------------------------------------ */

@@ -34,6 +34,7 @@
  *     ast_rng_u64 ast_rng_uniform ast_rng_normal   host->rng_*
  *     ast_tensor_read ast_tensor_write             host->read, host->write (ABI 2.3)
  *     ast_rng_key ast_stats_wanted                 host->rng_key, host->stats_wanted (ABI 2.4)
+ *     ast_publish_stat_tensor                      host->stat_tensor (ABI 2.6)
  *
  * Helper for forward(): ast_host_copy reads a tensor's data into host memory.
  * Helpers for create(): ast_linear_params and ast_layernorm_params make a
@@ -97,6 +98,7 @@ extern AST_API_HIDDEN const ast_host *ast_api;
 #define ast_rng_normal ast_api->rng_normal
 #define ast_rng_key ast_api->rng_key
 #define ast_stats_wanted ast_api->stats_wanted
+#define ast_publish_stat_tensor ast_api->stat_tensor
 #define ast_add_loss ast_api->add_loss
 #define ast_publish_stat ast_api->stat
 #define ast_ctx_scheduled ast_api->scheduled

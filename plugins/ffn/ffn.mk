@@ -7,7 +7,7 @@ plugins_ffn_ffn_dense_la_LIBADD = -lm
 
 plugin_LTLIBRARIES += plugins/ffn/ffn_moe.la
 plugins_ffn_ffn_moe_la_SOURCES = plugins/ffn/ffn_moe.c plugins/ffn/moe.h plugins/ffn/moe_expert.c \
-	plugins/ffn/moe_router.c plugins/ffn/moe_dispatch.c plugins/ffn/moe_combine.c plugins/ffn/moe_combine_ops.c \
+	plugins/ffn/moe_router.c plugins/ffn/moe_device.c plugins/ffn/moe_dispatch.c plugins/ffn/moe_combine.c plugins/ffn/moe_combine_ops.c \
 	plugins/ffn/moe_combine.h
 plugins_ffn_ffn_moe_la_CPPFLAGS = $(PLUGIN_CPP)
 plugins_ffn_ffn_moe_la_LDFLAGS = $(PLUGIN_LINK)

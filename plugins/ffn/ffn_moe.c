@@ -4,6 +4,7 @@
  * time-conditioned routing as options. Padded cells (fwd mask) are neither
  * routed nor counted in the balance statistics. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "moe.h"
 
@@ -104,6 +105,7 @@ static void *moe_create(const ast_create_args *a, char *err, size_t errlen)
     m->d_model = a->dims->d_model;
     m->dropout = a->dims->dropout;
     m->combine = combine;
+    m->route_on_device = strcmp(backend, "cpu") != 0 && o.router == MOE_ROUTER_TOPK && o.balance != MOE_BALANCE_BIAS;
     m->shared = m->experts + o.num_experts;
     register_params(m, a);
     if (moe_experts_group(m)) {
@@ -144,6 +146,8 @@ static const int32_t *select_tokens(const moe *m, ast_ctx *c, ast_tensor *x, con
     }
     tk->n = n;
     tk->batch = batch;
+    tk->sets = rows / per_set;
+    tk->valid = NULL;
     tk->x = n == rows ? flat : ast_gather_rows(c, flat, keep, n);
     return n == rows ? NULL : keep;
 }
@@ -186,6 +190,7 @@ static void publish_stats(const moe *m, ast_ctx *c, int layer, const moe_routing
 static ast_tensor *moe_forward(void *self, ast_ctx *c, ast_tensor *x, const ast_fwd_args *a)
 {
     moe *m = self;
+    if (m->route_on_device) return moe_forward_on_device(m, c, x, a);
     moe_tokens tk;
     const int32_t *valid = select_tokens(m, c, x, a, &tk);
     if (tk.n == 0) return ast_zeros(c, x->ndim, x->shape);

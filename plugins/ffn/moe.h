@@ -45,6 +45,9 @@ typedef struct moe {
      * and best.safetensors keep it; added to the logits for selection only. */
     ast_tensor *sel_bias;
     moe_combine_fn combine; /* the kernel of the fused combine for this instance's backend */
+    /* Route with the plan ops in backend memory (moe_device.c): a device
+     * backend, top-k, balance loss or none. Else on host copies. */
+    int route_on_device;
     /* The routed experts' parameters by layer, [num_experts] each, as
      * grouped_linear takes them (one call runs every expert). */
     ast_tensor **w1, **b1, **w2, **b2;
@@ -52,16 +55,20 @@ typedef struct moe {
     moe_expert experts[];   /* [num_experts] routed, then the shared ones */
 } moe;
 
-/* The valid tokens of one forward, flattened to rows. */
+/* The tokens of one forward, flattened to rows: the valid ones (routed on
+ * the host), or all of them with their mask (routed on the device). */
 typedef struct moe_tokens {
-    ast_tensor *x;        /* [Tv, E] */
-    int64_t n;            /* Tv */
-    const int32_t *batch; /* [Tv] set index of each row (for the time embedding) */
+    ast_tensor *x;        /* [Tv, E], or [T, E] */
+    int64_t n;            /* Tv, or T */
+    const int32_t *batch; /* [Tv] set index of each row (for the time embedding), or NULL: */
+    int64_t sets;         /* the rows are `sets` sets of n / sets rows */
+    ast_tensor *valid;    /* [T] 1 valid, 0 padding, or NULL: every row */
 } moe_tokens;
 
 /* The router's output of one forward, [Tv, n] each, as tensors on the
- * backend and as host copies read once: the routing decisions, the balance
- * loss's argmax counts and the statistics are made on the host. */
+ * backend and as host copies read once: expert choice's decisions, the
+ * balance loss's argmax counts and the statistics are made on the host
+ * (top-k's decisions by the op moe_route). */
 typedef struct moe_scores {
     ast_tensor *logits, *probs;
     const float *logits_h, *probs_h;
@@ -93,6 +100,9 @@ ast_tensor *moe_router_logits(const moe *m, ast_ctx *c, const moe_tokens *tk, as
 void moe_route(const moe *m, ast_ctx *c, const moe_scores *s, moe_routing *r);
 ast_tensor *moe_balance_loss(const moe *m, ast_ctx *c, const moe_scores *s);
 void moe_update_bias(moe *m, const moe_routing *r, int64_t tokens);
+
+/* moe_device.c */
+ast_tensor *moe_forward_on_device(const moe *m, ast_ctx *c, ast_tensor *x, const ast_fwd_args *a);
 
 /* moe_dispatch.c */
 void moe_sort_pairs(ast_ctx *c, int n_experts, const int32_t *expert, const int32_t *token, const int32_t *weight,

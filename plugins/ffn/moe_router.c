@@ -1,38 +1,15 @@
 /* The router (docs/model.md §2.7): logits = gate(x) [+ training noise] [+ time
  * projection], then either top-k per token or expert choice (each expert
  * takes its best tokens); the load-balance loss and the aux-loss-free bias
- * update. Routing decisions are made on host copies of the logits and
- * probabilities (moe_scores); the routing weights are built from host ops
- * so their gradient reaches the gate through autograd. */
+ * update. Top-k decisions come from the op moe_route, whose plan is read
+ * on the host; expert choice decides on host copies of the probabilities
+ * (moe_scores); the routing weights are built from host ops so their
+ * gradient reaches the gate through autograd. A device routes top-k
+ * without the host read (moe_device.c). */
 #include <math.h>
 #include <stdlib.h>
 
 #include "moe.h"
-
-/* The router's training noise: N(0, eps^2) per logit from one 64-bit draw
- * of the step's RNG, hashed with the element's index (ast_mix64) into two
- * uniforms for Box-Muller, so any thread can compute any element. In float:
- * the uniforms are exact (24-bit integers over 2^24) and logf, sqrtf, cosf
- * are within an ulp or two of the double formula, at half its cost (it
- * covers every logit, so it grows with the number of experts). It is drawn
- * on the host and written to the backend, so every backend routes with
- * the same noise. */
-typedef struct noise_args {
-    float *out;
-    uint64_t key;
-    float eps;
-} noise_args;
-
-static void noise_range(void *arg, int64_t lo, int64_t hi)
-{
-    const noise_args *a = arg;
-    for (int64_t i = lo; i < hi; i++) {
-        uint64_t z = ast_mix64(a->key + (uint64_t)i * 0x9e3779b97f4a7c15ull);
-        /* u1 in (0, 1] so the log is finite; u2 in [0, 1) */
-        float u1 = ((float)(z >> 40) + 1.0f) / 16777216.0f, u2 = (float)(z & 0xffffff) / 16777216.0f;
-        a->out[i] = a->eps * (sqrtf(-2.0f * logf(u1)) * cosf(6.28318531f * u2));
-    }
-}
 
 ast_tensor *moe_router_logits(const moe *m, ast_ctx *c, const moe_tokens *tk, ast_tensor *time)
 {
@@ -41,10 +18,9 @@ ast_tensor *moe_router_logits(const moe *m, ast_ctx *c, const moe_tokens *tk, as
     float noise_eps = ast_ctx_scheduled(c, "moe.router_noise", m->o.noise_eps);
     if (ast_training(c) && noise_eps > 0.0f) {
         ast_tensor *scale = ast_softplus(c, ast_linear(c, tk->x, m->w_noise.weight, NULL));
-        ast_tensor *eps = ast_zeros(c, 2, (int64_t[]){tk->n, n});
-        float *noise = ast_alloc_uninit(c, (size_t)eps->size * sizeof *noise);
-        ast_parallel_for(eps->size, 4096, noise_range, &(noise_args){noise, ast_rng_u64(c), noise_eps});
-        ast_tensor_write(c, eps, 0, eps->size, noise);
+        /* N(0, eps^2) from a kernel key (ABI 2.6's noise_normal): valid rows
+         * draw what they would compacted, so both routings see one noise */
+        ast_tensor *eps = ast_noise_normal(c, 2, (int64_t[]){tk->n, n}, tk->valid, noise_eps);
         logits = ast_add(c, logits, ast_mul(c, eps, scale));
     }
     if (m->o.time_conditioned) {
@@ -52,32 +28,15 @@ ast_tensor *moe_router_logits(const moe *m, ast_ctx *c, const moe_tokens *tk, as
                     "time_conditioned needs the time embedding [B, %lld] in the forward args",
                     (long long)m->time_proj.weight->shape[1]);
         ast_tensor *per_set = ast_linear(c, time, m->time_proj.weight, m->time_proj.bias);
-        logits = ast_add(c, logits, ast_gather_rows(c, per_set, tk->batch, tk->n));
+        if (tk->batch) return ast_add(c, logits, ast_gather_rows(c, per_set, tk->batch, tk->n));
+        ast_tensor *by_set = ast_reshape(c, logits, 3, (int64_t[]){tk->sets, tk->n / tk->sets, n});
+        by_set = ast_add(c, by_set, ast_reshape(c, per_set, 3, (int64_t[]){tk->sets, 1, n}));
+        logits = ast_reshape(c, by_set, 2, (int64_t[]){tk->n, n});
     }
     return logits;
 }
 
-/* The k largest of logit + bias (bias NULL: of logit), largest first; ties
- * go to the lower index. */
-static void top_k(const float *logit, const float *bias, int n, int k, int32_t *chosen)
-{
-    for (int s = 0; s < k; s++) {
-        int best = -1;
-        float best_v = 0.0f;
-        for (int e = 0; e < n; e++) {
-            int taken = 0;
-            for (int q = 0; q < s; q++) taken |= chosen[q] == e;
-            float v = bias ? logit[e] + bias[e] : logit[e];
-            if (!taken && (best < 0 || v > best_v)) {
-                best = e;
-                best_v = v;
-            }
-        }
-        chosen[s] = best;
-    }
-}
-
-/* Capacity ceil(assignments * factor / n) without libm. */
+/* Capacity ceil(assignments * factor / n) without libm (expert choice's). */
 static int64_t capacity_of(double assignments, double factor, int n)
 {
     double v = assignments * factor / n;
@@ -85,49 +44,44 @@ static int64_t capacity_of(double assignments, double factor, int n)
     return cap < v ? cap + 1 : cap;
 }
 
-typedef struct top_k_args {
-    const float *logits, *bias;
-    int n, k;
-    int64_t tokens;
-    int32_t *chosen, *expert, *token, *weight, *flat; /* [tokens * k] each */
-} top_k_args;
-
-/* Each token's choices go to its own entries, so tokens run on the host's
- * threads (with 64 experts the search is a visible serial share otherwise). */
-static void top_k_range(void *arg, int64_t lo, int64_t hi)
+/* The logits top-k selects by: with balance: bias, logit + bias (a host
+ * buffer, written to the backend), else the logits. */
+static ast_tensor *selection_logits(const moe *m, ast_ctx *c, ast_tensor *logits)
 {
-    const top_k_args *a = arg;
-    for (int64_t t = lo; t < hi; t++) {
-        int32_t *chosen = a->chosen + t * a->k;
-        top_k(a->logits + t * a->n, a->bias, a->n, a->k, chosen);
-        for (int s = 0; s < a->k; s++) {
-            int64_t i = s * a->tokens + t;
-            a->expert[i] = chosen[s];
-            a->token[i] = (int32_t)t;
-            a->weight[i] = (int32_t)(t * a->k + s);
-            a->flat[t * a->k + s] = (int32_t)(t * a->n + chosen[s]);
-        }
+    if (!m->sel_bias) return logits;
+    ast_tensor *bias = ast_zeros(c, 1, (int64_t[]){m->o.num_experts});
+    ast_tensor_write(c, bias, 0, bias->size, m->sel_bias->data);
+    return ast_add(c, logits, bias);
+}
+
+/* The host's moe_routing from moe_route's plan (its host copy). */
+static void routing_of_plan(ast_ctx *c, const float *plan, int n, int64_t pairs, moe_routing *r)
+{
+    r->n_pairs = (int64_t)plan[AST_MOE_PLAN_KEPT_PAIRS];
+    r->dropped = (int64_t)plan[AST_MOE_PLAN_DROPPED];
+    r->offset = ast_alloc(c, (size_t)(n + 1) * sizeof *r->offset);
+    r->load = ast_alloc(c, (size_t)n * sizeof *r->load);
+    for (int e = 0; e <= n; e++) r->offset[e] = (int64_t)plan[AST_MOE_PLAN_OFFSETS(pairs) + e];
+    for (int e = 0; e < n; e++) r->load[e] = plan[AST_MOE_PLAN_LOAD(pairs, n) + e];
+    r->token = ast_alloc(c, (size_t)r->n_pairs * sizeof *r->token);
+    r->weight = ast_alloc(c, (size_t)r->n_pairs * sizeof *r->weight);
+    for (int64_t p = 0; p < r->n_pairs; p++) {
+        r->token[p] = (int32_t)plan[AST_MOE_PLAN_TOKEN(pairs) + p];
+        r->weight[p] = (int32_t)plan[AST_MOE_PLAN_WEIGHT(pairs) + p];
     }
 }
 
-/* Top-k: candidates in slot-major order (every token's first choice before
- * any second choice), so capacity drops the least preferred slots first.
- * Weights = softmax over the k selected logits, gathered from the logits. */
+/* Top-k: the op moe_route decides (candidates in slot-major order, every
+ * token's first choice before any second, so capacity drops the least
+ * preferred slots first; a stable sort by expert); its plan comes to the
+ * host once. Weights = softmax over the k selected logits (moe_pick). */
 static void route_top_k(const moe *m, ast_ctx *c, const moe_scores *s, moe_routing *r)
 {
     int n = m->o.num_experts, k = m->o.top_k;
     int64_t tokens = s->logits->shape[0], pairs = tokens * k;
-    size_t bytes = (size_t)pairs * sizeof(int32_t);
-    top_k_args a = {s->logits_h, m->sel_bias ? m->sel_bias->data : NULL, n, k, tokens, ast_alloc(c, bytes),
-                    ast_alloc(c, bytes), ast_alloc(c, bytes), ast_alloc(c, bytes), ast_alloc(c, bytes)};
-    /* a token's search costs about n * k compares: ~16k per range */
-    ast_parallel_for(tokens, 1 + 16384 / ((int64_t)n * k), top_k_range, &a);
-    int64_t cap = m->o.capacity_factor > 0.0f ? capacity_of((double)pairs, m->o.capacity_factor, n) : pairs;
-    moe_sort_pairs(c, n, a.expert, a.token, a.weight, pairs, cap, r);
-
-    ast_tensor *column = ast_reshape(c, s->logits, 2, (int64_t[]){tokens * n, 1});
-    ast_tensor *picked = ast_reshape(c, ast_gather_rows(c, column, a.flat, pairs), 2, (int64_t[]){tokens, k});
-    r->weights = ast_reshape(c, ast_softmax(c, picked, -1), 2, (int64_t[]){pairs, 1});
+    ast_tensor *plan = ast_moe_route(c, selection_logits(m, c, s->logits), NULL, k, m->o.capacity_factor, tokens);
+    routing_of_plan(c, ast_host_copy(c, plan), n, pairs, r);
+    r->weights = ast_reshape(c, ast_softmax(c, ast_moe_pick(c, s->logits, plan, k), -1), 2, (int64_t[]){pairs, 1});
 }
 
 typedef struct scored {

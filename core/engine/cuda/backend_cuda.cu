@@ -403,7 +403,8 @@ static const ast_op_family cuda_families[] = {ast_cuda_linalg_kernels, ast_cuda_
                                                   ast_cuda_shape_kernels,
                                                   ast_cuda_norm_kernels,
                                                   ast_cuda_elementwise_kernels,
-                                                  ast_cuda_grouped_kernels};
+                                                  ast_cuda_grouped_kernels,
+                                                  ast_cuda_moe_kernels};
 static pthread_once_t kernels_filled = PTHREAD_ONCE_INIT;
 
 static void fill_kernels(void)

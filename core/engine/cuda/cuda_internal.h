@@ -44,6 +44,7 @@ void ast_cuda_shape_kernels(ast_op_kernel *table);
 void ast_cuda_norm_kernels(ast_op_kernel *table);
 void ast_cuda_elementwise_kernels(ast_op_kernel *table);
 void ast_cuda_grouped_kernels(ast_op_kernel *table);
+void ast_cuda_moe_kernels(ast_op_kernel *table);
 
 #ifdef __cplusplus
 }

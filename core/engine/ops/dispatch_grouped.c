@@ -22,12 +22,31 @@ static float **grads_of(ast_ctx *c, ast_tensor *const *t, int n)
     return g;
 }
 
-static void grouped_backward(ast_ctx *c, const ast_node *n)
+/* Every group's gradients, then the op's backward kernel. */
+static void groups_backward(ast_ctx *c, const ast_node *n, int op)
 {
     ast_groups *s = n->saved;
     s->gw = grads_of(c, s->w, s->n);
     s->gb = grads_of(c, s->b, s->n);
-    ast_op_backward(c, n, AST_OP_grouped_linear);
+    ast_op_backward(c, n, op);
+}
+
+static void grouped_backward(ast_ctx *c, const ast_node *n) { groups_backward(c, n, AST_OP_grouped_linear); }
+static void moe_grouped_backward(ast_ctx *c, const ast_node *n) { groups_backward(c, n, AST_OP_moe_grouped_linear); }
+
+/* The node of a grouped linear over x: x, one weight and one bias in in[]
+ * (plan, when given, as in[3]), every group in saved. */
+static ast_tensor *run_groups(ast_ctx *c, int op, ast_tensor *x, ast_tensor *plan, ast_groups *s,
+                              ast_backward_fn backward)
+{
+    int64_t shape[AST_MAX_DIMS];
+    memcpy(shape, x->shape, sizeof shape);
+    shape[x->ndim - 1] = s->w[0]->shape[0];
+    ast_node node = {.out = ast_empty(c, x->ndim, shape),
+                     .in = {x, ast_groups_representative(s->w, s->n), ast_groups_representative(s->b, s->n), plan},
+                     .n_in = plan ? 4 : 3,
+                     .saved = s};
+    return ast_op_run_with(c, op, &node, backward);
 }
 
 /* saved: the ast_groups (ops_plan.h). */
@@ -37,12 +56,27 @@ ast_tensor *ast_grouped_linear(ast_ctx *c, ast_tensor *x, const int64_t *offsets
     ast_check_groups(x, offsets, n, w, b);
     ast_groups *s = ast_alloc(c, sizeof *s);
     ast_save_groups(c, s, offsets, n, w, b);
-    int64_t shape[AST_MAX_DIMS];
-    memcpy(shape, x->shape, sizeof shape);
-    shape[x->ndim - 1] = w[0]->shape[0];
-    ast_node node = {.out = ast_empty(c, x->ndim, shape),
-                     .in = {x, ast_groups_representative(w, n), ast_groups_representative(b, n)},
-                     .n_in = 3,
-                     .saved = s};
-    return ast_op_run_with(c, AST_OP_grouped_linear, &node, grouped_backward);
+    return run_groups(c, AST_OP_grouped_linear, x, NULL, s, grouped_backward);
+}
+
+/* saved: the ast_groups with offsets NULL (the plan's, in backend memory,
+ * are the kernels'); in[3] the plan; iarg[0] k. */
+ast_tensor *ast_moe_grouped_linear(ast_ctx *c, ast_tensor *x, ast_tensor *plan, int k, int n, ast_tensor *const *w,
+                                   ast_tensor *const *b)
+{
+    char s1[64];
+    int64_t rows = ast_rows(x);
+    AST_ASSERT(x->ndim == 2 && k >= 1 && rows % k == 0, "moe_grouped_linear: x %s is not [T k, in] for k %d",
+               ast_shape_str(x, s1, sizeof s1), k);
+    AST_ASSERT(n >= 1 && plan->ndim == 1 && plan->size >= AST_MOE_PLAN_OFFSETS(rows) + n + 1,
+               "moe_grouped_linear: plan of %lld values for %lld pairs and %d experts", (long long)plan->size,
+               (long long)rows, n);
+    /* the shapes' check as offsets that give every row to the last group */
+    int64_t *offsets = ast_alloc(c, (size_t)(n + 1) * sizeof *offsets);
+    offsets[n] = rows;
+    ast_check_groups(x, offsets, n, w, b);
+    ast_groups *s = ast_alloc(c, sizeof *s);
+    ast_save_groups(c, s, offsets, n, w, b);
+    s->offsets = NULL;
+    return run_groups(c, AST_OP_moe_grouped_linear, x, plan, s, moe_grouped_backward);
 }
