@@ -73,6 +73,11 @@ double bench_sgemm_peak(int n, int reps);
 /* The same in a child (bench_child_fn; arg unused): out->value. */
 void bench_sgemm_child(const void *arg, bench_timing *out);
 
+typedef struct bench_json bench_json;
+/* The model's GEMM shapes through ast_sgemm on OpenBLAS and on oneDNN, best
+ * of reps each: a table on stdout and "gemm" rows in j. In this process. */
+void bench_gemm_table(bench_json *j, int reps);
+
 /* ---- the measurements (run inside a child) -------------------------- */
 
 typedef struct bench_run_opts {
@@ -120,7 +125,6 @@ double bench_flops_ffn(const ast_model_config *cfg, const char *ffn, int num_exp
 
 /* ---- JSON ------------------------------------------------------------ */
 
-typedef struct bench_json bench_json;
 /* precision: "32-true" or "bf16-mixed", training.precision's names;
  * device: the backend, "cpu" or "cuda". */
 bench_json *bench_json_open(const char *path, const char *impl, const char *precision, const char *device,
@@ -128,6 +132,10 @@ bench_json *bench_json_open(const char *path, const char *impl, const char *prec
 void bench_json_model(bench_json *j, const bench_model_case *mc, const bench_timing *t);
 void bench_json_scaling(bench_json *j, const char *section, const char *label, double x, const bench_timing *t,
                         const char *note);
+/* One row of bench_gemm_table: shape {ta, tb, m, n, k}, GFLOP/s of each
+ * library (0: it cannot run here) and what auto picks. */
+void bench_json_gemm(bench_json *j, const char *what, const int shape[5], double openblas, double onednn,
+                     const char *chosen);
 int bench_json_close(bench_json *j);
 
 /* Prints "alphast / PyTorch" step-time ratios when both result files exist. */

@@ -101,6 +101,21 @@ void bench_json_scaling(bench_json *j, const char *section, const char *label, d
     cJSON_AddItemToArray(arr, o);
 }
 
+void bench_json_gemm(bench_json *j, const char *what, const int shape[5], double openblas, double onednn,
+                     const char *chosen)
+{
+    cJSON *arr = cJSON_GetObjectItem(j->root, "gemm");
+    if (!arr) arr = cJSON_AddArrayToObject(j->root, "gemm");
+    cJSON *o = cJSON_CreateObject();
+    static const char *const keys[5] = {"ta", "tb", "m", "n", "k"};
+    cJSON_AddStringToObject(o, "gemm", what);
+    for (int i = 0; i < 5; i++) cJSON_AddNumberToObject(o, keys[i], shape[i]);
+    cJSON_AddNumberToObject(o, "openblas_gflops", openblas);
+    cJSON_AddNumberToObject(o, "onednn_gflops", onednn);
+    cJSON_AddStringToObject(o, "auto", chosen);
+    cJSON_AddItemToArray(arr, o);
+}
+
 int bench_json_close(bench_json *j)
 {
     char *text = cJSON_Print(j->root);

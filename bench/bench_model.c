@@ -33,7 +33,9 @@ static const char usage[] =
     "--device cuda runs every case on the CUDA backend, each timed step ending synchronised; arena MB\n"
     "and state MB (parameters, gradients, AdamW moments) are then GPU memory. More sections:\n"
     "reference32 (the reference size at B=32 sets), cells (the gated model, G=200, one set of\n"
-    "4k ... --max-cells cells), sample (reverse diffusion, cells per second, reference size).\n";
+    "4k ... --max-cells cells), sample (reverse diffusion, cells per second, reference size), gemm (the\n"
+    "reference model's GEMM shapes on OpenBLAS and on oneDNN, best of --steps; ALPHAST_GEMM picks the\n"
+    "library of the other sections).\n";
 
 /* Is `name` in the comma-separated `list`? */
 static int listed(const char *list, const char *name)
@@ -336,6 +338,7 @@ int main(int argc, char **argv)
     if (listed(a.sections, "moe")) run_moe_scaling(&a, j, peak.value);
     if (listed(a.sections, "cells")) run_gated_cells(&a, j, peak.value);
     if (listed(a.sections, "sample")) run_sampling(&a, j);
+    if (listed(a.sections, "gemm")) bench_gemm_table(j, a.run.steps);
     int rc = bench_json_close(j);
     bench_print_ratios(a.json, a.compare);
     return rc ? 1 : 0;

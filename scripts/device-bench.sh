@@ -16,6 +16,12 @@
 #       side (bench_model --compare), writing pytorch-T.json, alphast-T.json
 #       and the printed tables to OUT_DIR. BENCH_ARGS adds options to both
 #       (default: --sections demo,reference --steps 8 --warmup 2).
+#   scripts/device-bench.sh gemm OUT_DIR [THREADS...]
+#       there: for each thread count (default 1 4 16) the reference model's
+#       float32 GEMM shapes on OpenBLAS and on oneDNN (bench_model --sections
+#       gemm), then the reference baseline's step and eval forward with
+#       ALPHAST_GEMM=openblas, onednn and auto, into OUT_DIR/gemm-T.{txt,json}
+#       and OUT_DIR/model-T-LIB.{txt,json} (docs/benchmarks.md, "float32 GEMMs").
 #   scripts/device-bench.sh sweeps OUT_DIR [JOBSxTHREADS...]
 #       there: runs the quickstart's ablation (scripts/ablation.lua, 15 runs)
 #       once per layout (default 16x1 4x4 1x16) and prints runs per hour.
@@ -361,14 +367,34 @@ run() { # out threads...
   done
 }
 
+gemm() { # out threads...
+  local out=$1 t lib
+  shift
+  local threads=("$@")
+  ((${#threads[@]})) || threads=(1 4 16)
+  mkdir -p "$out"
+  unpack
+  lscpu | grep -E 'Model name|^CPU\(s\)|Flags' | cut -c1-300 | tee "$out/machine.txt"
+  for t in "${threads[@]}"; do
+    echo "=== $t threads"
+    OPENBLAS_NUM_THREADS=$t "$bundle/bench_model" --sections gemm --steps 10 --json "$out/gemm-$t.json" 2>&1 |
+      tee "$out/gemm-$t.txt"
+    for lib in openblas onednn auto; do
+      ALPHAST_GEMM=$lib OPENBLAS_NUM_THREADS=$t "$bundle/bench_model" --sections reference --configs baseline \
+        --steps 5 --warmup 2 --json "$out/model-$t-$lib.json" 2>&1 | sed "s/^/$lib: /" | tee "$out/model-$t-$lib.txt"
+    done
+  done
+}
+
 case ${1:-} in
   bundle) collect "${2:-$top/_build}" "${3:-}" ;;
   run) shift; run "$@" ;;
+  gemm) shift; gemm "$@" ;;
   sweeps) shift; mkdir -p "$1"; sweeps "$@" ;;
   matrix) shift; matrix "$@" ;;
   cluster) mkdir -p "$2"; cluster "$2" ;;
   cuda-bundle) cuda_collect "${2:-$top/_build-cuda}" ;;
   cuda-run) shift; cuda_run "$@" ;;
-  -h|--help) sed -n '2,53p' "$0"; exit 0 ;;
-  *) sed -n '2,53p' "$0" >&2; exit 2 ;;
+  -h|--help) sed -n '2,59p' "$0"; exit 0 ;;
+  *) sed -n '2,59p' "$0" >&2; exit 2 ;;
 esac

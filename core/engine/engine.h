@@ -177,6 +177,19 @@ ast_tensor *ast_params_find_buffer(const ast_params *p, const char *name);
 /* The service table handed to plugins. */
 const ast_host *ast_host_table(void);
 
+/* The library that runs the float32 GEMMs (gemm.c): OpenBLAS, oneDNN's
+ * matmul, or per shape by the rule measured on the CPU's instruction set
+ * (auto; docs/benchmarks.md). ALPHAST_GEMM=openblas|onednn|auto picks it
+ * at the first GEMM (auto where unset); a bad value or onednn where this
+ * build or CPU has none ends the process with one line saying so. */
+typedef enum { AST_GEMM_AUTO, AST_GEMM_OPENBLAS, AST_GEMM_ONEDNN } ast_gemm_library;
+/* Sets the library for the process (tests, bench_sgemm); 0, with why,
+ * where oneDNN is asked of a build or CPU that cannot run it. */
+int ast_gemm_use(ast_gemm_library lib, char *why, size_t n);
+/* What runs a float32 GEMM of this shape now: OPENBLAS or ONEDNN. */
+ast_gemm_library ast_gemm_library_for(int trans_a, int trans_b, int m, int n, int k);
+const char *ast_gemm_library_name(ast_gemm_library lib);
+
 /* Row-major sgemm on host memory, split over the thread pool (gemm.c). */
 /* The same with C's rows first set to bias [n] (beta ignored), for linear. */
 void ast_sgemm_bias(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,

@@ -6,7 +6,7 @@ libalphast_engine_la_SOURCES += \
 	core/engine/engine.h core/engine/arena.h core/engine/arena.c core/engine/ctx.c core/engine/ctx_internal.h \
 	core/engine/keys.h core/engine/keys.c core/engine/graph.h core/engine/graph.c core/engine/tensor.c core/engine/params.c core/engine/host.c \
 	core/engine/rng.c core/engine/parallel.c core/engine/profile.c core/engine/profile.h \
-	core/engine/sink.c core/engine/sink.h core/engine/gemm.c core/engine/gemm_internal.h core/engine/gemm_bf16.c \
+	core/engine/sink.c core/engine/sink.h core/engine/gemm.c core/engine/gemm_internal.h core/engine/gemm_onednn.c core/engine/gemm_bf16.c \
 	core/engine/backend.h core/engine/kernels.h core/engine/backend.c core/engine/backend_cpu.c core/engine/backend_cpu_services.c \
 	core/engine/blas_coretype.h core/engine/blas_coretype.c core/engine/kabsch.h core/engine/kabsch.c \
 	core/engine/ops/ops_axis.h core/engine/ops/ops_plan.h core/engine/ops/ops_shape.c core/engine/ops/ops_elementwise.c \
@@ -22,11 +22,14 @@ EXTRA_DIST += core/engine/README.md
 ENGINE_TEST_LIBS = tests/libgradcheck.la libalphast_engine.la $(CRITERION_LIBS)
 ENGINE_TESTS = tests/test_ops_shape tests/test_ops_elementwise tests/test_ops_linalg tests/test_ops_norm \
 	tests/test_ops_reduce tests/test_ops_routing tests/test_ops_loss tests/test_ops_aligned tests/test_ctx tests/test_rng \
-	tests/test_fastmath tests/test_parallel tests/test_blas_coretype tests/test_bf16
+	tests/test_fastmath tests/test_parallel tests/test_blas_coretype tests/test_bf16 tests/test_gemm_onednn
 check_PROGRAMS += $(ENGINE_TESTS)
 tests_test_bf16_SOURCES = tests/test_bf16.c
 tests_test_bf16_CFLAGS = $(TEST_CC)
 tests_test_bf16_LDADD = $(ENGINE_TEST_LIBS)
+tests_test_gemm_onednn_SOURCES = tests/test_gemm_onednn.c
+tests_test_gemm_onednn_CFLAGS = $(TEST_CC)
+tests_test_gemm_onednn_LDADD = $(ENGINE_TEST_LIBS)
 tests_test_blas_coretype_SOURCES = tests/test_blas_coretype.c
 tests_test_blas_coretype_CFLAGS = $(TEST_CC)
 tests_test_blas_coretype_LDADD = $(ENGINE_TEST_LIBS)

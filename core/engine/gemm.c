@@ -1,8 +1,15 @@
-/* Row-major sgemm on host memory: OpenBLAS on one thread per part, the parts
- * split over alphast's thread pool (one pool for GEMMs and elementwise
- * kernels, so they never oversubscribe the cores). ast_gemm picks float32
- * or bf16 (gemm_bf16.c) by the op's precision. */
+/* Row-major sgemm on host memory: OpenBLAS or oneDNN (gemm_onednn.c) on
+ * one thread per part, the parts split over alphast's thread pool (one
+ * pool for GEMMs and elementwise kernels, so they never oversubscribe the
+ * cores). Which library runs a shape is fixed by the shape, the CPU's
+ * instruction set and ALPHAST_GEMM, never by timings at run time, so a
+ * run's bits do not depend on them. ast_gemm picks float32 or bf16
+ * (gemm_bf16.c) by the op's precision. */
 #include <cblas.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/gemm_internal.h"
@@ -46,6 +53,81 @@ static void sgemm_empty_sum(int m, int n, float beta, float *cmat, int ldc, cons
         }
 }
 
+/* ---- which library -------------------------------------------------------- */
+
+static const char *const library_names[] = {"auto", "openblas", "onednn"};
+
+static struct {
+    pthread_once_t once;
+    atomic_int chosen; /* ast_gemm_library */
+} lib = {.once = PTHREAD_ONCE_INIT};
+
+const char *ast_gemm_library_name(ast_gemm_library l) { return library_names[l]; }
+
+/* 0 where l cannot run in this build on this CPU, with why. */
+static int library_runs(ast_gemm_library l, char *why, size_t n)
+{
+    if (l != AST_GEMM_ONEDNN) return 1;
+#if AST_HAVE_ONEDNN
+    if (ast_onednn()->ok) return 1;
+    snprintf(why, n, "%s", ast_onednn()->text);
+#else
+    snprintf(why, n, "this alphast was built without oneDNN (apt-get install libdnnl-dev, then run configure and "
+                     "make again)");
+#endif
+    return 0;
+}
+
+static void library_from_env(void)
+{
+    const char *v = getenv("ALPHAST_GEMM");
+    if (!v || !*v) return;
+    char why[256];
+    for (int l = 0; l < 3; l++)
+        if (!strcmp(v, library_names[l])) {
+            if (!library_runs((ast_gemm_library)l, why, sizeof why)) {
+                fprintf(stderr, "alphast: ALPHAST_GEMM=onednn, but %s; unset ALPHAST_GEMM or set it to openblas\n",
+                        why);
+                exit(2);
+            }
+            atomic_store(&lib.chosen, l);
+            return;
+        }
+    fprintf(stderr, "alphast: ALPHAST_GEMM=%s is not a GEMM library; set it to openblas, onednn or auto\n", v);
+    exit(2);
+}
+
+int ast_gemm_use(ast_gemm_library l, char *why, size_t n)
+{
+    pthread_once(&lib.once, library_from_env); /* the environment first, then this call */
+    if (!library_runs(l, why, n)) return 0;
+    atomic_store(&lib.chosen, (int)l);
+    return 1;
+}
+
+/* auto's rule, from bench_sgemm's tables (docs/benchmarks.md, "float32
+ * GEMMs"): on AVX-512 CPUs oneDNN's matmul; elsewhere OpenBLAS, which
+ * on AVX2 is as fast or faster at most of the model's shapes (the 2-core
+ * EPYC's table). */
+static ast_gemm_library auto_library(int ta, int tb, int m, int n, int k)
+{
+    (void)ta, (void)tb, (void)m, (void)n, (void)k;
+#if AST_HAVE_ONEDNN
+    const ast_onednn_info *in = ast_onednn();
+    if (in->ok && in->avx512) return AST_GEMM_ONEDNN;
+#endif
+    return AST_GEMM_OPENBLAS;
+}
+
+ast_gemm_library ast_gemm_library_for(int ta, int tb, int m, int n, int k)
+{
+    pthread_once(&lib.once, library_from_env);
+    ast_gemm_library l = (ast_gemm_library)atomic_load(&lib.chosen);
+    return l == AST_GEMM_AUTO ? auto_library(ta, tb, m, n, k) : l;
+}
+
+/* ---- the GEMM ---------------------------------------------------------------- */
+
 void ast_sgemm_bias(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
                     const float *b, int ldb, float beta, float *cmat, int ldc, const float *bias)
 {
@@ -56,9 +138,15 @@ void ast_sgemm_bias(int trans_a, int trans_b, int m, int n, int k, float alpha, 
         sgemm_empty_sum(m, n, beta, cmat, ldc, bias);
         return;
     }
+    ast_gemm_args g = {trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta, a, b, cmat, bias, 0};
+#if AST_HAVE_ONEDNN
+    if (ast_gemm_library_for(trans_a, trans_b, m, n, k) == AST_GEMM_ONEDNN) {
+        ast_gemm_onednn(&g, 0);
+        return;
+    }
+#endif
     ast_parallel_threads(); /* the pool sets OpenBLAS to one thread when it starts */
     if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
-    ast_gemm_args g = {trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta, a, b, cmat, bias, 0};
     ast_gemm_split(&g, sgemm_part);
 }
 

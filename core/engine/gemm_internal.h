@@ -1,6 +1,7 @@
-/* engine/gemm_internal.h: what the float32 GEMM (gemm.c) and the bf16 one
- * (gemm_bf16.c) share: a GEMM's arguments and how it is cut into parts,
- * one per thread of the pool, each run by one single-threaded call. */
+/* engine/gemm_internal.h: what the GEMMs share (gemm.c on OpenBLAS,
+ * gemm_onednn.c on oneDNN, gemm_bf16.c): a GEMM's arguments and how it is
+ * cut into parts, one per thread of the pool, each run by one
+ * single-threaded call. */
 #ifndef ALPHAST_GEMM_INTERNAL_H
 #define ALPHAST_GEMM_INTERNAL_H
 
@@ -38,6 +39,26 @@ static inline ast_gemm_part ast_gemm_part_of(const ast_gemm_args *g, int64_t lo,
 void ast_gemm_split(ast_gemm_args *g, ast_range_fn part);
 
 #if AST_HAVE_ONEDNN
+#define AST_GEMM_ALIGN 64
+
+/* What oneDNN offers here, found once. */
+typedef struct ast_onednn_info {
+    int ok;             /* its CPU engine runs */
+    int avx512, bf16;   /* its instruction set has AVX-512 (avx512_core), and AVX512-BF16 or AMX */
+    char version[32];   /* "oneDNN 2.6.3" */
+    char isa[64];       /* its best instruction set here, "avx2" */
+    char text[160];     /* "oneDNN 2.6.3, avx2", or why it cannot run */
+} ast_onednn_info;
+const ast_onednn_info *ast_onednn(void);
+
+/* g's GEMM split over the pool (ast_gemm_split), each part one oneDNN
+ * matmul on one thread; a and b are float32, or bf16 (uint16_t) when
+ * bf16. oneDNN must be ok. m, n, k > 0. */
+void ast_gemm_onednn(ast_gemm_args *g, int bf16);
+
+/* A buffer of at least `bytes`, AST_GEMM_ALIGN-aligned, kept in *p / *cap. */
+void *ast_grow_aligned(void **p, size_t *cap, size_t bytes);
+
 /* g's GEMM with its float32 operands rounded to bf16 and float32
  * accumulation (oneDNN's matmul); g->alpha must be 1. m, n, k > 0. */
 void ast_gemm_bf16(const ast_gemm_args *g);
