@@ -55,6 +55,9 @@ static const gemm_shape shapes[] = {
     LINEAR("genes->E256", 2000, 256), LINEAR("genes->E128", 2000, 128), LINEAR("E256->F1024", 256, 1024),
     LINEAR("F1024->E256", 1024, 256), LINEAR("E256->qkv768", 256, 768), LINEAR("E256->E256", 256, 256),
     {"attn QK^T dh32", 0, 1, N_CELLS, N_CELLS, 32}, {"attn PV dh32", 0, 0, N_CELLS, 32, N_CELLS},
+    /* small ones: a gated-attention tile (plugins' host->sgemm inside a
+     * pool job) and a demo-size linear (200 tokens, E=128, F=512) */
+    {"tile QK^T 64", 0, 1, 64, 64, 32}, {"tile PV 64", 0, 0, 64, 32, 64}, {"demo E128->F512 fwd", 0, 1, 200, 512, 128},
 };
 
 /* Threads of this process now (/proc/self/status): the pool's, plus any

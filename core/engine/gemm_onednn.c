@@ -61,12 +61,19 @@ static struct {
     int cached;
 } lib = {.once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER};
 
+/* Primitives a thread used last, found without the cache's lock (the
+ * gated attention's tiles run thousands of small GEMMs per step on every
+ * thread at once). Cached primitives live as long as the process. */
+#define RECENT 8
+
 /* Per thread: its stream and scratchpad, kept for the thread's life (the
  * pool's threads never end, and the sizes stop growing after a step). */
 static _Thread_local struct {
     dnnl_stream_t stream;
     void *scratch;
     size_t scratch_cap;
+    const prim *recent[RECENT];
+    unsigned next_recent;
 } tls;
 
 static void lib_init(void)
@@ -173,6 +180,9 @@ static void prim_free(prim *e)
  * for this call alone, which *owned returns for the caller to free. */
 static const prim *prim_get(const prim_key *k, prim **owned)
 {
+    *owned = NULL;
+    for (int i = 0; i < RECENT; i++)
+        if (tls.recent[i] && !memcmp(&tls.recent[i]->key, k, sizeof *k)) return tls.recent[i];
     prim **bucket = &lib.buckets[ast_fnv1a(AST_FNV_OFFSET, k, sizeof *k) % CACHE_BUCKETS];
     pthread_mutex_lock(&lib.lock);
     prim *e = *bucket;
@@ -184,8 +194,9 @@ static const prim *prim_get(const prim_key *k, prim **owned)
         lib.cached++;
     }
     pthread_mutex_unlock(&lib.lock);
-    *owned = e ? NULL : prim_new(k);
-    return e ? e : *owned;
+    if (!e) return *owned = prim_new(k);
+    tls.recent[tls.next_recent++ % RECENT] = e;
+    return e;
 }
 
 /* ---- one part on one thread ------------------------------------------------- */
