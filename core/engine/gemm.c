@@ -105,17 +105,29 @@ int ast_gemm_use(ast_gemm_library l, char *why, size_t n)
     return 1;
 }
 
-/* auto's rule, from bench_sgemm's tables (docs/benchmarks.md, "float32
- * GEMMs"): on AVX-512 CPUs oneDNN's matmul; elsewhere OpenBLAS, which
- * on AVX2 is as fast or faster at most of the model's shapes (the 2-core
- * EPYC's table). */
+/* auto's rule: a table of the library per instruction set, transposes
+ * and size, from bench_sgemm's tables (docs/benchmarks.md, "float32
+ * GEMMs"). Small: fewer than SMALL_GEMM multiply-adds, where per-call
+ * overhead decides (a gated-attention tile, a demo-size linear). On AVX2
+ * OpenBLAS is as fast or faster (the 2-core EPYC: the model's step takes
+ * 9 % more CPU time on oneDNN); on AVX-512 oneDNN's matmul. */
+#define SMALL_GEMM (1 << 20)
+static const unsigned char auto_table[2][2][2][2] = {
+    /* [avx512][ta][tb][small] */
+    [0] = {{{AST_GEMM_OPENBLAS, AST_GEMM_OPENBLAS}, {AST_GEMM_OPENBLAS, AST_GEMM_OPENBLAS}},
+           {{AST_GEMM_OPENBLAS, AST_GEMM_OPENBLAS}, {AST_GEMM_OPENBLAS, AST_GEMM_OPENBLAS}}},
+    [1] = {{{AST_GEMM_ONEDNN, AST_GEMM_ONEDNN}, {AST_GEMM_ONEDNN, AST_GEMM_ONEDNN}},
+           {{AST_GEMM_ONEDNN, AST_GEMM_ONEDNN}, {AST_GEMM_ONEDNN, AST_GEMM_ONEDNN}}},
+};
+
 static ast_gemm_library auto_library(int ta, int tb, int m, int n, int k)
 {
-    (void)ta, (void)tb, (void)m, (void)n, (void)k;
 #if AST_HAVE_ONEDNN
     const ast_onednn_info *in = ast_onednn();
-    if (in->ok && in->avx512) return AST_GEMM_ONEDNN;
+    int small = (int64_t)m * n * k < SMALL_GEMM;
+    if (in->ok) return (ast_gemm_library)auto_table[in->avx512][!!ta][!!tb][small];
 #endif
+    (void)ta, (void)tb, (void)m, (void)n, (void)k;
     return AST_GEMM_OPENBLAS;
 }
 
