@@ -109,8 +109,9 @@ int ast_gemm_use(ast_gemm_library l, char *why, size_t n)
  * and size, from bench_sgemm's tables (docs/benchmarks.md, "float32
  * GEMMs"). Small: fewer than SMALL_GEMM multiply-adds, where per-call
  * overhead decides (a gated-attention tile, a demo-size linear). On AVX2
- * OpenBLAS is as fast or faster (the 2-core EPYC: the model's step takes
- * 9 % more CPU time on oneDNN); on AVX-512 oneDNN's matmul. */
+ * OpenBLAS, the incumbent: oneDNN is no faster there (the 2-core EPYC:
+ * the model's step in CPU time +9 % and -4 % in two sessions); on AVX-512
+ * oneDNN's matmul. */
 #define SMALL_GEMM (1 << 20)
 static const unsigned char auto_table[2][2][2][2] = {
     /* [avx512][ta][tb][small] */
