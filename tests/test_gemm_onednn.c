@@ -150,3 +150,33 @@ Test(gemm_onednn, alphast_gemm_from_the_environment)
     cr_assert_eq(child_status("mkl"), 2);
     cr_assert_eq(child_status("openblas"), 0);
 }
+
+/* Threads of this process (/proc/self/status). */
+static int process_threads(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    int n = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "Threads: %d", &n) == 1) break;
+    if (f) fclose(f);
+    return n;
+}
+
+/* oneDNN runs each part on the pool thread that holds it: a GEMM split
+ * over the pool starts no OpenMP team (which would oversubscribe the
+ * cores the pool already fills). */
+Test(gemm_onednn, starts_no_threads_of_its_own)
+{
+    need_onednn();
+    ast_rng r;
+    ast_rng_seed(&r, 5);
+    const gemm_case t = {0, 1, 512, 256, 300, 0, 1.0f, 0.0f, 0};
+    float *a = gauss(&r, 512 * 300), *b = gauss(&r, 256 * 300), *c = gauss(&r, 512 * 256);
+    free(run(AST_GEMM_OPENBLAS, &t, a, b, c, NULL, 300, 300, 256));
+    int before = process_threads();
+    free(run(AST_GEMM_ONEDNN, &t, a, b, c, NULL, 300, 300, 256));
+    cr_assert_eq(process_threads(), before, "%d threads with OpenBLAS, %d after oneDNN (pool of %d)", before,
+                 process_threads(), ast_parallel_threads());
+    free(a), free(b), free(c);
+}
