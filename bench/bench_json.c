@@ -182,6 +182,22 @@ static const cJSON *find_label(const cJSON *arr, const char *label)
     return NULL;
 }
 
+/* The sampling section's throughput, beside the twin's sampler's. */
+static void print_sampling_ratios(const cJSON *ours, const cJSON *theirs)
+{
+    printf("%-22s %10s %10s %8s | %10s %10s\n", "sampling", "ms/eval", "torch ms", "speedup", "cells/s", "torch c/s");
+    const cJSON *r;
+    cJSON_ArrayForEach(r, ours)
+    {
+        const char *label = cJSON_GetObjectItem(r, "label")->valuestring;
+        const cJSON *t = find_label(theirs, label);
+        double s1 = num(r, "step_median_s"), s2 = t ? num(t, "step_median_s") : 0.0;
+        if (s1 > 0 && s2 > 0)
+            printf("  %-20s %10.1f %10.1f %7.2fx | %10.0f %10.0f\n", label, 1e3 * s1, 1e3 * s2, s2 / s1,
+                   num(r, "cells_per_s"), num(t, "cells_per_s"));
+    }
+}
+
 /* Step times of each scaling section both files have. */
 static void print_scaling_ratios(const cJSON *a, const cJSON *b)
 {
@@ -190,6 +206,10 @@ static void print_scaling_ratios(const cJSON *a, const cJSON *b)
     {
         const cJSON *other = cJSON_GetObjectItem(cJSON_GetObjectItem(b, "scaling"), sec->string);
         if (!other) continue;
+        if (!strcmp(sec->string, "sampling")) {
+            print_sampling_ratios(sec, other);
+            continue;
+        }
         printf("%-22s %10s %10s %8s | %8s %8s\n", sec->string, "step ms", "torch ms", "speedup", "RSS MB", "torch MB");
         const cJSON *r;
         cJSON_ArrayForEach(r, sec)

@@ -24,7 +24,7 @@ typedef struct bench_args {
 } bench_args;
 
 static const char usage[] =
-    "usage: bench_model [--sections demo,reference,gated,moe] [--configs baseline,gated,moe,gated_moe]\n"
+    "usage: bench_model [--sections demo,reference,gated,moe,sample] [--configs baseline,gated,moe,gated_moe]\n"
     "                   [--steps 20] [--warmup 3] [--budget 120] [--max-cells 32768]\n"
     "                   [--json bench/results/alphast.json] [--compare bench/results/pytorch.json]\n"
     "                   [--precision 32-true|bf16-mixed] [--device cpu|cuda]\n"
@@ -33,7 +33,8 @@ static const char usage[] =
     "--device cuda runs every case on the CUDA backend, each timed step ending synchronised; arena MB\n"
     "and state MB (parameters, gradients, AdamW moments) are then GPU memory. More sections:\n"
     "reference32 (the reference size at B=32 sets), cells (the gated model, G=200, one set of\n"
-    "4k ... --max-cells cells), sample (reverse diffusion, cells per second, reference size), gemm (the\n"
+    "4k ... --max-cells cells), sample (reverse diffusion, ms per network evaluation and cells per second,\n"
+    "reference size; torch_bench.py's twin sampler beside it), gemm (the\n"
     "reference model's GEMM shapes on OpenBLAS and on oneDNN, best of --steps; ALPHAST_GEMM picks the\n"
     "library of the other sections).\n";
 
@@ -52,7 +53,7 @@ static int listed(const char *list, const char *name)
 
 static int parse_args(int argc, char **argv, bench_args *a)
 {
-    *a = (bench_args){"demo,reference,gated,moe", "baseline,gated,moe,gated_moe", "bench/results/alphast.json",
+    *a = (bench_args){"demo,reference,gated,moe,sample", "baseline,gated,moe,gated_moe", "bench/results/alphast.json",
                       "bench/results/pytorch.json", "32-true", "cpu", {.warmup = 3, .steps = 20, .seed = 42}, 120.0, 32768};
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;

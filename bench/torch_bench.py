@@ -14,7 +14,9 @@ every timed step, the peak of torch.cuda.max_memory_allocated as
 device_mb, and --precision bf16-mixed as torch.autocast("cuda", bfloat16).
 A size that runs out of GPU memory is recorded as OOM, not a crash. More
 sections: reference32 (B=32 sets), cells (the gated model, G=200, one set
-of 4k ... --max-cells cells).
+of 4k ... --max-cells cells), sample (reverse diffusion with the twin's
+sampler, torch_twin.sample_positions: ms per network evaluation and cells
+per second, reference size, as bench_model's sample section).
 """
 import argparse
 import json
@@ -175,6 +177,29 @@ def run_moe(spec, warmup, steps, precision):
     return out
 
 
+SAMPLE_EVALS, PASS_CELLS = 50, 1024  # bench_model.c's sampling section; core/eval/sample.c's cells per pass
+
+
+def run_sample(spec, warmup):
+    """Positions generated from expression (tw.sample_positions) for the reference size's B sets of N cells,
+    the 1000-step schedule walked in SAMPLE_EVALS network evaluations of PASS_CELLS cells each, as
+    bench_model's sample section: an untimed warm-up call of `warmup` evaluations (at least one), then one
+    timed call."""
+    cfg, genes, sets, cells = model_cfg(spec["config"], "reference")
+    model = tw.Model(cfg, genes).to(DEVICE)
+    expr = torch.log1p(10 * torch.rand(sets, cells, genes)).to(DEVICE)
+    sched = tw.Schedule(1000)
+    run = lambda evals: tw.sample_positions(model, sched, expr, evals, pass_sets=max(1, PASS_CELLS // cells))
+    run(max(1, warmup))
+    sync()
+    t0 = time.perf_counter()
+    run(SAMPLE_EVALS)
+    sync()
+    dt, evals = time.perf_counter() - t0, len(tw.sample_grid(1000, SAMPLE_EVALS))
+    return {"steps": evals, "step_median_s": dt / evals, "step_min_s": dt / evals, "step_cpu_s": 0.0,
+            "cells_per_s": sets * cells / dt, "params": sum(p.numel() for p in model.parameters())}
+
+
 def use_device(device):
     """float32 on a GPU as alphast computes it: no TF32 tensor cores."""
     global DEVICE
@@ -191,6 +216,8 @@ def child(spec, args):
     try:
         if spec["kind"] == "model":
             out = run_model(spec, args.warmup, args.steps, args.precision)
+        elif spec["kind"] == "sample":
+            out = run_sample(spec, args.warmup)
         elif spec["kind"] == "gated":
             out = run_gated(spec, spec["warmup"], 3, args.budget, args.precision)
         else:
@@ -247,7 +274,7 @@ HEADER = f"{'':20s} {'params':>10s} {'step ms':>9s} {'cpu ms':>9s} {'eval ms':>9
 
 def main():
     ap = argparse.ArgumentParser(description="PyTorch twin benchmark")
-    ap.add_argument("--sections", default="demo,reference,gated,moe")
+    ap.add_argument("--sections", default="demo,reference,gated,moe,sample")
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
@@ -332,6 +359,16 @@ def main():
             r.update(label=str(n), x=n)
             rows.append(r)
             print(row(str(n), r), flush=True)
+    if "sample" in sections:
+        print(f"\n== sampling: positions from expression, reference size, {SAMPLE_EVALS} network evaluations ==\n"
+              f"{'model':20s} {'ms per eval':>12s} {'cells per s':>14s}")
+        rows = result["scaling"].setdefault("sampling", [])
+        for config in [c for c in CONFIGS if c in args.configs.split(",")]:
+            r = in_child({"kind": "sample", "config": config}, args)
+            r.update(label=config, x=SAMPLE_EVALS)
+            rows.append(r)
+            print(f"reference/{config:10s} {1e3 * r['step_median_s']:12.2f} {r['cells_per_s']:14.0f}" if r.get("ok")
+                  else row(f"reference/{config}", r), flush=True)
     os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
     with open(args.json, "w") as f:
         json.dump(result, f, indent=1)

@@ -406,6 +406,63 @@ def diffusion_loss(pred_expr, pred_pos, expr, pos, mask, aux):
     return total + aux if aux is not None else total
 
 
+class Schedule:
+    """The cosine schedule of docs/model.md §3.1 for one ν, in alphast's arithmetic (float64 ĝ, float32
+    running log ᾱ), as core/model/diffusion.c fills it."""
+
+    def __init__(self, steps=1000, nu=1.0, s=0.008):
+        u = torch.arange(steps + 2, dtype=torch.float64) / (steps + 1)
+        f = torch.cos(math.pi / 2 * (u ** nu + s) / (1 + s)) ** 2
+        g = f / f[0]
+        beta = (1 - g[1:] / g[:-1]).float().clamp(0.0, 0.9999)
+        self.steps = steps
+        self.log_alpha_bar = torch.cumsum(torch.log(1 - beta), 0)
+        self.alpha_bar = torch.exp(self.log_alpha_bar)
+        self.sigma_bar = torch.sqrt(-torch.expm1(2 * self.log_alpha_bar))
+
+
+def sample_grid(T, num_steps):
+    """The reverse process's times (docs/model.md §6): Δ = max(1, ⌊T/num_steps⌋), s = ⌊(T−1)/Δ⌋Δ … 0."""
+    delta = T // num_steps if num_steps > 0 and T // num_steps > 1 else 1
+    return list(range((T - 1) // delta * delta, -1, -delta))
+
+
+def centred(p, m):
+    """Positions [B,N,3] centred over each set's valid cells (m [B,N,1])."""
+    return (p - (p * m).sum(1, keepdim=True) / m.sum(1, keepdim=True).clamp(min=1)) * m
+
+
+def reverse_step(sched, z, x0, s, t, m):
+    """One posterior step z_t -> z_s of positions (docs/model.md §3.4), every set at time t."""
+    ls, lt = sched.log_alpha_bar[s], sched.log_alpha_bar[t]
+    a_ts, a2_ts = torch.exp(lt - ls), torch.exp(2 * lt - 2 * ls)
+    r = torch.exp(torch.log(-torch.expm1(2 * ls) + 1e-8) - torch.log(-torch.expm1(2 * lt) + 1e-8))
+    var_ts = sched.sigma_bar[t] ** 2 - sched.sigma_bar[s] ** 2 * a2_ts
+    std = torch.sqrt(torch.clamp(var_ts * r, min=0.0))
+    eps = centred(torch.randn_like(z) * m, m)
+    return centred(a_ts * r * z + sched.alpha_bar[s] * (1 - a2_ts * r) * x0 + std * eps, m)
+
+
+@torch.no_grad()
+def sample_positions(model, sched, expr, num_steps, mask=None, pass_sets=None):
+    """alphast's sampler in expr_to_pos mode (docs/model.md §6, core/eval/sample.c): from the limit
+    distribution at T, predict x̂₀ in eval mode and step down the grid; returns the last x̂₀ (return
+    x0). pass_sets: sets per forward pass (the sampler's PASS_CELLS chunking), default all."""
+    model.eval()
+    B, N, _ = expr.shape
+    mask = expr.new_ones(B, N) if mask is None else mask
+    m = mask.unsqueeze(-1)
+    pass_sets = pass_sets or B
+    z = centred(torch.randn(B, N, POS_DIM, device=expr.device) * m, m)
+    t, x0 = sched.steps, None
+    for s in sample_grid(sched.steps, num_steps):
+        tt = torch.full((B, 1), t / sched.steps, device=expr.device)
+        x0 = torch.cat([model(expr[b:b + pass_sets], tt[b:b + pass_sets], z[b:b + pass_sets], mask[b:b + pass_sets])[1]
+                        for b in range(0, B, pass_sets)])
+        z, t = reverse_step(sched, z, x0, s, t, m), s
+    return x0
+
+
 def autocast(precision, device="cpu"):
     """alphast's training.precision in PyTorch: "bf16-mixed" is autocast in bfloat16 on `device` ("cpu"
     or "cuda"), under which linear, matmul and bmm take bf16 operands (PyTorch also rounds their outputs

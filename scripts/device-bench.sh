@@ -15,7 +15,9 @@
 #       twin (python3 with torch) and then alphast on the same sizes, side by
 #       side (bench_model --compare), writing pytorch-T.json, alphast-T.json
 #       and the printed tables to OUT_DIR. BENCH_ARGS adds options to both
-#       (default: --sections demo,reference --steps 8 --warmup 2).
+#       (default: --sections demo,reference,sample --steps 8 --warmup 2;
+#       sample: 50 network evaluations of reverse diffusion per config, both
+#       sides' samplers, cells per second side by side).
 #   scripts/device-bench.sh gemm OUT_DIR [THREADS...]
 #       there: for each thread count (default 1 4 16) the reference model's
 #       float32 GEMM shapes on OpenBLAS and on oneDNN (bench_model --sections
@@ -58,7 +60,7 @@
 #         bench  bench_model --device cuda beside torch_bench.py --device cuda:
 #                the four configs at B=4 and B=32 (reference size)
 #         cells  the gated model, G=200, one set of 4k ... 128k cells, both
-#         sample reverse-diffusion throughput (alphast; the twin has none)
+#         sample reverse-diffusion throughput, beside the twin's sampler
 #       and a short table last. Logs and JSON in OUT_DIR.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -245,8 +247,7 @@ cuda_run() { # out parts...
       train) cuda_train_part "$out" ;;
       bench) cuda_bench_part "$out" bench reference,reference32 --steps "$steps" --warmup 3 ;;
       cells) cuda_bench_part "$out" cells cells --max-cells 131072 --budget 60 ;;
-      sample) "$bundle/bench_model" --device cuda --sections sample --json "$out/alphast-sample.json" \
-        --compare /nonexistent >"$out/alphast-sample.txt" 2>&1 || tail -5 "$out/alphast-sample.txt" ;;
+      sample) cuda_bench_part "$out" sample sample --warmup 3 ;;
       *) echo "cuda-run: unknown part '$p' (tests train bench cells sample)" >&2; exit 2 ;;
     esac
   done
@@ -351,7 +352,7 @@ run() { # out threads...
   ((${#threads[@]})) || threads=(1 2 4 8 16)
   mkdir -p "$out"
   unpack
-  local args=${BENCH_ARGS:---sections demo,reference --steps 8 --warmup 2}
+  local args=${BENCH_ARGS:---sections demo,reference,sample --steps 8 --warmup 2}
   {
     lscpu | grep -E 'Model name|^CPU\(s\)|Thread|Socket|Flags' | cut -c1-300
     python3 -c 'import torch; print("torch", torch.__version__, "MKL", torch.backends.mkl.is_available())' || true
@@ -395,6 +396,6 @@ case ${1:-} in
   cluster) mkdir -p "$2"; cluster "$2" ;;
   cuda-bundle) cuda_collect "${2:-$top/_build-cuda}" ;;
   cuda-run) shift; cuda_run "$@" ;;
-  -h|--help) sed -n '2,59p' "$0"; exit 0 ;;
-  *) sed -n '2,59p' "$0" >&2; exit 2 ;;
+  -h|--help) sed -n '2,63p' "$0"; exit 0 ;;
+  *) sed -n '2,63p' "$0" >&2; exit 2 ;;
 esac

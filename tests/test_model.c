@@ -359,6 +359,55 @@ Test(model, same_seed_gives_the_same_loss)
     cr_assert_neq(a, other_step, "step seed ignored in training mode");
 }
 
+/* ---- the inference path: grad off ------------------------------------------ */
+
+typedef struct eval_pass {
+    float *out; /* expression then positions, copied out of the arena */
+    size_t peak;
+} eval_pass;
+
+/* One eval-mode forward of m on a fresh context, grad on or off. */
+static eval_pass eval_forward(ast_model *m, const tiny_inputs *in, int grad)
+{
+    ast_ctx *c = ast_ctx_new(3);
+    ast_ctx_set_training(c, 0);
+    ast_ctx_set_grad(c, grad);
+    ast_model_out o = ast_model_forward(m, c, in->expression, in->t, in->positions, in->mask, NULL, NULL);
+    int64_t ne = o.expression->size, np = o.positions->size;
+    eval_pass r = {ast_xmalloc((size_t)(ne + np) * sizeof(float)), ast_ctx_arena_peak(c)};
+    memcpy(r.out, o.expression->data, (size_t)ne * sizeof(float));
+    memcpy(r.out + ne, o.positions->data, (size_t)np * sizeof(float));
+    ast_ctx_free(c);
+    return r;
+}
+
+/* What sample, eval and predict run (grad off) computes what the training
+ * forward in eval mode computes, bit for bit, and keeps less: nothing for
+ * a backward (no saved statistics, no gradients' operands). Large enough
+ * sets (64 cells, d_model 32) that the activations, not the fixed-size
+ * allocations, make the arena's peak. */
+Test(model, grad_off_forward_is_the_eval_forward_and_keeps_less)
+{
+    for (int v = 0; v < 4; v++) {
+        ast_model_config cfg;
+        tiny_config(&cfg, v, "2");
+        cfg.d_model = 32, cfg.d_ff = 64, cfg.num_layers = 2;
+        ast_model *m = mf_model(&cfg, 17);
+        ast_params *own = ast_params_new(9);
+        tiny_inputs in = tiny_inputs_new(own, 2, 64);
+        eval_pass on = eval_forward(m, &in, 1), off = eval_forward(m, &in, 0);
+        size_t n = (size_t)2 * 64 * (TG + 3);
+        cr_expect(memcmp(on.out, off.out, n * sizeof(float)) == 0, "%s: grad-off forward differs from grad-on",
+                  variant_name(v));
+        cr_expect_lt(off.peak, on.peak, "%s: arena peak %zu bytes with grad off, %zu with grad on", variant_name(v),
+                     off.peak, on.peak);
+        cr_log_info("%s: arena peak %zu bytes grad off, %zu grad on", variant_name(v), off.peak, on.peak);
+        free(on.out), free(off.out);
+        ast_params_free(own);
+        ast_model_free(m);
+    }
+}
+
 /* ---- the structural prior (docs/model.md §2.12) --------------------------- */
 
 static void prior_config(ast_model_config *cfg, int inputs, int residual)

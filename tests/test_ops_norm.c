@@ -169,6 +169,55 @@ Test(ops_norm, layernorm_gradients_with_and_without_affine)
     }
 }
 
+/* ---- add_layernorm: layernorm(a + b) fused -------------------------------- */
+
+/* The fused op is the two ops it replaces, bit for bit, grad on and off. */
+Test(ops_norm, add_layernorm_is_add_then_layernorm)
+{
+    ast_params *p = ast_params_new(21);
+    ast_tensor *a = gc_input(p, "a", 3, (int64_t[]){2, 5, 24}, 2.0f), *b = gc_input(p, "b", 3, (int64_t[]){2, 5, 24}, 1.0f);
+    ast_tensor *w = gc_input(p, "w", 1, (int64_t[]){24}, 1.0f), *bias = gc_input(p, "bias", 1, (int64_t[]){24}, 1.0f);
+    for (int grad = 0; grad < 2; grad++) {
+        ast_ctx *c = ast_ctx_new(0);
+        ast_ctx_set_grad(c, grad);
+        ast_tensor *fused = ast_add_layernorm(c, a, b, w, bias, 1e-6f);
+        ast_tensor *two = ast_layernorm(c, ast_add(c, a, b), w, bias, 1e-6f);
+        cr_assert_arr_eq(fused->data, two->data, (size_t)a->size * sizeof(float), "grad %d: fused differs", grad);
+        ast_ctx_free(c);
+    }
+    ast_params_free(p);
+}
+
+/* in: a, b, w, bias; same_ab: b is a (the one tensor's gradient is twice
+ * the sum's). */
+typedef struct add_norm_case {
+    int with_w, with_b, same_ab;
+} add_norm_case;
+
+static ast_tensor *fwd_add_layernorm(ast_ctx *c, ast_tensor *const *in, void *ud)
+{
+    const add_norm_case *f = ud;
+    return ast_add_layernorm(c, in[0], f->same_ab ? in[0] : in[1], f->with_w ? in[2] : NULL, f->with_b ? in[3] : NULL,
+                             1e-5f);
+}
+
+Test(ops_norm, add_layernorm_gradients)
+{
+    const add_norm_case cases[] = {{1, 1, 0}, {0, 0, 0}, {1, 0, 0}, {1, 1, 1}};
+    for (int t = 0; t < 4; t++) {
+        ast_params *p = ast_params_new(31 + t);
+        ast_tensor *in[4] = {gc_input(p, "a", 3, (int64_t[]){2, 3, 6}, 1.0f), gc_input(p, "b", 3, (int64_t[]){2, 3, 6}, 1.0f),
+                             gc_input(p, "w", 1, (int64_t[]){6}, 1.0f), gc_input(p, "bias", 1, (int64_t[]){6}, 1.0f)};
+        gc_result r = gc_check(fwd_add_layernorm, in, 4, (void *)&cases[t], GRAD_H, GRAD_FLOOR);
+        ASSERT_GRADS(r, "add_layernorm");
+        for (int k = 0; k < 6; k++) {
+            if (!cases[t].with_w) cr_assert_eq(in[2]->grad[k], 0.0f, "w unused but got a gradient");
+            if (!cases[t].with_b) cr_assert_eq(in[3]->grad[k], 0.0f, "bias unused but got a gradient");
+        }
+        ast_params_free(p);
+    }
+}
+
 Test(ops_norm, rmsnorm_matches_double_formula)
 {
     ast_params *p = ast_params_new(20);

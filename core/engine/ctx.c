@@ -183,7 +183,14 @@ static void profile_sync(ast_ctx *c)
 
 void ast_record(ast_ctx *c, const ast_node *n)
 {
-    if (!ast_needs_grad(c, n->in, n->n_in)) return;
+    if (!ast_needs_grad(c, n->in, n->n_in)) {
+        /* Not on the tape: an op on data alone in a training step, or any
+         * op of a pass with grad off, which the profile counts apart. */
+        profile_sync(c);
+        if (c->profile && c->grad_enabled) ast_profile_forward(c->profile, n->op, c->arena.requested);
+        else if (c->profile) ast_profile_inference(c->profile, n->op, c->arena.requested);
+        return;
+    }
     AST_ASSERT(n->backward && n->out, "op %s recorded without backward or output", n->op);
     if (c->tape_n == c->tape_cap) {
         c->tape_cap = c->tape_cap ? 2 * c->tape_cap : 256;

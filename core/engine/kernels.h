@@ -52,6 +52,10 @@ typedef struct ast_op_kernel {
  * declines its op. */
 typedef void (*ast_op_family)(ast_op_kernel *table);
 
+/* Whether the context's backend has the op's forward and backward kernels:
+ * a fused op's front end runs the unfused ops where it has not. */
+int ast_op_supported(const ast_ctx *c, int op);
+
 /* The op's name as ops.def spells it ("linear"). */
 const char *ast_op_name(int op);
 

@@ -1,4 +1,6 @@
-/* ALPHAST_PROFILE=1: where a step's time and memory go, per op. Forward
+/* ALPHAST_PROFILE=1: where a step's time and memory go, per op, in two
+ * tables: the training steps' (ops on the tape) and the passes with grad
+ * off (eval, sample, predict: ops outside the tape). Forward
  * time is the wall time from the previous op's record to this one (so it
  * includes the plugin code between ops), and forward bytes are the arena
  * bytes asked for in that span: the op's output and what it saves for its
@@ -18,12 +20,16 @@ typedef struct op_time {
     double forward, backward;
     double fwd_bytes, bwd_bytes;
     long calls;
+    double inference, inf_bytes; /* the op outside the tape (grad off) */
+    long inf_calls;
 } op_time;
 
 struct ast_profile {
     op_time ops[MAX_OPS];
     int n_ops;
     long steps, backwards;
+    long inf_passes; /* steps that ran ops with grad off */
+    int inf_this_step;
     double mark;
     size_t mark_bytes; /* the context's bytes asked for at the mark */
 };
@@ -56,6 +62,8 @@ static op_time *entry(ast_profile *p, const char *op)
 void ast_profile_step(ast_profile *p, size_t requested)
 {
     p->steps++;
+    p->inf_passes += p->inf_this_step;
+    p->inf_this_step = 0;
     p->mark = now();
     p->mark_bytes = requested;
 }
@@ -78,6 +86,18 @@ void ast_profile_forward(ast_profile *p, const char *op, size_t requested)
     p->mark_bytes = requested;
 }
 
+void ast_profile_inference(ast_profile *p, const char *op, size_t requested)
+{
+    double t = now();
+    op_time *e = entry(p, op);
+    e->inference += t - p->mark;
+    e->inf_bytes += (double)(requested - p->mark_bytes);
+    e->inf_calls++;
+    p->inf_this_step = 1;
+    p->mark = t;
+    p->mark_bytes = requested;
+}
+
 double ast_profile_now(void) { return now(); }
 
 void ast_profile_backward(ast_profile *p, const char *op, double seconds, size_t bytes)
@@ -94,11 +114,39 @@ static int by_total(const void *a, const void *b)
     return (tx < ty) - (tx > ty);
 }
 
+static int by_inference(const void *a, const void *b)
+{
+    const op_time *x = a, *y = b;
+    return (x->inference < y->inference) - (x->inference > y->inference);
+}
+
+/* The passes with grad off (eval, sample, predict), per pass. */
+static void print_inference(ast_profile *p, FILE *out)
+{
+    double per = (double)(p->inf_passes + p->inf_this_step), mb = 1.0 / 1048576.0, total = 0.0, bytes = 0.0;
+    if (per == 0.0) return;
+    for (int i = 0; i < p->n_ops; i++) total += p->ops[i].inference, bytes += p->ops[i].inf_bytes;
+    qsort(p->ops, (size_t)p->n_ops, sizeof *p->ops, by_inference);
+    fprintf(out, "alphast profile: %.0f passes with grad off (eval, sample, predict); per pass: calls, ms, MB asked "
+                 "of the arena\n%-22s %8s %10s %7s %8s\n", per, "op", "calls", "forward", "share", "fwd MB");
+    for (int i = 0; i < p->n_ops && p->ops[i].inf_calls; i++) {
+        const op_time *e = &p->ops[i];
+        fprintf(out, "%-22s %8.1f %10.2f %6.1f%% %8.1f\n", e->op, (double)e->inf_calls / per, 1e3 * e->inference / per,
+                total > 0 ? 100.0 * e->inference / total : 0.0, e->inf_bytes * mb / per);
+    }
+    fprintf(out, "%-22s %8s %10.2f %7s %8.1f\n", "total, grad off", "", 1e3 * total / per, "", bytes * mb / per);
+}
+
 void ast_profile_print(ast_profile *p, FILE *out, size_t arena_peak)
 {
+    print_inference(p, out);
+    if (!p->backwards) {
+        fprintf(out, "arena peak %.1f MB\n", (double)arena_peak / 1048576.0);
+        return;
+    }
     /* Per training step: eval steps record nothing on the tape, so counting
      * them would dilute every figure. */
-    double per = (double)(p->backwards ? p->backwards : p->steps ? p->steps : 1), mb = 1.0 / 1048576.0;
+    double per = (double)p->backwards, mb = 1.0 / 1048576.0;
     double total = 0.0, fwd_mb = 0.0, bwd_mb = 0.0;
     for (int i = 0; i < p->n_ops; i++) {
         total += p->ops[i].forward + p->ops[i].backward;

@@ -18,6 +18,8 @@ void ast_profile_step(ast_profile *p, size_t requested);
 void ast_profile_mark(ast_profile *p, size_t requested);
 /* An op recorded itself: its forward took the time and bytes since the last mark. */
 void ast_profile_forward(ast_profile *p, const char *op, size_t requested);
+/* An op ran outside the tape (grad off): its time and bytes since the last mark. */
+void ast_profile_inference(ast_profile *p, const char *op, size_t requested);
 void ast_profile_backward(ast_profile *p, const char *op, double seconds, size_t bytes);
 double ast_profile_now(void);
 void ast_profile_print(ast_profile *p, FILE *out, size_t arena_peak);

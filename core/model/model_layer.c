@@ -157,11 +157,11 @@ static ast_tensor *position_norm(const model_layer *l, const model_run *r, ast_t
     return ast_div(c, ast_mul(c, pos, l->pos_norm_w), ast_affine(c, mean, 1.0f, l->dims.ln_eps));
 }
 
-/* LN(a + Dropout(b)), the post-norm residual of every branch. */
+/* LN(a + Dropout(b)), the post-norm residual of every branch: the add and
+ * the norm in one pass (add_layernorm). */
 static ast_tensor *residual_norm(const model_run *r, ast_tensor *a, ast_tensor *b, const model_lin *ln)
 {
-    ast_tensor *sum = ast_add(r->c, a, ast_dropout(r->c, b, r->cfg->dropout));
-    return ast_layernorm(r->c, sum, ln->w, ln->b, r->cfg->ln_eps);
+    return ast_add_layernorm(r->c, a, ast_dropout(r->c, b, r->cfg->dropout), ln->w, ln->b, r->cfg->ln_eps);
 }
 
 /* The losses (MoE load balance) the FFN published during this layer. */

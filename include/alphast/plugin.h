@@ -48,7 +48,8 @@ extern "C" {
  * destroy may be NULL (the host then frees the instance); 2.6 the ops
  * noise_normal, moe_route, moe_pick, moe_gather, moe_grouped_linear and
  * moe_combine (routing in backend memory), aligned_mse (the Kabsch-aligned
- * position loss) and the host table's stat_tensor */
+ * position loss), add_layernorm (a fused residual LayerNorm) and the
+ * host table's stat_tensor */
 #define AST_ABI_MINOR 6
 #define AST_MAX_DIMS 4
 

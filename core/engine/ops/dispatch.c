@@ -29,6 +29,12 @@ static int may_assign(const ast_op_kernel *k, const ast_node *n, int i)
     return (k->assigns & bit) || ((k->assigns_if_full & bit) && n->in[i] && n->in[i]->size == n->out->size);
 }
 
+int ast_op_supported(const ast_ctx *c, int op)
+{
+    const ast_backend *b = ast_ctx_backend(c);
+    return b->kernels && b->kernels[op].forward && b->kernels[op].backward;
+}
+
 void ast_op_backward(ast_ctx *c, const ast_node *n, int op)
 {
     const ast_backend *b = ast_ctx_backend(c);

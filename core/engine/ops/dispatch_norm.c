@@ -1,7 +1,10 @@
-/* Normalisations: softmax over any axis, layernorm, rmsnorm and the
- * Euclidean norm of the last axis. Shapes, outputs and tape nodes; the
+/* Normalisations: softmax over any axis, layernorm (alone and fused with
+ * the residual add before it), rmsnorm and the Euclidean norm of the last
+ * axis. Shapes, outputs and tape nodes; the
  * kernels are the backends' (ops/ops_norm.c, cuda/ops_norm.cu), which keep
  * the per-row statistics their backward needs in n->saved. */
+#include <string.h>
+
 #include "engine/kernels.h"
 #include "ops_axis.h"
 
@@ -31,6 +34,21 @@ ast_tensor *ast_layernorm(ast_ctx *c, ast_tensor *x, ast_tensor *w, ast_tensor *
     check_affine(x, b, "layernorm", "bias");
     return ast_op_run(c, AST_OP_layernorm,
                       &(ast_node){.out = empty_like(c, x), .in = {x, w, b}, .n_in = 3, .farg = {eps}});
+}
+
+/* layernorm(a + b): the fused kernel where the backend has one, else the
+ * two ops. farg[0] = eps. */
+ast_tensor *ast_add_layernorm(ast_ctx *c, ast_tensor *a, ast_tensor *b, ast_tensor *w, ast_tensor *bias, float eps)
+{
+    char s1[64], s2[64];
+    AST_ASSERT(a->ndim == b->ndim && a->size == b->size && !memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof *a->shape),
+               "add_layernorm: a %s and b %s differ in shape", ast_shape_str(a, s1, sizeof s1),
+               ast_shape_str(b, s2, sizeof s2));
+    if (!ast_op_supported(c, AST_OP_add_layernorm)) return ast_layernorm(c, ast_add(c, a, b), w, bias, eps);
+    check_affine(a, w, "add_layernorm", "weight");
+    check_affine(a, bias, "add_layernorm", "bias");
+    return ast_op_run(c, AST_OP_add_layernorm,
+                      &(ast_node){.out = empty_like(c, a), .in = {a, b, w, bias}, .n_in = 4, .farg = {eps}});
 }
 
 /* farg[0] = eps. */

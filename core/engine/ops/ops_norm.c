@@ -144,15 +144,16 @@ static double row_sq_dev(const float *restrict x, int64_t d, double mu)
     return s;
 }
 
-static void layernorm_row(const float *restrict x, float *restrict y, int64_t d, const float *w, const float *b,
-                          float eps, float *mean, float *rstd)
+/* y may be x (add_layernorm's in-place rows); mean and rstd NULL: a
+ * forward with grad off, which keeps no statistics. */
+static void layernorm_row(const float *x, float *y, int64_t d, const float *w, const float *b, float eps, float *mean,
+                          float *rstd)
 {
     double mu = row_sum(x, d) / (double)d;
     double r = 1.0 / sqrt(row_sq_dev(x, d, mu) / (double)d + eps);
     for (int64_t k = 0; k < d; k++)
         y[k] = (float)((x[k] - mu) * r) * (w ? w[k] : 1.0f) + (b ? b[k] : 0.0f);
-    *mean = (float)mu;
-    *rstd = (float)r;
+    if (mean) *mean = (float)mu, *rstd = (float)r;
 }
 
 /* With g = dy * w and xh = (x - mean) * rstd:
@@ -231,19 +232,86 @@ static void layernorm_range(void *arg, int64_t lo, int64_t hi)
     const norm_args *a = arg;
     float *mean = (float *)a->mean, *rstd = (float *)a->rstd;
     for (int64_t r = lo; r < hi; r++)
-        layernorm_row(a->x + r * a->d, a->y + r * a->d, a->d, a->w, a->b, a->eps, &mean[r], &rstd[r]);
+        layernorm_row(a->x + r * a->d, a->y + r * a->d, a->d, a->w, a->b, a->eps, mean ? &mean[r] : NULL,
+                      rstd ? &rstd[r] : NULL);
 }
 
-/* farg[0] = eps; saved: mean[rows] then rstd[rows]. */
+/* farg[0] = eps; saved: mean[rows] then rstd[rows], kept only when the
+ * node goes on the tape. */
 static void layernorm_forward(ast_ctx *c, ast_node *n)
 {
     ast_tensor *x = n->in[0], *w = n->in[1], *b = n->in[2];
     int64_t rows = ast_rows(x), d = ast_cols(x);
-    float *mean = ast_alloc(c, 2 * (size_t)rows * sizeof *mean);
+    float *mean = ast_needs_grad(c, n->in, n->n_in) ? ast_alloc_uninit(c, 2 * (size_t)rows * sizeof *mean) : NULL;
     norm_args a = {.x = x->data, .w = w ? w->data : NULL, .b = b ? b->data : NULL, .mean = mean,
-                   .rstd = mean + rows, .y = n->out->data, .d = d, .eps = n->farg[0]};
+                   .rstd = mean ? mean + rows : NULL, .y = n->out->data, .d = d, .eps = n->farg[0]};
     ast_parallel_for(rows, ast_row_grain(d), layernorm_range, &a);
     n->saved = mean;
+}
+
+/* ---- add_layernorm: layernorm(a + b) in one pass -------------------------- */
+
+/* Each row's sum a + b, written where the node keeps it (sum: the tape's
+ * copy, for the backward) or in y itself, then normalised there: one pass
+ * over a and b, the rows still in cache, the same bits as add then
+ * layernorm. */
+typedef struct add_norm_args {
+    norm_args n;
+    const float *b2; /* the second summand (n.x the first) */
+    float *sum;      /* [rows, d], or NULL with grad off */
+} add_norm_args;
+
+static void add_layernorm_range(void *arg, int64_t lo, int64_t hi)
+{
+    const add_norm_args *a = arg;
+    int64_t d = a->n.d;
+    float *mean = (float *)a->n.mean, *rstd = (float *)a->n.rstd;
+    for (int64_t r = lo; r < hi; r++) {
+        const float *restrict x1 = a->n.x + r * d, *restrict x2 = a->b2 + r * d;
+        float *restrict s = (a->sum ? a->sum : a->n.y) + r * d;
+        for (int64_t k = 0; k < d; k++) s[k] = x1[k] + x2[k];
+        layernorm_row(s, a->n.y + r * d, d, a->n.w, a->n.b, a->n.eps, mean ? &mean[r] : NULL, rstd ? &rstd[r] : NULL);
+    }
+}
+
+/* in: a, b, w, bias; farg[0] = eps; saved (on the tape only): mean[rows],
+ * rstd[rows], then the sum [rows, d]. */
+static void add_layernorm_forward(ast_ctx *c, ast_node *n)
+{
+    ast_tensor *x = n->in[0], *w = n->in[2], *b = n->in[3];
+    int64_t rows = ast_rows(x), d = ast_cols(x);
+    float *saved = ast_needs_grad(c, n->in, n->n_in) ? ast_alloc_uninit(c, (size_t)rows * (2 + d) * sizeof *saved) : NULL;
+    add_norm_args a = {{.x = x->data, .w = w ? w->data : NULL, .b = b ? b->data : NULL, .mean = saved,
+                        .rstd = saved ? saved + rows : NULL, .y = n->out->data, .d = d, .eps = n->farg[0]},
+                       n->in[1]->data, saved ? saved + 2 * rows : NULL};
+    ast_parallel_for(rows, ast_row_grain(d), add_layernorm_range, &a);
+    n->saved = saved;
+}
+
+/* The sum's gradient (layernorm's dx) is both summands' gradient. It is
+ * written into a summand's fresh buffer and then copied or added into the
+ * other's (a and b one tensor: b's buffer is a's, assign[1] 0, so the add
+ * doubles it, as it should); with neither fresh, each gets it added, made
+ * twice, rather than kept in scratch the arena would hold to the step's end. */
+static void add_layernorm_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
+{
+    int64_t rows = ast_rows(n->out), d = ast_cols(n->out), size = n->out->size;
+    const float *saved = n->saved;
+    ast_tensor *w = n->in[2];
+    norm_args a = {.x = saved + 2 * rows, .dy = n->out->grad, .w = w ? w->data : NULL, .mean = saved,
+                   .rstd = saved + rows, .dw = g->g[2], .db = g->g[3], .rows = rows, .d = d};
+    int fresh = g->g[0] && g->assign[0] ? 0 : g->g[1] && g->assign[1] ? 1 : -1;
+    for (int i = 0; i < 2; i++) {
+        if (!g->g[i] || (fresh >= 0 && i != fresh)) continue;
+        a.dx = g->g[i], a.assign = g->assign[i];
+        ast_parallel_for(rows, ast_row_grain(d), layernorm_dx_range, &a);
+    }
+    int other = 1 - fresh;
+    if (fresh >= 0 && g->g[other]) {
+        if (g->assign[other]) memcpy(g->g[other], g->g[fresh], (size_t)size * sizeof(float));
+        else ast_cpu_accumulate(ast_ctx_backend(c), g->g[other], g->g[fresh], size);
+    }
+    if (a.dw || a.db) ast_parallel_for(d, ast_row_grain(rows), layernorm_dwdb_range, &a);
 }
 
 /* ---- rmsnorm -------------------------------------------------------------- */
@@ -351,6 +419,8 @@ void ast_cpu_norm_kernels(ast_op_kernel *t)
 {
     t[AST_OP_softmax] = (ast_op_kernel){.forward = softmax_forward, .backward = softmax_backward, .assigns = 1};
     t[AST_OP_layernorm] = (ast_op_kernel){.forward = layernorm_forward, .backward = layernorm_backward, .assigns = 1};
+    t[AST_OP_add_layernorm] =
+        (ast_op_kernel){.forward = add_layernorm_forward, .backward = add_layernorm_backward, .assigns = 3};
     t[AST_OP_rmsnorm] = (ast_op_kernel){.forward = rmsnorm_forward, .backward = rmsnorm_backward, .assigns = 1};
     t[AST_OP_vecnorm] = (ast_op_kernel){.forward = vecnorm_forward, .backward = vecnorm_backward};
 }
