@@ -153,6 +153,37 @@ static const ast_backend *declining(void)
     return &b;
 }
 
+/* A backend that declines the fused add_layernorm (as the CUDA one does):
+ * the front end runs add and layernorm instead, with the same values and,
+ * through those ops' backwards, the same gradients. */
+Test(backend, a_declined_fused_op_runs_as_its_parts)
+{
+    static ast_backend b;
+    static ast_op_kernel kernels[AST_N_OPS];
+    b = *ast_backend_cpu();
+    memcpy(kernels, b.kernels, sizeof kernels);
+    kernels[AST_OP_add_layernorm] = (ast_op_kernel){0};
+    b.name = "unfused";
+    b.kernels = kernels;
+    ast_params *p = ast_params_new(5);
+    int64_t shape[2] = {3, 8};
+    ast_tensor *a = ast_param(ast_scope_new(p, "t"), "a", 2, shape, AST_INIT_NORMAL, 1.0f);
+    ast_tensor *x = ast_param(ast_scope_new(p, "t"), "x", 2, shape, AST_INIT_NORMAL, 1.0f);
+    float got[2][24], grad[2][24];
+    for (int fused = 0; fused < 2; fused++) {
+        ast_ctx *c = ast_ctx_new_on(fused ? ast_backend_cpu() : &b, 1);
+        ast_params_zero_grad(p);
+        ast_tensor *y = ast_add_layernorm(c, a, x, NULL, NULL, 1e-5f);
+        memcpy(got[fused], y->data, sizeof got[fused]);
+        ast_backward(c, ast_sum(c, ast_mul(c, y, y)));
+        memcpy(grad[fused], a->grad, sizeof grad[fused]);
+        ast_ctx_free(c);
+    }
+    cr_assert_arr_eq(got[0], got[1], sizeof got[0], "values differ between the fused op and its parts");
+    cr_assert_arr_eq(grad[0], grad[1], sizeof grad[0], "gradients differ between the fused op and its parts");
+    ast_params_free(p);
+}
+
 /* A backend supplies kernels and may decline an op (a zero slot): the op
  * then stops with one message naming the op and the backend, while every
  * other op runs (the dispatch above the kernels is the same for all). */
