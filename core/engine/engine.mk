@@ -14,11 +14,7 @@ libalphast_engine_la_SOURCES += \
 	core/engine/ops/ops_routing.c core/engine/ops/ops_grouped.c core/engine/ops/ops_moe.c core/engine/ops/ops_aligned.c core/engine/ops/ops_loss.c core/engine/ops/dispatch.c \
 	core/engine/ops/dispatch_linalg.c core/engine/ops/dispatch_reduce.c core/engine/ops/dispatch_routing.c core/engine/ops/dispatch_loss.c core/engine/ops/dispatch_shape.c core/engine/ops/dispatch_norm.c \
 	core/engine/ops/dispatch_elementwise.c core/engine/ops/dispatch_grouped.c core/engine/ops/dispatch_moe.c
-# -fno-trapping-math: nothing in alphast enables floating-point traps, and
-# assuming one may fire keeps GCC from if-converting the selects of
-# fastmath.h's erf, so GELU's loops stayed scalar (a third of the eval
-# forward at the reference size). It changes no result, only which code runs.
-libalphast_engine_la_CFLAGS = $(AM_CFLAGS) $(BLAS_CFLAGS) -fno-trapping-math
+libalphast_engine_la_CFLAGS = $(AM_CFLAGS) $(BLAS_CFLAGS) $(FASTMATH_CFLAGS)
 libalphast_engine_la_LIBADD = $(BLAS_LIBS) $(ONEDNN_LIBS) -lm
 EXTRA_DIST += core/engine/README.md
 

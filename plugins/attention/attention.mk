@@ -15,6 +15,7 @@ plugins_attention_attn_geodesic_la_LIBADD = -lm
 plugins_attention_attn_gated_la_SOURCES = plugins/attention/attn_gated.c \
 	plugins/attention/attn_gated_kernel.c plugins/attention/attn_gated_kernel.h plugins/attention/attn_dropout.h
 plugins_attention_attn_gated_la_CPPFLAGS = $(PLUGIN_CPP)
+plugins_attention_attn_gated_la_CFLAGS = $(AM_CFLAGS) $(FASTMATH_CFLAGS)
 plugins_attention_attn_gated_la_LDFLAGS = $(PLUGIN_LINK)
 plugins_attention_attn_gated_la_LIBADD = -lm
 # Its CUDA kernel (configure --with-cuda): an nvcc object (Makefile.am's .cu.lo rule).
