@@ -370,17 +370,18 @@ static void rmsnorm_range(void *arg, int64_t lo, int64_t hi)
         double ss = 0.0;
 #pragma omp simd reduction(+ : ss)
         for (int64_t k = 0; k < d; k++) ss += (double)xr[k] * xr[k];
-        rstd[r] = (float)(1.0 / sqrt(ss / (double)d + a->eps));
-        for (int64_t k = 0; k < d; k++) y[k] = xr[k] * rstd[r] * (a->w ? a->w[k] : 1.0f);
+        float rs = (float)(1.0 / sqrt(ss / (double)d + a->eps));
+        if (rstd) rstd[r] = rs;
+        for (int64_t k = 0; k < d; k++) y[k] = xr[k] * rs * (a->w ? a->w[k] : 1.0f);
     }
 }
 
-/* farg[0] = eps; saved: rstd[rows]. */
+/* farg[0] = eps; saved: rstd[rows], kept only when the node goes on the tape. */
 static void rmsnorm_forward(ast_ctx *c, ast_node *n)
 {
     ast_tensor *x = n->in[0], *w = n->in[1];
     int64_t rows = ast_rows(x), d = ast_cols(x);
-    float *rstd = ast_alloc_uninit(c, (size_t)rows * sizeof *rstd);
+    float *rstd = ast_needs_grad(c, n->in, n->n_in) ? ast_alloc_uninit(c, (size_t)rows * sizeof *rstd) : NULL;
     norm_args a = {.x = x->data, .w = w ? w->data : NULL, .rstd = rstd, .y = n->out->data, .rows = rows, .d = d,
                    .eps = n->farg[0]};
     ast_parallel_for(rows, ast_row_grain(d), rmsnorm_range, &a);
