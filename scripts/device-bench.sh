@@ -396,6 +396,6 @@ case ${1:-} in
   cluster) mkdir -p "$2"; cluster "$2" ;;
   cuda-bundle) cuda_collect "${2:-$top/_build-cuda}" ;;
   cuda-run) shift; cuda_run "$@" ;;
-  -h|--help) sed -n '2,63p' "$0"; exit 0 ;;
-  *) sed -n '2,63p' "$0" >&2; exit 2 ;;
+  -h|--help) sed -n '2,64p' "$0"; exit 0 ;;
+  *) sed -n '2,64p' "$0" >&2; exit 2 ;;
 esac
