@@ -54,7 +54,7 @@
 #   scripts/device-bench.sh cuda-run OUT_DIR [PARTS...]
 #       there: nvidia-smi -L, then the parts (default: all, in this order;
 #       each fits the device's 600 s per call):
-#         tests  test_cuda_ops, test_cuda_model, test_cuda_train (Criterion logs)
+#         tests  test_cuda_ops, test_cuda_model, test_cuda_train, test_cuda_sample (Criterion logs)
 #         train  a short `alphast-run train device=cuda` of each config, its
 #                step as a CUDA graph and op by op
 #         bench  bench_model --device cuda beside torch_bench.py --device cuda:
@@ -118,7 +118,7 @@ EOF
 
 # ---- CUDA: a --with-cuda build carried to the GPU machine ------------------
 
-cuda_tests=(tests/test_cuda_ops tests/test_cuda_model tests/test_cuda_train)
+cuda_tests=(tests/test_cuda_ops tests/test_cuda_model tests/test_cuda_train tests/test_cuda_sample)
 
 # plugin_targets: the build's plugin libraries, as make names them.
 plugin_list() { # build-dir

@@ -102,6 +102,84 @@ Test(sample, one_step_returns_the_prediction_or_the_state)
     fixture_close(&f);
 }
 
+/* The sampler's loop rebuilt from the public pieces: the limit sample,
+ * then per step of the grid one eval forward over every set and the
+ * reverse step on the host, all drawing from one stream seeded `seed`. */
+static void steps_by_hand(fixture *f, ast_train_mode mode, ast_sample_return ret, int num_steps, uint64_t seed,
+                          float *out_expr, float *out_pos)
+{
+    float t[B], x0_expr[B * N * G], x0_pos[B * N * 3];
+    int t_int[B], grid[T];
+    ast_noised z = {out_expr, out_pos, t, t_int};
+    ast_rng rng;
+    ast_rng_seed(&rng, seed);
+    ast_limit_sample(&f->s, mode, &rng, B, N, G, f->expr, f->pos, f->mask, &z);
+    ast_ctx *c = ast_ctx_new(0);
+    ast_ctx_set_training(c, 0);
+    ast_ctx_set_grad(c, 0);
+    int n = ast_sample_grid(T, num_steps, grid);
+    for (int i = 0; i < n; i++) {
+        ast_ctx_reset(c);
+        ast_model_out out = ast_model_forward(f->m, c, ast_tensor_from(c, 3, (int64_t[]){B, N, G}, out_expr),
+                                              ast_tensor_from(c, 2, (int64_t[]){B, 1}, t),
+                                              ast_tensor_from(c, 3, (int64_t[]){B, N, 3}, out_pos),
+                                              ast_tensor_from(c, 2, (int64_t[]){B, N}, f->mask), NULL, NULL);
+        memcpy(x0_expr, out.expression->data, sizeof x0_expr);
+        memcpy(x0_pos, out.positions->data, sizeof x0_pos);
+        ast_reverse_step(&f->s, mode, &rng, B, N, G, x0_expr, x0_pos, f->mask, grid[i], &z);
+    }
+    if (ret == AST_RETURN_X0) {
+        if (ast_mode_noises(mode, AST_MOD_EXPR)) memcpy(out_expr, x0_expr, sizeof x0_expr);
+        if (ast_mode_noises(mode, AST_MOD_POS)) memcpy(out_pos, x0_pos, sizeof x0_pos);
+    }
+    ast_ctx_free(c);
+}
+
+/* The CPU's numbers over several steps, whatever a device does
+ * (sample_device.c): the same operations in the same order, bit for bit. */
+Test(sample, several_steps_are_the_host_loop_bit_for_bit)
+{
+    fixture f;
+    fixture_open(&f);
+    static const ast_train_mode modes[] = {AST_MODE_JOINT, AST_MODE_EXPR_TO_POS, AST_MODE_POS_TO_EXPR};
+    float hx[B * N * G], hp[B * N * 3], ox[B * N * G], op[B * N * 3];
+    for (int k = 0; k < 3; k++)
+        for (int r = 0; r < 2; r++) {
+            ast_sample_return ret = r ? AST_RETURN_Z0 : AST_RETURN_X0;
+            steps_by_hand(&f, modes[k], ret, 4, 17, hx, hp);
+            ast_sampler_config sc = {.mode = modes[k], .num_steps = 4, .ret = ret, .seed = 17};
+            cr_assert_eq(ast_sample(f.m, &f.s, &sc, B, N, f.expr, f.pos, f.mask, ox, op), 0, "the CPU replays nothing");
+            assert_same(ox, hx, B * N * G, ast_mode_name(modes[k]));
+            assert_same(op, hp, B * N * 3, ast_mode_name(modes[k]));
+        }
+    fixture_close(&f);
+}
+
+/* The step's coefficients against the posterior of docs/model.md §3.4 in
+ * float64: z_s = a_ts sig_s^2 / sig_t^2 z_t + a_s sig_ts^2 / sig_t^2 x0
+ * + sqrt(sig_ts^2 sig_s^2 / sig_t^2) eps, sig_ts^2 = sig_t^2 - a_ts^2 sig_s^2.
+ * The float32 form goes through logs and expm1 of values O(1): a few ulp
+ * each, far under 1e-5 relative, away from t = 0 where the 1e-8 guard of
+ * the ratio would show. */
+Test(sample, reverse_coefficients_are_the_posterior)
+{
+    fixture f;
+    fixture_open(&f);
+    const int pairs[][2] = {{T, 45}, {30, 29}, {12, 2}, {T, 1}};
+    for (int m = 0; m < 2; m++)
+        for (int i = 0; i < 4; i++) {
+            int t = pairs[i][0], s = pairs[i][1];
+            double a_t = f.s.alpha_bar[m][t], a_s = f.s.alpha_bar[m][s], a_ts = a_t / a_s;
+            double sig2_t = 1.0 - a_t * a_t, sig2_s = 1.0 - a_s * a_s, sig2_ts = sig2_t - a_ts * a_ts * sig2_s;
+            ast_reverse_coeffs c;
+            ast_reverse_coeffs_at(&f.s, m, t, s, &c);
+            cr_assert_float_eq(c.cz, a_ts * sig2_s / sig2_t, 1e-5, "cz, modality %d, %d -> %d", m, t, s);
+            cr_assert_float_eq(c.cx, a_s * sig2_ts / sig2_t, 1e-5, "cx, modality %d, %d -> %d", m, t, s);
+            cr_assert_float_eq(c.std, sqrt(sig2_ts * sig2_s / sig2_t), 1e-5, "std, modality %d, %d -> %d", m, t, s);
+        }
+    fixture_close(&f);
+}
+
 Test(sample, conditioning_is_kept_and_padding_stays_empty)
 {
     fixture f;

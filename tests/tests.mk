@@ -99,9 +99,10 @@ EXTRA_DIST += tests/test_slurm.sh scripts/slurm-local.sh tests/data/sweeps/slurm
 # forward and backward, on NaN-filled memory, twice (test_cuda_ops, engine
 # only); training steps of the four configs, the gated attention's and the
 # MoE's kernels (test_cuda_model); the trainer's step as a CUDA graph against
-# op by op (test_cuda_train). Every test is skipped, saying why, in a
+# op by op (test_cuda_train); the sampler's reverse step replayed against op by
+# op and against the CPU (test_cuda_sample). Every test is skipped, saying why, in a
 # build without CUDA or on a machine without a GPU.
-check_PROGRAMS += tests/test_cuda_ops tests/test_cuda_model tests/test_cuda_train
+check_PROGRAMS += tests/test_cuda_ops tests/test_cuda_model tests/test_cuda_train tests/test_cuda_sample
 tests_test_cuda_ops_SOURCES = tests/test_cuda_ops.c tests/cuda_fixture.c tests/cuda_fixture.h
 tests_test_cuda_ops_CFLAGS = $(TEST_CC)
 tests_test_cuda_ops_LDADD = $(ENGINE_TEST_LIBS)
@@ -114,3 +115,7 @@ tests_test_cuda_train_SOURCES = tests/test_cuda_train.c tests/cuda_fixture.c tes
 	tests/train_fixture.c tests/train_fixture.h
 tests_test_cuda_train_CFLAGS = $(TEST_CC)
 tests_test_cuda_train_LDADD = $(TEST_LIBS)
+tests_test_cuda_sample_SOURCES = tests/test_cuda_sample.c tests/cuda_fixture.c tests/cuda_fixture.h \
+	tests/model_fixture.c tests/model_fixture.h
+tests_test_cuda_sample_CFLAGS = $(TEST_CC)
+tests_test_cuda_sample_LDADD = $(TEST_LIBS) $(LTDL_LIBS)

@@ -1,6 +1,6 @@
 # eval: the reverse diffusion sampler, evaluation sets, metrics, baselines
 # and held-out evaluation (eval.json).
-libalphast_la_SOURCES += core/eval/sample.h core/eval/sample.c core/eval/sample_axes.c \
+libalphast_la_SOURCES += core/eval/sample.h core/eval/sample.c core/eval/sample_device.h core/eval/sample_device.c core/eval/sample_axes.c \
 	core/eval/metrics.h core/eval/metrics_internal.h core/eval/metrics.c core/eval/metrics_spatial.c \
 	core/eval/metrics_graph.c core/eval/metric_table.c core/eval/eval_sets.h core/eval/eval_sets.c core/eval/eval_val.h core/eval/eval_val.c \
 	core/eval/stitch.h core/eval/stitch.c \

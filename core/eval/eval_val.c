@@ -15,7 +15,7 @@ void ast_val_scorer_init(ast_val_scorer *v, const ast_set_sampler *val, const as
         ast_eval_sets_region(val, ec->max_set_size, ec->seed ^ VAL_SEED, &v->truth);
     else
         ast_eval_sets_oracle(val, ec->sets, ec->seed ^ VAL_SEED, &v->truth);
-    v->sc = (ast_sampler_config){ec->mode, steps, ec->ret, ec->seed ^ VAL_SEED, ec->pos_param, ec->align, ec->precision};
+    v->sc = (ast_sampler_config){ec->mode, steps, ec->ret, ec->seed ^ VAL_SEED, ec->pos_param, ec->align, ec->precision, 0};
     v->k = ec->k;
     const ast_eval_sets *t = &v->truth;
     /* Expression given, not generated: the sampler is spared the [B, N, G] copy. */

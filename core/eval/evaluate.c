@@ -131,7 +131,7 @@ static void generate(ast_model *m, const ast_schedule *s, const eval_run *run, a
     const ast_eval_sets *t = run->truth;
     const ast_eval_config *ec = run->ec;
     ast_sampler_config sc = {mode, steps, ec->ret, ast_eval_noise_seed(ec->seed, noise), ec->pos_param, ec->align,
-                             ec->precision};
+                             ec->precision, 0};
     /* Expression given, not generated: nothing to score, so no [B, N, G] copy of it. */
     g->expr = ast_mode_noises(mode, AST_MOD_EXPR) ? ast_xcalloc((size_t)t->B * t->N * t->G, sizeof(float)) : NULL;
     g->pos = ast_xcalloc((size_t)t->B * t->N * 3, sizeof(float));

@@ -8,6 +8,7 @@
 #include "model/kabsch.h"
 #include "train/train_dist.h"
 #include "eval/sample.h"
+#include "eval/sample_device.h"
 
 static const char *return_names[] = {"x0", "z0"};
 
@@ -103,33 +104,61 @@ static void predict_x0(ast_model *m, ast_ctx *c, const ast_schedule *s, const as
     if (sc->align && ast_mode_noises(sc->mode, AST_MOD_POS)) align_to_state(B, N, z->pos, mask, pred_pos);
 }
 
-void ast_sample(ast_model *m, const ast_schedule *s, const ast_sampler_config *sc, int B, int N, const float *expr,
-                const float *pos, const float *mask, float *out_expr, float *out_pos)
+/* The host's loop: each pass's predictions copied to the host, the
+ * reverse step there (the CPU, and a device run that aligns predictions
+ * on the host or spreads its passes over MPI ranks). */
+static void sample_on_host(ast_model *m, const ast_schedule *s, const ast_sampler_config *sc, ast_rng *rng, int B, int N,
+                           const float *mask, ast_noised *z, float *out_expr, float *out_pos)
 {
     int G = ast_model_cfg(m)->num_genes, gen_expr = ast_mode_noises(sc->mode, AST_MOD_EXPR);
     size_t n_expr = (size_t)B * N * G, n_pos = (size_t)B * N * 3;
     /* A given expression is never stepped: its prediction is not kept. */
     float *pred_expr = gen_expr ? ast_xcalloc(n_expr, sizeof(float)) : NULL, *pred_pos = ast_xcalloc(n_pos, sizeof(float));
-    float *t = ast_xcalloc((size_t)B, sizeof(float));
-    int *t_int = ast_xcalloc((size_t)B, sizeof(int)), *grid = ast_xmalloc((size_t)s->steps * sizeof(int));
-    /* The state lives in the output buffers; without out_expr its expression is the given one, only ever read. */
-    ast_noised z = {out_expr ? out_expr : (float *)expr, out_pos, t, t_int};
-    ast_rng rng;
-    ast_rng_seed(&rng, sc->seed);
+    int *grid = ast_xmalloc((size_t)s->steps * sizeof(int));
     ast_ctx *c = ast_ctx_new_on(ast_model_backend(m), sc->seed); /* eval mode draws nothing from it */
     ast_ctx_set_training(c, 0);
     ast_ctx_set_grad(c, 0);
     ast_ctx_set_precision(c, sc->precision);
-    ast_limit_sample(s, sc->mode, &rng, B, N, G, expr, pos, mask, &z);
+    ast_ctx_set_stats(c, 0); /* nobody reads them here; on a device each is a wait */
     int n_steps = ast_sample_grid(s->steps, sc->num_steps, grid);
     for (int i = 0; i < n_steps; i++) {
-        predict_x0(m, c, s, sc, B, N, G, &z, mask, pred_expr, pred_pos);
-        ast_reverse_step(s, sc->mode, &rng, B, N, G, pred_expr, pred_pos, mask, grid[i], &z);
+        predict_x0(m, c, s, sc, B, N, G, z, mask, pred_expr, pred_pos);
+        ast_reverse_step(s, sc->mode, rng, B, N, G, pred_expr, pred_pos, mask, grid[i], z);
     }
     if (sc->ret == AST_RETURN_X0) {
         if (gen_expr) memcpy(out_expr, pred_expr, n_expr * sizeof(float));
         if (ast_mode_noises(sc->mode, AST_MOD_POS)) memcpy(out_pos, pred_pos, n_pos * sizeof(float));
     }
     ast_ctx_free(c);
-    free(pred_expr), free(pred_pos), free(t), free(t_int), free(grid);
+    free(pred_expr), free(pred_pos), free(grid);
+}
+
+/* Why a device's sampler steps on the host, or NULL when it need not. */
+static const char *host_step_reason(const ast_model *m, const ast_sampler_config *sc)
+{
+    if (ast_model_backend(m)->memory == AST_MEM_HOST) return "";
+    if (ast_dist_size() > 1) return "the passes are spread over MPI ranks";
+    if (sc->align && ast_mode_noises(sc->mode, AST_MOD_POS))
+        return "each x0 prediction is aligned onto the state on the host (position_loss: aligned)";
+    return NULL;
+}
+
+int ast_sample(ast_model *m, const ast_schedule *s, const ast_sampler_config *sc, int B, int N, const float *expr,
+               const float *pos, const float *mask, float *out_expr, float *out_pos)
+{
+    float *t = ast_xcalloc((size_t)B, sizeof(float));
+    int *t_int = ast_xcalloc((size_t)B, sizeof(int)), replayed = 0;
+    /* The state lives in the output buffers; without out_expr its expression is the given one, only ever read. */
+    ast_noised z = {out_expr ? out_expr : (float *)expr, out_pos, t, t_int};
+    ast_rng rng;
+    ast_rng_seed(&rng, sc->seed);
+    ast_limit_sample(s, sc->mode, &rng, B, N, ast_model_cfg(m)->num_genes, expr, pos, mask, &z);
+    const char *why = host_step_reason(m, sc);
+    static int said;
+    if (why && why[0] && !said++)
+        ast_log(AST_LOG_INFO, "the reverse diffusion copies each prediction to the host and steps there: %s", why);
+    if (why) sample_on_host(m, s, sc, &rng, B, N, mask, &z, out_expr, out_pos);
+    else replayed = ast_sample_on_device(m, s, sc, &rng, B, N, mask, &z, out_expr, out_pos);
+    free(t), free(t_int);
+    return replayed;
 }

@@ -23,6 +23,7 @@ typedef struct ast_sampler_config {
     int align;           /* rotate each x0 prediction of positions onto the state before stepping (for a
                             rotation-invariant position loss, whose predictions have no preferred frame) */
     ast_precision precision; /* of the network's GEMMs: the run's training.precision */
+    int op_by_op;        /* on a device: never capture the reverse step as a graph (tests compare the two) */
 } ast_sampler_config;
 
 /* The reference's step grid: delta = max(1, floor(T / num_steps)) and the
@@ -37,8 +38,15 @@ int ast_sample_grid(int T, int num_steps, int *s_out);
  * cells (NULL = all). out_expr / out_pos receive the result: generated
  * modalities per sc->ret, conditioning ones as given. out_expr may be NULL
  * when expression is given rather than generated: the [B, N, G] copy of it
- * is then spared. Deterministic for a given seed. */
-void ast_sample(ast_model *m, const ast_schedule *s, const ast_sampler_config *sc, int B, int N, const float *expr,
+ * is then spared. Deterministic for a given seed.
+ *
+ * On a device the state stays in device memory: each step is the eval
+ * forward and the reverse update as engine ops, with the host staging the
+ * step's times, coefficients and noise (drawn as on the CPU), and from the
+ * third step on one replay of the step captured as a graph when nothing in
+ * it makes the host wait (docs/gpu.md). Returns the network evaluations
+ * replayed from that graph (0 on the CPU, and op by op). */
+int ast_sample(ast_model *m, const ast_schedule *s, const ast_sampler_config *sc, int B, int N, const float *expr,
                 const float *pos, const float *mask, float *out_expr, float *out_pos);
 
 /* For 2-D data: rotates one set's generated positions [N,3] about their

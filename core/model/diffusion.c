@@ -119,8 +119,7 @@ void ast_center_sets(float *x, const float *mask, int B, int N, int D)
     }
 }
 
-/* eps ~ N(0, I) * mask for one modality of all sets; positions centred. */
-static void masked_noise(ast_rng *rng, float *eps, const float *mask, int B, int N, int D, int center)
+void ast_masked_noise(ast_rng *rng, float *eps, const float *mask, int B, int N, int D, int center)
 {
     for (int64_t i = 0; i < (int64_t)B * N; i++)
         for (int d = 0; d < D; d++) eps[i * D + d] = ast_rng_gauss(rng) * (mask ? mask[i] : 1.0f);
@@ -131,7 +130,7 @@ static void noise_modality(const ast_schedule *s, int m, ast_rng *rng, int B, in
                            const float *mask, const int *t_int, float *z)
 {
     int64_t per_set = (int64_t)N * D;
-    masked_noise(rng, z, mask, B, N, D, m == AST_MOD_POS);
+    ast_masked_noise(rng, z, mask, B, N, D, m == AST_MOD_POS);
     for (int b = 0; b < B; b++) {
         float a = s->alpha_bar[m][t_int[b]], sg = s->sigma_bar[m][t_int[b]];
         for (int64_t i = b * per_set; i < (b + 1) * per_set; i++) z[i] = a * clean[i] + sg * z[i];
@@ -167,13 +166,25 @@ void ast_limit_sample(const ast_schedule *s, ast_train_mode mode, ast_rng *rng, 
     /* A given modality is copied in, unless the state already is the
      * caller's buffer (a sampler that never writes it). */
     if (ast_mode_noises(mode, AST_MOD_EXPR))
-        masked_noise(rng, out->expr, mask, B, N, G, 0);
+        ast_masked_noise(rng, out->expr, mask, B, N, G, 0);
     else if (out->expr != expr)
         memcpy(out->expr, expr, (size_t)B * N * G * sizeof(float));
     if (ast_mode_noises(mode, AST_MOD_POS))
-        masked_noise(rng, out->pos, mask, B, N, 3, 1);
+        ast_masked_noise(rng, out->pos, mask, B, N, 3, 1);
     else if (out->pos != pos)
         memcpy(out->pos, pos, (size_t)B * N * 3 * sizeof(float));
+}
+
+void ast_reverse_coeffs_at(const ast_schedule *s, int m, int t_int, int s_int, ast_reverse_coeffs *out)
+{
+    float ls = s->log_alpha_bar[m][s_int], lt = s->log_alpha_bar[m][t_int];
+    float a_ts = expf(lt - ls), a2_ts = expf(2.0f * lt - 2.0f * ls);
+    float sig2_t = -expm1f(2.0f * lt), sig2_s = -expm1f(2.0f * ls);
+    float r = expf(logf(sig2_s + 1e-8f) - logf(sig2_t + 1e-8f));
+    float sb_t = s->sigma_bar[m][t_int], sb_s = s->sigma_bar[m][s_int];
+    float var_ts = sb_t * sb_t - sb_s * sb_s * a2_ts;
+    out->std = sqrtf(fmaxf(var_ts * r, 0.0f));
+    out->cz = a_ts * r, out->cx = s->alpha_bar[m][s_int] * (1.0f - a2_ts * r);
 }
 
 /* Posterior q(z_s | z_t, x0 = pred) for one modality (docs/model.md §3.4). */
@@ -182,18 +193,11 @@ static void reverse_modality(const ast_schedule *s, int m, ast_rng *rng, int B, 
 {
     int64_t per_set = (int64_t)N * D;
     float *eps = ast_xcalloc((size_t)B * per_set, sizeof(float));
-    if (!deterministic) masked_noise(rng, eps, mask, B, N, D, m == AST_MOD_POS);
-    float ls = s->log_alpha_bar[m][s_int];
+    if (!deterministic) ast_masked_noise(rng, eps, mask, B, N, D, m == AST_MOD_POS);
     for (int b = 0; b < B; b++) {
-        float lt = s->log_alpha_bar[m][t_int[b]];
-        float a_ts = expf(lt - ls), a2_ts = expf(2.0f * lt - 2.0f * ls);
-        float sig2_t = -expm1f(2.0f * lt), sig2_s = -expm1f(2.0f * ls);
-        float r = expf(logf(sig2_s + 1e-8f) - logf(sig2_t + 1e-8f));
-        float sb_t = s->sigma_bar[m][t_int[b]], sb_s = s->sigma_bar[m][s_int];
-        float var_ts = sb_t * sb_t - sb_s * sb_s * a2_ts;
-        float std = sqrtf(fmaxf(var_ts * r, 0.0f));
-        float cz = a_ts * r, cx = s->alpha_bar[m][s_int] * (1.0f - a2_ts * r);
-        for (int64_t i = b * per_set; i < (b + 1) * per_set; i++) z[i] = cz * z[i] + cx * pred[i] + std * eps[i];
+        ast_reverse_coeffs c;
+        ast_reverse_coeffs_at(s, m, t_int[b], s_int, &c);
+        for (int64_t i = b * per_set; i < (b + 1) * per_set; i++) z[i] = c.cz * z[i] + c.cx * pred[i] + c.std * eps[i];
     }
     if (m == AST_MOD_POS) ast_center_sets(z, mask, B, N, D);
     free(eps);
@@ -210,12 +214,18 @@ void ast_reverse_step(const ast_schedule *s, ast_train_mode mode, ast_rng *rng, 
     set_time(s, B, s_int, z);
 }
 
+ast_tensor *ast_pos_x0_hat_with(ast_ctx *c, ast_pos_param p, ast_tensor *a, ast_tensor *b, ast_tensor *z_pos,
+                                ast_tensor *out_pos)
+{
+    return p == AST_POS_X0 ? out_pos : ast_add(c, ast_mul(c, z_pos, a), ast_mul(c, out_pos, b));
+}
+
 ast_tensor *ast_pos_x0_hat_from(ast_ctx *c, ast_pos_param p, const float *a, const float *b, ast_tensor *z_pos,
                                 ast_tensor *out_pos)
 {
     if (p == AST_POS_X0) return out_pos;
     int64_t shape[3] = {out_pos->shape[0], 1, 1};
-    return ast_add(c, ast_mul(c, z_pos, ast_tensor_from(c, 3, shape, a)), ast_mul(c, out_pos, ast_tensor_from(c, 3, shape, b)));
+    return ast_pos_x0_hat_with(c, p, ast_tensor_from(c, 3, shape, a), ast_tensor_from(c, 3, shape, b), z_pos, out_pos);
 }
 
 ast_tensor *ast_pos_x0_hat(ast_ctx *c, const ast_schedule *s, ast_pos_param p, const int *t_int, ast_tensor *z_pos,

@@ -57,6 +57,21 @@ void ast_reverse_step(const ast_schedule *s, ast_train_mode mode, ast_rng *rng, 
                       const float *pred_expr, const float *pred_pos, const float *mask, int s_int,
                       ast_noised *z);
 
+/* The posterior's step z_s = cz z_t + cx x0 + std eps for modality m from
+ * t_int down to s_int (docs/model.md §3.4): what ast_reverse_step applies
+ * per set, for a caller that applies it elsewhere (the sampler's device
+ * step, core/eval/sample_device.c). */
+typedef struct ast_reverse_coeffs {
+    float cz, cx, std;
+} ast_reverse_coeffs;
+void ast_reverse_coeffs_at(const ast_schedule *s, int m, int t_int, int s_int, ast_reverse_coeffs *out);
+
+/* eps ~ N(0, I) * mask [B, N] (NULL = all valid) for one modality [B, N, D]
+ * of all sets, drawn from rng in order; centred per set (ast_center_sets)
+ * when `center` (positions). The noise of ast_limit_sample and
+ * ast_reverse_step. */
+void ast_masked_noise(ast_rng *rng, float *eps, const float *mask, int B, int N, int D, int center);
+
 /* What the network's position output F means. x0: the clean positions
  * themselves (the reference, and the default). v: v = alpha_bar eps -
  * sigma_bar x0, so x0_hat = alpha_bar z_t - sigma_bar F: the noisy input
@@ -83,6 +98,10 @@ ast_tensor *ast_pos_x0_hat(ast_ctx *c, const ast_schedule *s, ast_pos_param p, c
  * in host memory): a caller that replays a captured step keeps them in
  * pinned memory it fills before each replay (the trainer's batch). */
 ast_tensor *ast_pos_x0_hat_from(ast_ctx *c, ast_pos_param p, const float *a, const float *b, ast_tensor *z_pos,
+                                ast_tensor *out_pos);
+/* The same with a and b as tensors [B, 1, 1] already in the backend's
+ * memory (the sampler's device step stages them there). */
+ast_tensor *ast_pos_x0_hat_with(ast_ctx *c, ast_pos_param p, ast_tensor *a, ast_tensor *b, ast_tensor *z_pos,
                                 ast_tensor *out_pos);
 
 /* Subtract each set's mean over valid cells from x [B, N, D] and zero the
