@@ -34,7 +34,7 @@ static const char usage[] =
     "and state MB (parameters, gradients, AdamW moments) are then GPU memory. More sections:\n"
     "reference32 (the reference size at B=32 sets), cells (the gated model, G=200, one set of\n"
     "4k ... --max-cells cells), sample (reverse diffusion, ms per network evaluation and cells per second,\n"
-    "reference size; torch_bench.py's twin sampler beside it), gemm (the\n"
+    "reference size, B=4 and B=32; torch_bench.py's twin sampler beside it), gemm (the\n"
     "reference model's GEMM shapes on OpenBLAS and on oneDNN, best of --steps; ALPHAST_GEMM picks the\n"
     "library of the other sections).\n";
 
@@ -271,21 +271,26 @@ static void run_gated_cells(const bench_args *a, bench_json *j, double peak)
 static void run_sampling(const bench_args *a, bench_json *j)
 {
     static const char *const configs[] = {"baseline", "gated", "moe", "gated_moe"};
-    printf("\n== sampling: positions from expression, reference size, B=4 x N=512, %d network evaluations ==\n",
+    static const int sets[] = {4, 32};
+    printf("\n== sampling: positions from expression, reference size, B x N=512, %d network evaluations ==\n",
            SAMPLE_EVALS);
-    printf("%-20s %12s %14s\n", "model", "ms per eval", "cells per s");
-    for (int i = 0; i < 4; i++) {
-        bench_model_case mc;
-        if (!listed(a->configs, configs[i]) || bench_model_case_init(&mc, configs[i], "reference")) continue;
-        bench_model_job job = {&mc, a->run};
-        job.run.steps = SAMPLE_EVALS;
-        bench_timing t;
-        bench_in_child(bench_sample_child, &job, &t);
-        if (t.ok) printf("%-20s %12.2f %14.0f\n", mc.name, 1e3 * t.step_median_s, t.cells_per_s);
-        else printf("%-20s failed: %s\n", mc.name, t.error);
-        bench_json_scaling(j, "sampling", configs[i], SAMPLE_EVALS, &t, NULL);
-        fflush(stdout);
-    }
+    printf("%-20s %5s %12s %14s\n", "model", "B", "ms per eval", "cells per s");
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 4; i++) {
+            bench_model_case mc;
+            if (!listed(a->configs, configs[i]) || bench_model_case_init(&mc, configs[i], "reference")) continue;
+            mc.sets = sets[k];
+            bench_model_job job = {&mc, a->run};
+            job.run.steps = SAMPLE_EVALS;
+            bench_timing t;
+            bench_in_child(bench_sample_child, &job, &t);
+            if (t.ok) printf("%-20s %5d %12.2f %14.0f\n", mc.name, mc.sets, 1e3 * t.step_median_s, t.cells_per_s);
+            else printf("%-20s %5d failed: %s\n", mc.name, mc.sets, t.error);
+            char label[64];
+            snprintf(label, sizeof label, k ? "%s-b%d" : "%s", configs[i], sets[k]); /* B=4 keeps its old label */
+            bench_json_scaling(j, "sampling", label, SAMPLE_EVALS, &t, NULL);
+            fflush(stdout);
+        }
 }
 
 /* mkdir -p of the directory part of `path`. */

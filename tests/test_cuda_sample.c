@@ -1,9 +1,9 @@
 /* The sampler on the GPU (core/eval/sample_device.c): the reverse diffusion
  * replayed as a CUDA graph gives the samples of the same steps op by op,
  * bit for bit, for the dense configs in each mode; a config whose step
- * reads device data on the host (MoE routing) stays op by op with the same
- * numbers; and the GPU's samples against the CPU's from the same weights
- * and noise. Skipped, saying why, without CUDA in the build or without a
+ * reads device data on the host (MoE routing, the alignment of
+ * position_loss: aligned) stays op by op with the same numbers; and the
+ * GPU's samples against the CPU's from the same weights and noise. Skipped, saying why, without CUDA in the build or without a
  * GPU (cf_gpu). */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -41,8 +41,10 @@ typedef struct sampled {
 } sampled;
 
 /* A sample of config `which` on backend b: the mode's generated
- * modalities from the other, given (malloc'd). */
-static sampled *sample_on(int which, const ast_backend *b, ast_train_mode mode, ast_sample_return ret, int op_by_op)
+ * modalities from the other, given (malloc'd); with `align` each x0
+ * prediction of positions rotated onto the state (position_loss: aligned). */
+static sampled *sample_on(int which, const ast_backend *b, ast_train_mode mode, ast_sample_return ret, int op_by_op,
+                          int align)
 {
     static float expr[B * N * G], pos[B * N * 3], mask[B * N];
     cf_normal(1, expr, B * N * G, 1.0f);
@@ -53,7 +55,7 @@ static sampled *sample_on(int which, const ast_backend *b, ast_train_mode mode, 
     ast_error e = {""};
     cr_assert(ast_schedule_init(&s, T, 1.0, 1.0, &e) == 0, "%s", e.msg);
     ast_sampler_config sc = {.mode = mode, .num_steps = EVALS, .ret = ret, .seed = 5, .pos_param = AST_POS_X0,
-                             .op_by_op = op_by_op};
+                             .align = align, .op_by_op = op_by_op};
     sampled *r = ast_xcalloc(1, sizeof *r);
     r->replayed = ast_sample(m, &s, &sc, B, N, expr, pos, mask, r->expr, r->pos);
     ast_schedule_free(&s);
@@ -68,12 +70,12 @@ static const struct {
 
 /* Graph and op by op on the GPU: the same kernels on the same numbers.
  * expect_replayed < 0: whichever the step's traffic decides. */
-static void check_graph(int which, int expect_replayed)
+static void check_graph(int which, int expect_replayed, int align)
 {
     const ast_backend *gpu = cf_gpu();
     for (int k = 0; k < 3; k++) {
-        sampled *g = sample_on(which, gpu, cases[k].mode, cases[k].ret, 0);
-        sampled *o = sample_on(which, gpu, cases[k].mode, cases[k].ret, 1);
+        sampled *g = sample_on(which, gpu, cases[k].mode, cases[k].ret, 0, align);
+        sampled *o = sample_on(which, gpu, cases[k].mode, cases[k].ret, 1, align);
         const char *mode = ast_mode_name(cases[k].mode);
         cr_assert(expect_replayed < 0 || g->replayed == expect_replayed, "%s, %s: %d evaluations replayed, expected %d", configs[which], mode,
                      g->replayed, expect_replayed);
@@ -86,11 +88,23 @@ static void check_graph(int which, int expect_replayed)
     }
 }
 
-Test(cuda_sample, baseline_replays_the_reverse_step_bit_for_bit) { check_graph(0, EVALS - 2); }
-Test(cuda_sample, gated_replays_the_reverse_step_bit_for_bit) { check_graph(1, EVALS - 2); }
+Test(cuda_sample, baseline_replays_the_reverse_step_bit_for_bit) { check_graph(0, EVALS - 2, 0); }
+Test(cuda_sample, gated_replays_the_reverse_step_bit_for_bit) { check_graph(1, EVALS - 2, 0); }
+/* The alignment reads each prediction on the host: op by op (pos_to_expr,
+ * which generates no positions, aligns nothing and is replayed). */
+Test(cuda_sample, aligned_sampling_steps_op_by_op)
+{
+    const ast_backend *gpu = cf_gpu();
+    for (int k = 0; k < 2; k++) {
+        sampled *g = sample_on(0, gpu, cases[k].mode, cases[k].ret, 0, 1);
+        cr_assert_eq(g->replayed, 0, "%s: an aligned step was replayed", ast_mode_name(cases[k].mode));
+        free(g);
+    }
+    check_graph(0, -1, 1);
+}
 /* MoE routed on the host keeps the steps op by op (the second step's
  * waits); routed on the device it is replayed: either way the same numbers. */
-Test(cuda_sample, moe_samples_the_same_numbers_either_way) { check_graph(2, -1); }
+Test(cuda_sample, moe_samples_the_same_numbers_either_way) { check_graph(2, -1, 0); }
 
 /* The GPU against the CPU, the same weights and the same noise (drawn on
  * the host in the same order). Each evaluation's forward differs by float32
@@ -104,14 +118,16 @@ Test(cuda_sample, moe_samples_the_same_numbers_either_way) { check_graph(2, -1);
 Test(cuda_sample, gpu_samples_match_the_cpu)
 {
     const ast_backend *gpu = cf_gpu();
-    for (int which = 0; which < 2; which++)
+    for (int which = 0; which < 3; which++)
         for (int k = 0; k < 3; k++) {
-            sampled *g = sample_on(which, gpu, cases[k].mode, cases[k].ret, 0);
-            sampled *c = sample_on(which, ast_backend_cpu(), cases[k].mode, cases[k].ret, 0);
+            int align = which == 2; /* baseline and gated, then baseline aligned */
+            sampled *g = sample_on(which % 2, gpu, cases[k].mode, cases[k].ret, 0, align);
+            sampled *c = sample_on(which % 2, ast_backend_cpu(), cases[k].mode, cases[k].ret, 0, align);
             int64_t at_p, at_x;
             double ep = cf_rel_err(g->pos, c->pos, B * N * 3, &at_p), ex = cf_rel_err(g->expr, c->expr, B * N * G, &at_x);
-            cr_log_info("%s, %s: GPU against CPU, positions %.3g (at %lld), expression %.3g (at %lld)", configs[which],
-                        ast_mode_name(cases[k].mode), ep, (long long)at_p, ex, (long long)at_x);
+            cr_log_info("%s%s, %s: GPU against CPU, positions %.3g (at %lld), expression %.3g (at %lld)",
+                        configs[which % 2], align ? " aligned" : "", ast_mode_name(cases[k].mode), ep, (long long)at_p,
+                        ex, (long long)at_x);
             cf_assert_close("positions, GPU against CPU", g->pos, c->pos, B * N * 3, 1e-3);
             cf_assert_close("expression, GPU against CPU", g->expr, c->expr, B * N * G, 1e-3);
             free(g), free(c);

@@ -32,9 +32,7 @@ int ast_sample_grid(int T, int num_steps, int *s_out)
     return n;
 }
 
-/* Rotates (or reflects) each set's prediction onto the state z, about
- * their centres (both are centred over the valid cells). */
-static void align_to_state(int B, int N, const float *z, const float *mask, float *pred)
+void ast_sample_align_to_state(int B, int N, const float *z, const float *mask, float *pred)
 {
     double *p = ast_xmalloc((size_t)6 * N * sizeof *p), *q = p + 3 * N, *w = ast_xmalloc((size_t)N * sizeof *w), r[9];
     for (int b = 0; b < B; b++) {
@@ -101,12 +99,12 @@ static void predict_x0(ast_model *m, ast_ctx *c, const ast_schedule *s, const as
         if (pred_expr) gather_predictions(B, N, per_pass, G, pred_expr);
         gather_predictions(B, N, per_pass, 3, pred_pos);
     }
-    if (sc->align && ast_mode_noises(sc->mode, AST_MOD_POS)) align_to_state(B, N, z->pos, mask, pred_pos);
+    if (sc->align && ast_mode_noises(sc->mode, AST_MOD_POS)) ast_sample_align_to_state(B, N, z->pos, mask, pred_pos);
 }
 
 /* The host's loop: each pass's predictions copied to the host, the
- * reverse step there (the CPU, and a device run that aligns predictions
- * on the host or spreads its passes over MPI ranks). */
+ * reverse step there (the CPU, and a device run that spreads its passes
+ * over MPI ranks). */
 static void sample_on_host(ast_model *m, const ast_schedule *s, const ast_sampler_config *sc, ast_rng *rng, int B, int N,
                            const float *mask, ast_noised *z, float *out_expr, float *out_pos)
 {
@@ -134,13 +132,10 @@ static void sample_on_host(ast_model *m, const ast_schedule *s, const ast_sample
 }
 
 /* Why a device's sampler steps on the host, or NULL when it need not. */
-static const char *host_step_reason(const ast_model *m, const ast_sampler_config *sc)
+static const char *host_step_reason(const ast_model *m)
 {
     if (ast_model_backend(m)->memory == AST_MEM_HOST) return "";
-    if (ast_dist_size() > 1) return "the passes are spread over MPI ranks";
-    if (sc->align && ast_mode_noises(sc->mode, AST_MOD_POS))
-        return "each x0 prediction is aligned onto the state on the host (position_loss: aligned)";
-    return NULL;
+    return ast_dist_size() > 1 ? "the passes are spread over MPI ranks" : NULL;
 }
 
 int ast_sample(ast_model *m, const ast_schedule *s, const ast_sampler_config *sc, int B, int N, const float *expr,
@@ -153,7 +148,7 @@ int ast_sample(ast_model *m, const ast_schedule *s, const ast_sampler_config *sc
     ast_rng rng;
     ast_rng_seed(&rng, sc->seed);
     ast_limit_sample(s, sc->mode, &rng, B, N, ast_model_cfg(m)->num_genes, expr, pos, mask, &z);
-    const char *why = host_step_reason(m, sc);
+    const char *why = host_step_reason(m);
     static int said;
     if (why && why[0] && !said++)
         ast_log(AST_LOG_INFO, "the reverse diffusion copies each prediction to the host and steps there: %s", why);

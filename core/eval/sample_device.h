@@ -20,4 +20,9 @@
 int ast_sample_on_device(ast_model *m, const ast_schedule *s, const ast_sampler_config *sc, ast_rng *rng, int B, int N,
                          const float *mask, ast_noised *z, float *out_expr, float *out_pos);
 
+/* Rotates (or reflects) each of B sets' position prediction pred [B, N, 3]
+ * onto the state z about their centres (both centred over the valid cells,
+ * mask [B, N] or NULL), in float64 on the host (sampler_config.align). */
+void ast_sample_align_to_state(int B, int N, const float *z, const float *mask, float *pred);
+
 #endif
