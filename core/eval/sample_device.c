@@ -259,8 +259,9 @@ static void run_step(dev_sampler *ds, int i, ast_graph **g, int *waits)
             snprintf(why, sizeof why, "each x0 prediction of positions is aligned onto the state on the host "
                      "(position_loss: aligned)");
         else
-            snprintf(why, sizeof why, "the step waits for the host %d time%s (a plugin that reads device data there, "
-                     "such as MoE routing; ALPHAST_TRACE_TRAFFIC=1 shows where)", *waits, *waits == 1 ? "" : "s");
+            snprintf(why, sizeof why, "the step waits for the host %d time%s (the model's prior, computed on the host "
+                     "from the expression, or a plugin that reads device data there, such as MoE routing; "
+                     "ALPHAST_TRACE_TRAFFIC=1 shows where)", *waits, *waits == 1 ? "" : "s");
         say_op_by_op(why);
     }
 }
