@@ -3,8 +3,8 @@
  * bit for bit, for the dense configs in each mode; a config whose step
  * reads device data on the host (MoE routing, the alignment of
  * position_loss: aligned) stays op by op with the same numbers; and the
- * GPU's samples against the CPU's from the same weights and noise. Skipped, saying why, without CUDA in the build or without a
- * GPU (cf_gpu). */
+ * GPU's samples against the CPU's from the same weights and noise.
+ * Skipped, saying why, without CUDA in the build or without a GPU (cf_gpu). */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <stdlib.h>
@@ -77,8 +77,8 @@ static void check_graph(int which, int expect_replayed, int align)
         sampled *g = sample_on(which, gpu, cases[k].mode, cases[k].ret, 0, align);
         sampled *o = sample_on(which, gpu, cases[k].mode, cases[k].ret, 1, align);
         const char *mode = ast_mode_name(cases[k].mode);
-        cr_assert(expect_replayed < 0 || g->replayed == expect_replayed, "%s, %s: %d evaluations replayed, expected %d", configs[which], mode,
-                     g->replayed, expect_replayed);
+        cr_assert(expect_replayed < 0 || g->replayed == expect_replayed, "%s, %s: %d evaluations replayed, expected %d",
+                  configs[which], mode, g->replayed, expect_replayed);
         cr_assert_eq(o->replayed, 0, "%s, %s: op_by_op still replayed %d", configs[which], mode, o->replayed);
         cf_assert_close("positions, graph against op by op", g->pos, o->pos, B * N * 3, 0);
         cf_assert_close("expression, graph against op by op", g->expr, o->expr, B * N * G, 0);
