@@ -15,7 +15,8 @@
 #include "model_fixture.h"
 
 /* 3 sets of 40 cells, the last with 6 padded; 100 diffusion steps walked
- * in 9 network evaluations (delta 11: 99, 88, ..., 0), the last 7 replayed. */
+ * with delta 100 / 9 = 11 (99, 88, ..., 0: 10 network evaluations), all
+ * but the first two replayed. */
 enum { B = 3, N = 40, G = 24, PAD = 6, T = 100, EVALS = 9 };
 #define SEED 11
 
@@ -83,13 +84,15 @@ static void check_graph(int which, int expect_replayed, int align)
         cf_assert_close("positions, graph against op by op", g->pos, o->pos, B * N * 3, 0);
         cf_assert_close("expression, graph against op by op", g->expr, o->expr, B * N * G, 0);
         cr_log_info("%s, %s: %d of %d evaluations replayed, the same bits as op by op", configs[which], mode,
-                    g->replayed, EVALS);
+                    g->replayed, ast_sample_grid(T, EVALS, NULL));
         free(g), free(o);
     }
 }
 
-Test(cuda_sample, baseline_replays_the_reverse_step_bit_for_bit) { check_graph(0, EVALS - 2, 0); }
-Test(cuda_sample, gated_replays_the_reverse_step_bit_for_bit) { check_graph(1, EVALS - 2, 0); }
+static int replays(void) { return ast_sample_grid(T, EVALS, NULL) - 2; }
+
+Test(cuda_sample, baseline_replays_the_reverse_step_bit_for_bit) { check_graph(0, replays(), 0); }
+Test(cuda_sample, gated_replays_the_reverse_step_bit_for_bit) { check_graph(1, replays(), 0); }
 /* The alignment reads each prediction on the host: op by op (pos_to_expr,
  * which generates no positions, aligns nothing and is replayed). */
 Test(cuda_sample, aligned_sampling_steps_op_by_op)
@@ -112,9 +115,12 @@ Test(cuda_sample, moe_samples_the_same_numbers_either_way) { check_graph(2, -1, 
  * within ~1e-5 normwise), and the re-centring adds in float32 where the
  * CPU adds in float64 (~1e-7 relative); over 9 steps of a contraction
  * (cz, cx < 1, the noise the same) these add up, and the network's
- * sensitivity to its input (Lipschitz ~ a few at init) amplifies them by
- * at most its power over the steps: 1e-3 of the largest value leaves a
- * margin of 10 over 1e-5 x 9 steps x 10. The measured error is logged. */
+ * sensitivity to its input (Lipschitz ~ a few at init) carries them on:
+ * 1e-4 of the largest value is 10 times 1e-5 per forward. On an H200 the
+ * samples differed by at most 1.3e-6 (logged below). Aligned, the rotation
+ * moves by a difference over the gap of the 3x3 covariance's singular
+ * values, a few times larger for these unstructured initial predictions:
+ * 1e-3 there. */
 Test(cuda_sample, gpu_samples_match_the_cpu)
 {
     const ast_backend *gpu = cf_gpu();
@@ -128,8 +134,8 @@ Test(cuda_sample, gpu_samples_match_the_cpu)
             cr_log_info("%s%s, %s: GPU against CPU, positions %.3g (at %lld), expression %.3g (at %lld)",
                         configs[which % 2], align ? " aligned" : "", ast_mode_name(cases[k].mode), ep, (long long)at_p,
                         ex, (long long)at_x);
-            cf_assert_close("positions, GPU against CPU", g->pos, c->pos, B * N * 3, 1e-3);
-            cf_assert_close("expression, GPU against CPU", g->expr, c->expr, B * N * G, 1e-3);
+            cf_assert_close("positions, GPU against CPU", g->pos, c->pos, B * N * 3, align ? 1e-3 : 1e-4);
+            cf_assert_close("expression, GPU against CPU", g->expr, c->expr, B * N * G, align ? 1e-3 : 1e-4);
             free(g), free(c);
         }
 }
