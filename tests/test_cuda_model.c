@@ -279,7 +279,7 @@ static float *graph_run(int which, int capture_at, float loss[GRAPH_STEPS], int6
     ast_params *p = ast_model_params(m);
     if (ast_params_backend(p) != gpu) ast_params_to_backend(p, gpu); /* where the model does not move them itself */
     ast_ctx *c = ast_ctx_new_on(gpu, SEED);
-    ast_ctx_set_stats(c, 0); /* as a run without monitors: statistics are read on the host */
+    ast_ctx_set_stats(c, 0); /* as a run without monitors: no statistics are reduced */
     ast_adamw *opt = ast_adamw_new(p, &adamw_cfg);
     batch *data = gpu->host_alloc(gpu, sizeof *data), *clean = ast_xmalloc(sizeof *clean);
     batch_init(clean);

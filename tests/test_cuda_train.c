@@ -66,3 +66,120 @@ Test(cuda_train, aligned_loss_run_replays_its_graph_with_the_same_losses) { chec
 /* MoE routes in device memory (the plan ops, ABI 2.6): nothing waits for
  * the host, so the trainer captures its step, with the same numbers. */
 Test(cuda_train, moe_run_replays_its_graph_with_the_same_losses) { check_same("moe", "distance", 1); }
+
+
+/* ---- monitors and masking in the captured step ------------------------------ */
+
+/* What a run with monitors and masking leaves: its losses, whether its step
+ * was replayed, and its metrics.jsonl's train and monitor lines from
+ * "step" on (the wall-clock "time" before it differs between runs). */
+typedef struct monitored_run {
+    double *losses;
+    int64_t n;
+    int replayed;
+    char *lines;
+    int n_monitor, n_masking;
+} monitored_run;
+
+static char *step_lines(const char *dir, int *n_monitor, int *n_masking)
+{
+    char path[256], line[4096];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    FILE *f = fopen(path, "r");
+    cr_assert(f, "%s: cannot read", path);
+    size_t cap = 1 << 16, len = 0;
+    char *out = calloc(cap, 1);
+    *n_monitor = *n_masking = 0;
+    while (fgets(line, sizeof line, f)) {
+        const char *from = strstr(line, "\"step\":");
+        if (!from || (!strstr(line, "\"kind\":\"monitor\"") && !strstr(line, "\"kind\":\"train\""))) continue;
+        *n_monitor += strstr(line, "\"kind\":\"monitor\"") != NULL;
+        *n_masking += strstr(line, "masked_expr_reconstruction") != NULL;
+        size_t l = strlen(from);
+        while (len + l + 1 > cap) out = realloc(out, cap *= 2);
+        memcpy(out + len, from, l + 1), len += l;
+    }
+    fclose(f);
+    return out;
+}
+
+static monitored_run train_monitored(const char *graph, const char *attention)
+{
+    cf_gpu();
+    char g[64], a[64];
+    snprintf(g, sizeof g, "training.cuda_graph=%s", graph);
+    snprintf(a, sizeof a, "attention=%s", attention);
+    const char *const overrides[] = {g, a, "ffn=dense", "TransformerLayer_setting.dropout=0.2",
+                                     "loss.position_loss=distance", "masking.enable=true",
+                                     "masking.masking_probability=0.5",
+                                     "monitors=[{name: grad_norm, every: 1}, {name: time_conditioning, every: 1}, "
+                                     "{name: gate_activation, every: 1}]",
+                                     NULL};
+    train_setup s;
+    train_setup_open(&s, tiny_yaml, overrides);
+    ast_error e = {""};
+    ast_model *m = ast_model_new(&s.mc, s.tc.seed, &e);
+    cr_assert(m, "%s", e.msg);
+    const char *dir = train_tmp_dir("cuda-monitored");
+    ast_trainer *t = ast_trainer_new(m, &s.d, s.sp, &s.tc, dir, NULL, &e);
+    cr_assert(t, "%s", e.msg);
+    cr_assert(ast_trainer_add_monitors(t, s.cfg, &e) == 0, "%s", e.msg);
+    ast_train_result r;
+    cr_assert(ast_trainer_run(t, &r, &e) == 0, "%s", e.msg);
+    monitored_run out = {.n = ast_trainer_n_losses(t), .replayed = ast_trainer_cuda_graph(t)};
+    out.losses = malloc((size_t)(out.n + 1) * sizeof *out.losses);
+    memcpy(out.losses, ast_trainer_losses(t), (size_t)out.n * sizeof *out.losses);
+    ast_trainer_free(t);
+    ast_model_free(m);
+    out.lines = step_lines(dir, &out.n_monitor, &out.n_masking);
+    train_setup_close(&s);
+    return out;
+}
+
+/* The first line where a and b differ, for the failure's message. */
+static void first_difference(const char *a, const char *b, char *out, size_t n)
+{
+    int line = 1;
+    const char *sa = a;
+    while (*a && *a == *b) {
+        if (*a == '\n') line++, sa = a + 1;
+        a++, b++;
+    }
+    const char *sb = b - (a - sa), *ea = strchr(sa, '\n'), *eb = strchr(sb, '\n');
+    snprintf(out, n, "line %d:\n  graph: %.*s\n  ops:   %.*s", line, ea ? (int)(ea - sa) : (int)strlen(sa), sa,
+             eb ? (int)(eb - sb) : (int)strlen(sb), sb);
+}
+
+/* Monitors (gradient norms, time conditioning, gate activations: reduced
+ * on the device and copied with the step) and masking (masks drawn on the
+ * host into pinned memory) no longer keep the step from being captured:
+ * the replayed run logs the eager run's losses, masking metrics and
+ * monitor values, bit for bit (the same kernels in the same order). */
+static void check_monitored(const char *attention)
+{
+    setenv("ALPHAST_TRACE_TRAFFIC", "1", 1); /* where the step waits, if it does: on standard error */
+    monitored_run graph = train_monitored("true", attention);
+    unsetenv("ALPHAST_TRACE_TRAFFIC");
+    monitored_run ops = train_monitored("false", attention);
+    cr_log_info("attention %s: graph run %s, %d monitor lines, %d masking lines", attention,
+                graph.replayed ? "replayed" : "NOT replayed", graph.n_monitor, graph.n_masking);
+    cr_expect(graph.replayed, "attention %s, monitors and masking on: the step was not captured (see the traffic "
+              "traced above)", attention);
+    cr_assert_not(ops.replayed, "training.cuda_graph: false still captured the step");
+    cr_assert_eq(graph.n, 12);
+    cr_assert_eq(ops.n, graph.n);
+    for (int64_t i = 0; i < ops.n; i++)
+        cr_expect_eq(graph.losses[i], ops.losses[i], "attention %s, step %lld: loss %.9g replayed, %.9g op by op",
+                     attention, (long long)i + 1, graph.losses[i], ops.losses[i]);
+    cr_assert_gt(ops.n_monitor, 12 * 4, "attention %s: only %d monitor lines", attention, ops.n_monitor);
+    cr_assert_eq(ops.n_masking, 12);
+    char diff[2048] = "";
+    if (strcmp(graph.lines, ops.lines)) first_difference(graph.lines, ops.lines, diff, sizeof diff);
+    cr_assert(!diff[0], "attention %s: metrics.jsonl differs at %s", attention, diff);
+    cr_log_info("attention %s: %lld steps replayed with the eager run's losses and %d monitor values (last loss %.6f)",
+                attention, (long long)ops.n, ops.n_monitor, ops.losses[ops.n - 1]);
+    free(graph.losses), free(ops.losses), free(graph.lines), free(ops.lines);
+}
+
+Test(cuda_train, monitors_and_masking_replay_with_the_eager_numbers_linear) { check_monitored("linear"); }
+Test(cuda_train, monitors_and_masking_replay_with_the_eager_numbers_gated) { check_monitored("gated"); }

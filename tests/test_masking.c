@@ -423,6 +423,57 @@ static void check_reconstruction(ast_recon_target target)
 Test(masking, reconstruction_loss_against_clean_data) { check_reconstruction(AST_RECON_CLEAN); }
 Test(masking, reconstruction_loss_against_the_pre_mask_input) { check_reconstruction(AST_RECON_INPUT); }
 
+/* One draw's model inputs and reconstruction loss (0 when the module
+ * leaves the batch alone, as the trainer then adds none). */
+typedef struct masked_step {
+    float x[MB * MN * MG], p[MB * MN * 3], loss;
+    int masked;
+} masked_step;
+
+static masked_step step_of(module_fixture *f, int64_t step)
+{
+    masked_step out = {.masked = ast_masking_draw(f->mk, &f->rng, step, NULL, f->node_mask) != NULL};
+    ast_ctx *c = ast_ctx_new(0);
+    ast_rng rng;
+    ast_rng_seed(&rng, 21);
+    ast_tensor *x = random_tensor(c, MG, &rng), *p = random_tensor(c, 3, &rng), *xi = x, *pi = p;
+    ast_model_out pred = {random_tensor(c, MG, &rng), random_tensor(c, 3, &rng)};
+    if (out.masked) ast_masking_inputs(f->mk, c, &xi, &pi);
+    memcpy(out.x, xi->data, sizeof out.x), memcpy(out.p, pi->data, sizeof out.p);
+    if (out.masked) out.loss = ast_masking_loss(f->mk, c, &pred, x, p, x, p)->data[0];
+    ast_masking_collect(f->mk);
+    ast_ctx_free(c);
+    return out;
+}
+
+/* A device's module (ast_masking_pin) takes the masking ops for every
+ * batch, so that a captured step can replay any: its unmasked batches must
+ * give the model inputs and loss of a batch left alone, bit for bit, its
+ * masked ones those of the CPU's module, and the metrics must match. */
+Test(masking, a_pinned_module_gives_the_same_numbers_masked_or_not)
+{
+    ast_masking_config mc = always_on();
+    mc.masking_probability = 0.5f, mc.progressive = 1, mc.progressive_steps = 4;
+    module_fixture plain = module_open(mc, AST_MODE_JOINT, 14), pinned = module_open(mc, AST_MODE_JOINT, 14);
+    ast_masking_pin(pinned.mk, ast_backend_cpu());
+    int masked = 0, unmasked = 0;
+    for (int64_t step = 0; step < 24; step++) {
+        masked_step a = step_of(&plain, step), b = step_of(&pinned, step);
+        cr_assert(b.masked, "step %lld: a pinned module takes every batch", (long long)step);
+        cr_assert(!memcmp(a.x, b.x, sizeof a.x) && !memcmp(a.p, b.p, sizeof a.p), "step %lld (%s): inputs differ",
+                  (long long)step, a.masked ? "masked" : "unmasked");
+        cr_assert(!memcmp(&a.loss, &b.loss, sizeof a.loss), "step %lld (%s): loss %.9g, pinned %.9g", (long long)step,
+                  a.masked ? "masked" : "unmasked", a.loss, b.loss);
+        masked += a.masked, unmasked += !a.masked;
+    }
+    cr_assert(masked > 2 && unmasked > 2, "both kinds of batch: %d masked, %d not", masked, unmasked);
+    ast_masking_metrics ma, mb;
+    cr_assert(ast_masking_take_metrics(plain.mk, &ma) && ast_masking_take_metrics(pinned.mk, &mb));
+    cr_assert(!memcmp(&ma, &mb, sizeof ma), "metrics: %.9g %.9g %.9g, pinned %.9g %.9g %.9g", ma.expr_reconstruction,
+              ma.pos_reconstruction, ma.applied, mb.expr_reconstruction, mb.pos_reconstruction, mb.applied);
+    module_close(&plain), module_close(&pinned);
+}
+
 /* ---- config ---------------------------------------------------------------- */
 
 static int masking_from_yaml(const char *yaml, ast_train_config *tc, ast_error *e)

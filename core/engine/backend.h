@@ -104,6 +104,11 @@ struct ast_backend {
      * every to_backend from memory not from host_alloc, counted per thread
      * since it began. A step that makes none can be captured (graph.c). */
     int64_t (*host_traffic)(const ast_backend *b);
+    /* A copy into host memory from host_alloc, queued like an op (and
+     * captured, writing when the graph runs): the data is there once the
+     * backend has synchronised. Not host traffic: the host waits for
+     * nothing until it synchronises, once, for the step's loss. */
+    void (*to_pinned)(const ast_backend *b, void *pinned_dst, const void *src, size_t bytes);
     /* Capture of what this thread queues into a graph, replayed with one
      * launch (a CUDA graph). capture_begin: 0, or -1 with why (the CPU runs
      * each op as it is called). capture_end: the graph, or NULL with why

@@ -62,6 +62,7 @@ static const ast_backend cpu = {
     .host_alloc = cpu_alloc,
     .host_free = cpu_free,
     .host_traffic = cpu_host_traffic,
+    .to_pinned = cpu_copy,
     .capture_begin = cpu_capture_begin, /* always refuses: capture_end and the graph calls stay NULL */
 };
 

@@ -30,8 +30,17 @@ struct ast_ctx {
     ast_tensor *losses[MAX_LOSSES];
     int n_losses;
     ast_stat *stats;
-    const ast_tensor **stat_tensors; /* [stats_cap]: a backend tensor still to copy into stats[i] (stat_tensor) */
     int n_stats, stats_cap;
+    /* Pinned blocks that device results are copied into (ast_ctx_read_later):
+     * carved in the same order every step from block 0, never moved nor
+     * freed before the context, so a captured step's copies keep writing
+     * where the host reads them. */
+    struct {
+        void **blocks;
+        size_t *bytes;
+        int n, at;
+        size_t used;
+    } readback;
     struct {
         char name[48];
         float value;
@@ -64,7 +73,8 @@ void ast_ctx_free(ast_ctx *c)
     free(c->tape);
     free(c->frees_grad);
     free(c->stats);
-    free(c->stat_tensors);
+    for (int i = 0; i < c->readback.n; i++) c->arena.backend->host_free(c->arena.backend, c->readback.blocks[i]);
+    free(c->readback.blocks), free(c->readback.bytes);
     free(c);
 }
 
@@ -76,6 +86,7 @@ void ast_ctx_reset(ast_ctx *c)
     if (c->profile) ast_profile_step(c->profile, 0);
     c->n_losses = 0;
     c->n_stats = 0;
+    c->readback.at = 0, c->readback.used = 0;
 }
 
 void ast_ctx_set_training(ast_ctx *c, int training) { c->training = training; }
@@ -295,45 +306,64 @@ int ast_ctx_n_losses(const ast_ctx *c) { return c->n_losses; }
 const char *ast_ctx_loss_name(const ast_ctx *c, int i) { return c->loss_names[i]; }
 ast_tensor *ast_ctx_loss(const ast_ctx *c, int i) { return c->losses[i]; }
 
-/* A new statistic of n values in host arena memory, its tensor (NULL: none) to copy later. */
-static float *add_stat(ast_ctx *c, const char *name, int layer, int n, const ast_tensor *pending)
+#define READBACK_BLOCK ((size_t)64 << 10)
+
+/* `bytes` of the next pinned block with room, in carving order. */
+static void *readback_take(ast_ctx *c, size_t bytes)
+{
+    const ast_backend *b = c->arena.backend;
+    bytes = (bytes + 63) & ~(size_t)63;
+    while (c->readback.at < c->readback.n && c->readback.used + bytes > c->readback.bytes[c->readback.at])
+        c->readback.at++, c->readback.used = 0;
+    if (c->readback.at == c->readback.n) {
+        int n = ++c->readback.n;
+        size_t size = bytes > READBACK_BLOCK ? bytes : READBACK_BLOCK;
+        c->readback.blocks = ast_xrealloc(c->readback.blocks, (size_t)n * sizeof *c->readback.blocks);
+        c->readback.bytes = ast_xrealloc(c->readback.bytes, (size_t)n * sizeof *c->readback.bytes);
+        c->readback.blocks[n - 1] = b->host_alloc(b, size);
+        AST_ASSERT(c->readback.blocks[n - 1], "out of pinned host memory (%zu bytes for the step's results)", size);
+        c->readback.bytes[n - 1] = size, c->readback.used = 0;
+    }
+    void *p = (char *)c->readback.blocks[c->readback.at] + c->readback.used;
+    c->readback.used += bytes;
+    return p;
+}
+
+const void *ast_ctx_read_later(ast_ctx *c, const void *src, size_t bytes)
+{
+    const ast_backend *b = c->arena.backend;
+    if (b->memory == AST_MEM_HOST) return src;
+    void *dst = readback_take(c, bytes);
+    b->to_pinned(b, dst, src, bytes);
+    return dst;
+}
+
+static void stat_append(ast_ctx *c, const char *name, int layer, int n, const float *values)
 {
     if (c->n_stats == c->stats_cap) {
         c->stats_cap = c->stats_cap ? 2 * c->stats_cap : 64;
         c->stats = ast_xrealloc(c->stats, (size_t)c->stats_cap * sizeof *c->stats);
-        c->stat_tensors = ast_xrealloc(c->stat_tensors, (size_t)c->stats_cap * sizeof *c->stat_tensors);
     }
     size_t len = strlen(name) + 1;
-    float *values = ast_alloc(c, (size_t)n * sizeof(float));
-    c->stat_tensors[c->n_stats] = pending;
     c->stats[c->n_stats++] = (ast_stat){memcpy(ast_alloc(c, len), name, len), layer, n, values};
-    return values;
 }
 
 void ast_publish_stat(ast_ctx *c, const char *name, int layer, const float *values, int n)
 {
-    memcpy(add_stat(c, name, layer, n, NULL), values, (size_t)n * sizeof(float));
+    float *copy = ast_alloc(c, (size_t)n * sizeof(float));
+    memcpy(copy, values, (size_t)n * sizeof(float));
+    stat_append(c, name, layer, n, copy);
 }
 
 void ast_publish_stat_tensor(ast_ctx *c, const char *name, int layer, const ast_tensor *t)
 {
-    AST_ASSERT(t->size < (1ll << 31), "stat_tensor: %s has %lld values", name, (long long)t->size);
-    add_stat(c, name, layer, (int)t->size, t);
+    if (t->memory == AST_MEM_HOST) return ast_publish_stat(c, name, layer, t->data, (int)t->size);
+    stat_append(c, name, layer, (int)t->size, ast_ctx_read_later(c, t->data, (size_t)t->size * sizeof(float)));
 }
 
 int ast_ctx_n_stats(const ast_ctx *c) { return c->n_stats; }
 
-/* The tensors' values come over here, after the step: the copies wait for
- * the queued work once (the first), the others find it done. */
-const ast_stat *ast_ctx_stats(const ast_ctx *c)
-{
-    for (int i = 0; i < c->n_stats; i++) {
-        if (!c->stat_tensors[i]) continue;
-        ast_tensor_read(c, c->stat_tensors[i], 0, c->stats[i].n, (float *)c->stats[i].values);
-        ((ast_ctx *)c)->stat_tensors[i] = NULL; /* read once; the statistics are the context's */
-    }
-    return c->stats;
-}
+const ast_stat *ast_ctx_stats(const ast_ctx *c) { return c->stats; }
 
 void ast_ctx_set_scheduled(ast_ctx *c, const char *name, float value)
 {

@@ -93,9 +93,17 @@ float *ast_grad_fresh(ast_ctx *c, ast_tensor *t, int *fresh);
 void ast_record(ast_ctx *c, const ast_node *n);
 void ast_add_loss(ast_ctx *c, const char *name, ast_tensor *scalar);
 void ast_publish_stat(ast_ctx *c, const char *name, int layer, const float *values, int n);
-/* A statistic that is a backend tensor (host->stat_tensor): copied to host
- * memory by ast_ctx_stats, after the step, not when published. */
+/* A statistic that is a tensor of the step (host->stat_tensor): reduced
+ * where the step runs and not waited for. On the CPU its values are copied
+ * as ast_publish_stat's; on a device they are copied into pinned memory
+ * with the step's ops (ast_ctx_read_later), readable once the backend has
+ * synchronised, which the trainer does once per step for its loss. */
 void ast_publish_stat_tensor(ast_ctx *c, const char *name, int layer, const ast_tensor *t);
+/* Where the host will find `bytes` of backend data `src` once the backend
+ * has synchronised: src itself on the CPU (valid until ast_ctx_reset);
+ * on a device a pinned copy, queued (and captured) with the step's ops, at
+ * an address that every step carving the same results repeats. */
+const void *ast_ctx_read_later(ast_ctx *c, const void *src, size_t bytes);
 
 /* The named losses published this step (host->add_loss); the model layer
  * sums them into the training loss (ast_model_extra_loss). */

@@ -40,6 +40,7 @@
 #include <stdio.h>
 
 #include "config/config.h"
+#include "engine/backend.h"
 #include "model/diffusion.h"
 #include "model/model.h"
 
@@ -104,6 +105,12 @@ typedef struct ast_masking ast_masking;
  * same store did) for batches of B sets of N cells and G genes. */
 ast_masking *ast_masking_new(const ast_masking_config *mc, ast_train_mode mode, ast_params *p, int B, int N, int G);
 void ast_masking_free(ast_masking *mk);
+/* For a step on device b: the masks and the loss's weights move to b's
+ * pinned memory (b->host_alloc), and every batch takes the same ops
+ * (unmasked ones with zero masks and weights: the same numbers), so that
+ * a captured step replays with each batch's fresh masks. The trainer pins
+ * only on a device; nothing when mk or b is NULL. */
+void ast_masking_pin(ast_masking *mk, const ast_backend *b);
 
 /* A sweep's mask_ratio schedule for the next draws: the masking ratios
  * become share x the configured expression/position ratios, in place of
@@ -113,7 +120,8 @@ void ast_masking_schedule(ast_masking *mk, float share);
 /* One batch's decision (u ~ U(0,1) < masking_probability) and masks at
  * optimiser step `step`, from the noised expression input z_expr (for the
  * structured strategy). Returns mk when the batch is masked, else NULL
- * (also when mk is NULL: masking disabled, nothing drawn). */
+ * (also when mk is NULL: masking disabled, nothing drawn); a pinned
+ * module (ast_masking_pin) returns mk for every batch. */
 ast_masking *ast_masking_draw(ast_masking *mk, ast_rng *rng, int64_t step, const float *z_expr,
                               const float *node_mask);
 
@@ -140,9 +148,10 @@ typedef struct ast_masking_metrics {
  * (out untouched) when mk is NULL, else 1. */
 int ast_masking_take_metrics(ast_masking *mk, ast_masking_metrics *out);
 /* Adds the last ast_masking_loss's R values to the metrics' sums (also done
- * by ast_masking_take_metrics): call after each micro-batch's backward,
- * where its loss comes to the host too (one synchronisation), before its
- * context is reset. Nothing when mk is NULL or no loss is pending. */
+ * by ast_masking_take_metrics): call once the backend has synchronised
+ * after each micro-batch's backward (its loss's read), before its context
+ * is reset. The values come with the step's ops (ast_ctx_read_later), a
+ * replayed step's too. Nothing when mk is NULL or no loss is pending. */
 void ast_masking_collect(ast_masking *mk);
 
 #endif

@@ -161,13 +161,6 @@ static void check_inputs(const ast_model *m, ast_tensor *x, ast_tensor *t, ast_t
                ast_shape_str(x, s2, sizeof s2));
 }
 
-/* The statistics only monitors read: a device backend copies them to the
- * host, a synchronisation per layer, so a run without monitors skips them. */
-static void publish_time(ast_ctx *c, const ast_tensor *t, int64_t b)
-{
-    ast_publish_stat(c, "time.t", -1, model_host_data(c, t), (int)b);
-}
-
 ast_model_out ast_model_forward(ast_model *m, ast_ctx *c, ast_tensor *expression, ast_tensor *t,
                                 ast_tensor *positions, ast_tensor *mask, ast_tap_fn tap, void *tap_ud)
 {
@@ -182,7 +175,7 @@ ast_model_out ast_model_forward(ast_model *m, ast_ctx *c, ast_tensor *expression
     r.counts = model_valid_counts(c, r.mask);
 
     /* Monitors bucket per-set statistics by each set's diffusion time. */
-    if (r.stats) publish_time(c, t, b);
+    if (r.stats) ast_publish_stat_tensor(c, "time.t", -1, t);
     ast_tensor *prior = model_prior_tensor(m, &r, expression);
     model_state s = model_embed_forward(&m->embed, &r, expression, t, positions);
     s.x = model_prior_inputs(m, &r, s.x, prior);

@@ -105,18 +105,16 @@ static ast_tensor *position_features(ast_ctx *c, ast_tensor *pos)
 /* For the time_conditioning monitor, per layer: time.modulation_norm [B],
  * the L2 norm of each set's a_y = y_y(y), the time signal this layer
  * concatenates into every cell's attention input (and adds to the time
- * branch's residual). */
-static void publish_time_modulation(ast_ctx *c, int layer, const ast_tensor *ty)
+ * branch's residual). Reduced where the step runs, off the tape (vecnorm
+ * sums the squares in float64 on the CPU, as this did on the host), so a
+ * device step does not wait for it. */
+static void publish_time_modulation(ast_ctx *c, int layer, ast_tensor *ty)
 {
-    int64_t b = ty->shape[0], d = ty->shape[1];
-    float *norms = ast_alloc(c, (size_t)b * sizeof *norms);
-    const float *y = model_host_data(c, ty); /* synchronises on a device: only with monitors (model_run.stats) */
-    for (int64_t i = 0; i < b; i++) {
-        double sq = 0.0;
-        for (int64_t j = 0; j < d; j++) sq += (double)y[i * d + j] * y[i * d + j];
-        norms[i] = (float)sqrt(sq);
-    }
-    ast_publish_stat(c, "time.modulation_norm", layer, norms, (int)b);
+    int grad = ast_grad_enabled(c);
+    ast_ctx_set_grad(c, 0);
+    ast_tensor *norms = ast_vecnorm(c, ty);
+    ast_ctx_set_grad(c, grad);
+    ast_publish_stat_tensor(c, "time.modulation_norm", layer, norms);
 }
 
 typedef struct wrapper_out {

@@ -203,6 +203,8 @@ ast_trainer *ast_trainer_new(ast_model *m, const ast_dataset *d, const ast_split
     if (tc->masking.enable)
         t->masking = ast_masking_new(&tc->masking, tc->mode, ast_model_params(m), tc->sets_per_step, tc->set_size,
                                      d->n_genes);
+    if (ast_model_backend(m)->memory != AST_MEM_HOST) /* a device step reads its masks from pinned memory */
+        ast_masking_pin(t->masking, ast_model_backend(m));
     if (train_ranks_init(t, e) < 0 || ast_model_place(m, e) < 0) {
         ast_trainer_free(t);
         return NULL;
@@ -352,6 +354,7 @@ static int eager_step(ast_trainer *t, double *loss_out, double *gnorm_out)
     train_ranks_step_begin(t);
     for (int i = 0; i < t->tc.accumulate; i++) loss += micro_step(t) / t->tc.accumulate;
     *loss_out = loss = train_ranks_reduce(t, loss);
+    train_monitors_queue(t);
     train_monitors_observe(t, AST_PHASE_TRAIN_STEP);
     if (!isfinite(loss)) return -1;
     ast_adamw_stage(t->opt, t->scheduled.lr);

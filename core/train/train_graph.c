@@ -17,8 +17,6 @@ static const char *config_refusal(const ast_trainer *t)
 {
     if (ast_ctx_backend(t->ctx)->memory == AST_MEM_HOST) return "";
     if (!t->tc.cuda_graph) return "training.cuda_graph is false";
-    if (t->monitors) return "monitors read the step's statistics on the host";
-    if (t->masking) return "masked training draws its masks inside the step";
     if (t->tc.accumulate != 1) return "training.accumulate_grad_batches is above 1";
     if (t->ranks.size > 1) return "the run has several MPI ranks";
     if (getenv("ALPHAST_PROFILE")) return "ALPHAST_PROFILE waits for the device at every op";
@@ -36,6 +34,7 @@ static const float *queue_step(ast_trainer *t)
 {
     ast_params_zero_grad(ast_model_params(t->model));
     const float *loss = train_queue_micro_step(t)->data;
+    train_monitors_queue(t);
     ast_adamw_queue(t->opt, t->tc.clip_norm, loss);
     return loss;
 }
@@ -110,6 +109,7 @@ int train_graph_step(ast_trainer *t, double *loss, double *gnorm)
     float l;
     b->to_host(b, &l, loss_at, sizeof l);
     *loss = l, *gnorm = ast_adamw_norm(t->opt);
+    train_monitors_observe(t, AST_PHASE_TRAIN_STEP);
     return isfinite(*loss) && isfinite(*gnorm) ? 0 : -1;
 }
 

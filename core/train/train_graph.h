@@ -31,9 +31,10 @@ typedef struct train_graph {
  * (eagerly the first time, captured the second, replayed after), the loss
  * and norm read once at the end. 0, -1 when the loss or the gradient's
  * norm is not finite (nothing updated), or TRAIN_GRAPH_NOT_USED when the
- * run cannot use it (the CPU, training.cuda_graph: false, monitors,
- * masking, accumulation, MPI, a step that reads device memory on the
- * host: said once in the log). */
+ * run cannot use it (the CPU, training.cuda_graph: false, accumulation,
+ * MPI, ALPHAST_PROFILE, a step that reads device memory on the host: said
+ * once in the log). The monitors observe the step after the loss's read,
+ * from what the step copied into pinned memory. */
 int train_graph_step(ast_trainer *t, double *loss, double *gnorm);
 void train_graph_free(train_graph *g);
 

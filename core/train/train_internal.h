@@ -101,9 +101,13 @@ int ast_trainer_load(ast_trainer *t, const char *path, ast_error *e);
 /* run_dir/NAME into buf. */
 const char *ast_trainer_file(const ast_trainer *t, const char *name, char *buf, size_t n);
 
-/* train_monitors.c: the config's monitors observe a training step (call
- * after backward, before clipping) or an epoch's end (before validation). */
+/* train_monitors.c: the config's monitors observe a training step or an
+ * epoch's end (before validation). A step's observation is queued with
+ * the step (train_monitors_queue: after backward, before clipping; it
+ * keeps the step's statistics and queues the gradient norms) and observed
+ * after it (train_monitors_observe, which waits for the backend). */
 typedef struct train_monitors train_monitors;
+void train_monitors_queue(ast_trainer *t);
 void train_monitors_observe(ast_trainer *t, ast_phase phase);
 void train_monitors_free(train_monitors *tm);
 

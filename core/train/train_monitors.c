@@ -1,8 +1,11 @@
 /* The config's monitor plugins in the training loop. Each observes, with
  * its own sink tagged with its name writing into the run's metrics.jsonl:
- * - after every optimiser step's backward pass, before clipping: the
+ * - after every optimiser step, once its loss has been read: the
  *   statistics the step's last micro-batch published (ast_ctx_stats) plus
- *   the gradient norms below, with the number the step is logged under;
+ *   the gradient norms below (taken after backward, before clipping), with
+ *   the number the step is logged under. On a device both are reduced
+ *   there and copied to pinned memory with the step (a captured step
+ *   included), so observing them waits for nothing more;
  * - at the end of every epoch, before validation: no statistics.
  * Gradient norms (L2 over every element of the groups' gradients):
  *   grad.total   all parameters;
@@ -19,6 +22,7 @@
 
 #include "base/crash.h"
 #include "plugin/loader.h"
+#include "engine/backend.h"
 #include "engine/sink.h"
 #include "train/metrics_jsonl.h"
 #include "train_internal.h"
@@ -29,16 +33,23 @@ typedef struct train_monitor {
     ast_sink *sink; /* made on the first observation, once metrics.jsonl is open */
 } train_monitor;
 
+enum { GRAD_TOTAL, GRAD_ROUTER, GRAD_TIME, N_GRAD };
+static const char *const grad_stat_names[N_GRAD] = {"grad.total", "grad.router", "grad.time"};
+
 struct train_monitors {
     train_monitor *items;
     int n;
-    float grad[3];
-    ast_stat *stats; /* the step's statistics followed by the gradient norms */
-    int cap;
+    /* What the last queued step publishes: its statistics (names copied,
+     * values where the host finds them after the step) followed by the
+     * gradient norms, and each group's sum of squares there (NULL: the
+     * group has no parameters). A replayed graph publishes into the same
+     * places as the step it was captured from. */
+    ast_stat *stats;
+    int n_stats, cap;
+    char *names;
+    const double *grad_sq[N_GRAD];
+    float grad[N_GRAD];
 };
-
-enum { GRAD_TOTAL, GRAD_ROUTER, GRAD_TIME, N_GRAD };
-static const char *const grad_stat_names[N_GRAD] = {"grad.total", "grad.router", "grad.time"};
 
 static int in_time_branch(const char *name)
 {
@@ -56,11 +67,11 @@ static int in_group(const ast_tensor *w, int g)
                                                 : w->name && in_time_branch(w->name));
 }
 
-/* Appends the published gradient-norm statistics after `n` others. The
- * gradients stay where they are: the backend sums their squares (on a
- * device, one synchronisation per group), in the fixed order of its
- * blocks, so a norm repeats bit for bit. */
-static int grad_stats(train_monitors *tm, ast_params *p, int n)
+/* Queues each group's sum of squares of the gradients into step memory
+ * and its copy to where the host reads it after the step: the backend
+ * sums in the fixed order of its blocks, so a norm repeats bit for bit,
+ * and nothing waits. */
+static void queue_grad_sums(train_monitors *tm, ast_ctx *c, ast_params *p)
 {
     const ast_backend *b = ast_params_backend(p);
     int count = ast_params_count(p);
@@ -74,11 +85,51 @@ static int grad_stats(train_monitors *tm, ast_params *p, int n)
             xs[members] = w->grad, ns[members] = w->size;
             members++;
         }
+        tm->grad_sq[g] = NULL;
         if (!members) continue;
-        tm->grad[g] = (float)sqrt(ast_backend_sum_squares(b, xs, ns, members, 0.0f));
-        tm->stats[n++] = (ast_stat){grad_stat_names[g], -1, 1, &tm->grad[g]};
+        double *sq = ast_data_alloc_uninit(c, sizeof *sq);
+        b->sum_squares(b, xs, ns, members, sq);
+        tm->grad_sq[g] = ast_ctx_read_later(c, sq, sizeof *sq);
     }
     free(xs), free(ns);
+}
+
+/* The step's statistics, kept past the context's reset (a validation pass
+ * resets it before a replayed step is observed). */
+static void keep_stats(train_monitors *tm, const ast_ctx *c)
+{
+    int n = ast_ctx_n_stats(c);
+    const ast_stat *s = ast_ctx_stats(c);
+    if (n + N_GRAD > tm->cap) tm->stats = ast_xrealloc(tm->stats, (size_t)(tm->cap = n + N_GRAD) * sizeof *tm->stats);
+    size_t len = 1;
+    for (int i = 0; i < n; i++) len += strlen(s[i].name) + 1;
+    char *at = tm->names = ast_xrealloc(tm->names, len);
+    for (int i = 0; i < n; i++) {
+        size_t l = strlen(s[i].name) + 1;
+        tm->stats[i] = s[i];
+        tm->stats[i].name = memcpy(at, s[i].name, l);
+        at += l;
+    }
+    tm->n_stats = n;
+}
+
+void train_monitors_queue(ast_trainer *t)
+{
+    train_monitors *tm = t->monitors;
+    if (!tm) return;
+    keep_stats(tm, t->ctx);
+    queue_grad_sums(tm, t->ctx, ast_model_params(t->model));
+}
+
+/* Appends the gradient norms after the step's statistics; their count. */
+static int with_grad_norms(train_monitors *tm)
+{
+    int n = tm->n_stats;
+    for (int g = 0; g < N_GRAD; g++) {
+        if (!tm->grad_sq[g]) continue;
+        tm->grad[g] = (float)sqrt(*tm->grad_sq[g]);
+        tm->stats[n++] = (ast_stat){grad_stat_names[g], -1, 1, &tm->grad[g]};
+    }
     return n;
 }
 
@@ -88,11 +139,9 @@ void train_monitors_observe(ast_trainer *t, ast_phase phase)
     if (!tm) return;
     ast_observation o = {.phase = phase, .step = t->step, .epoch = t->epoch};
     if (phase == AST_PHASE_TRAIN_STEP) {
-        int n = ast_ctx_n_stats(t->ctx);
-        if (n + N_GRAD > tm->cap)
-            tm->stats = ast_xrealloc(tm->stats, (size_t)(tm->cap = n + N_GRAD) * sizeof *tm->stats);
-        if (n) memcpy(tm->stats, ast_ctx_stats(t->ctx), (size_t)n * sizeof *tm->stats);
-        o.n_stats = grad_stats(tm, ast_model_params(t->model), n);
+        const ast_backend *b = ast_ctx_backend(t->ctx);
+        b->synchronize(b); /* the step's copies are in (the loss's read has mostly waited for them) */
+        o.n_stats = with_grad_norms(tm);
         o.stats = tm->stats;
         o.step = t->step + 1; /* observed before the update that makes it step t->step + 1 */
     }
@@ -117,6 +166,7 @@ void train_monitors_free(train_monitors *tm)
     }
     free(tm->items);
     free(tm->stats);
+    free(tm->names);
     free(tm);
     ast_plugins_shutdown();
 }

@@ -353,11 +353,11 @@ struct ast_host {
      * step. A statistic read from device data costs the step a wait (and
      * its CUDA graph): compute and publish it only then. */
     int (*stats_wanted)(const ast_ctx *c);
-    /* ABI 2.6: publish a statistic that is a tensor on the backend (its
-     * `size` values) without reading it: the step does not wait. The host
-     * copies it when the statistics are read after the step (ast_ctx_stats,
-     * docs/monitors.md), all of them in one wait; the tensor must live until
-     * then (the step arena does). */
+    /* ABI 2.6: publish a statistic that is a tensor of the step (n =
+     * t->size values), computed with ops where the step runs: on a device
+     * it is copied to pinned host memory with the step's ops, nothing
+     * waits, and a captured step (CUDA graph) keeps publishing it. Prefer
+     * it to `stat` for anything reduced from device data. */
     void (*stat_tensor)(ast_ctx *c, const char *name, int layer, const ast_tensor *t);
 };
 

@@ -101,6 +101,7 @@ extern AST_API_HIDDEN const ast_host *ast_api;
 #define ast_publish_stat_tensor ast_api->stat_tensor
 #define ast_add_loss ast_api->add_loss
 #define ast_publish_stat ast_api->stat
+#define ast_publish_stat_tensor ast_api->stat_tensor
 #define ast_ctx_scheduled ast_api->scheduled
 #define ast_parallel_for ast_api->parallel_for
 #define ast_sgemm ast_api->sgemm

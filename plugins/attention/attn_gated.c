@@ -103,8 +103,9 @@ static ast_tensor *heads_of(const gated *g, ast_ctx *c, ast_tensor *x, ast_tenso
 
 /* For the gate_activation monitor, per layer: attn.gate_mean [1] and
  * attn.gate_std [1] (population) of the sigmoid gate factors gate
- * [B, H, N, w] over the valid cells, from host copies of gate and mask. */
-static void publish_gate_stats(ast_ctx *c, const ast_tensor *gate, const ast_fwd_args *a)
+ * [B, H, N, w] over the valid cells. On the CPU from the data, summed in
+ * float64; on a device see device_gate_stats. */
+static void host_gate_stats(ast_ctx *c, const ast_tensor *gate, const ast_fwd_args *a)
 {
     const float *mask = a && a->mask ? ast_host_copy(c, a->mask) : NULL, *g = ast_host_copy(c, gate);
     int64_t n = gate->shape[2], w = gate->shape[3], per_set = gate->shape[1] * n * w;
@@ -120,6 +121,29 @@ static void publish_gate_stats(ast_ctx *c, const ast_tensor *gate, const ast_fwd
     float mean_f = (float)mean, std_f = var > 0.0 ? (float)sqrt(var) : 0.0f;
     ast_publish_stat(c, "attn.gate_mean", a ? a->layer : -1, &mean_f, 1);
     ast_publish_stat(c, "attn.gate_std", a ? a->layer : -1, &std_f, 1);
+}
+
+/* The same statistics reduced with ops where the step runs, so that a
+ * device step waits for nothing (and can be captured): the mean, then the
+ * spread about it (two passes: float32 sums of the deviations keep the
+ * digits that sum(g^2) / n - mean^2 would cancel), std = |(g - mean) m| /
+ * |m| with the valid-cell indicator m (|m|^2 is the count). */
+static void device_gate_stats(ast_ctx *c, ast_tensor *gate, const ast_fwd_args *a)
+{
+    const int64_t *s = gate->shape, flat[2] = {1, gate->size};
+    ast_tensor *m = ast_affine(c, ast_zeros(c, 4, s), 0.0f, 1.0f);
+    if (a && a->mask) m = ast_mul(c, m, ast_reshape(c, a->mask, 4, (int64_t[]){s[0], 1, s[2], 1}));
+    ast_tensor *mean = ast_div(c, ast_sum(c, ast_mul(c, gate, m)), ast_sum(c, m));
+    ast_tensor *dev = ast_mul(c, ast_sub(c, gate, mean), m);
+    ast_tensor *std = ast_div(c, ast_vecnorm(c, ast_reshape(c, dev, 2, flat)), ast_vecnorm(c, ast_reshape(c, m, 2, flat)));
+    ast_publish_stat_tensor(c, "attn.gate_mean", a ? a->layer : -1, mean);
+    ast_publish_stat_tensor(c, "attn.gate_std", a ? a->layer : -1, std);
+}
+
+static void publish_gate_stats(ast_ctx *c, ast_tensor *gate, const ast_fwd_args *a)
+{
+    if (gate->memory == AST_MEM_HOST) host_gate_stats(c, gate, a);
+    else device_gate_stats(c, gate, a);
 }
 
 /* Scales o [B, H, N, dh] by sigmoid of the gate columns of q_proj's output. */

@@ -134,6 +134,14 @@ static void cuda_to_host(const ast_backend *b, void *dst, const void *src, size_
     AST_CUDA_CHECK(cudaStreamSynchronize(AST_CUDA_STREAM));
 }
 
+/* Into pinned memory: queued, no wait (backend.h's to_pinned). */
+static void cuda_to_pinned(const ast_backend *b, void *dst, const void *src, size_t bytes)
+{
+    if (!bytes) return;
+    AST_ASSERT(is_pinned(dst), "to_pinned: the destination is not pinned host memory");
+    AST_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, AST_CUDA_STREAM));
+}
+
 static void cuda_synchronize(const ast_backend *b)
 {
     if (capture.on) return capture_spoiled("waits for the device");
@@ -430,6 +438,7 @@ static const ast_backend cuda = {
     .host_alloc = cuda_host_alloc,
     .host_free = cuda_host_free,
     .host_traffic = cuda_host_traffic,
+    .to_pinned = cuda_to_pinned,
     .capture_begin = cuda_capture_begin,
     .capture_end = cuda_capture_end,
     .graph_launch = cuda_graph_launch,
