@@ -252,8 +252,9 @@ Test(cli, train_refuses_keys_it_accepts_but_does_not_implement)
     r = run("train --cfg --config " ALPHAST_SOURCE_DIR "/tests/data/reference_config.yaml training.precision=16-mixed");
     cr_assert_eq(r->status, 1);
     cr_assert_str_eq(r->err, "alphast-run: override:1:20: training.precision: '16-mixed' is not supported: alphast "
-                             "computes in float32, or with bf16 GEMMs (bf16-mixed); it has no float16 mode: write "
-                             "training.precision: 32-true, bf16-mixed or leave it out\n");
+                             "computes in float32, or with bf16 GEMMs (bf16-mixed) or a GPU's TF32 GEMMs (tf32); "
+                             "it has no float16 mode: write training.precision: 32-true, bf16-mixed, tf32 or leave it "
+                             "out\n");
     r = run("train --cfg --config " ALPHAST_SOURCE_DIR "/tests/data/reference_config.yaml training.precision=32-true");
     cr_assert_eq(r->status, 0, "%s", r->err);
     r = run("train --config " TINY " logging.logger=wandb");
@@ -285,6 +286,22 @@ Test(cli, train_refuses_bf16_where_it_cannot_run)
     assert_has(r->err, "this alphast was built without oneDNN (install it with apt-get install libdnnl-dev");
 #endif
     assert_has(r->err, "; train in float32 with training.precision: 32-true\n");
+    snprintf(args, sizeof args, "%s/metrics.jsonl", out);
+    cr_assert_neq(access(args, F_OK), 0, "a refused run wrote metrics");
+    rmdir(out);
+}
+
+/* tf32 is a GPU's mode: on the CPU the run stops at the value, saying what to write. */
+Test(cli, train_refuses_tf32_on_the_cpu)
+{
+    char out[64] = "/tmp/alphast-cli-tf32-XXXXXX", args[512];
+    cr_assert_not_null(mkdtemp(out));
+    snprintf(args, sizeof args, "train --config " TINY " --out %s --device cpu training.precision=tf32", out);
+    run_result *r = run(args);
+    cr_assert_eq(r->status, 1);
+    assert_has(r->err, "alphast-run: override:1:20: training.precision: 'tf32' is a GPU's mode (TF32 tensor "
+                       "cores) and the run is on the CPU; train on a GPU (device: cuda) or in float32 with "
+                       "training.precision: 32-true\n");
     snprintf(args, sizeof args, "%s/metrics.jsonl", out);
     cr_assert_neq(access(args, F_OK), 0, "a refused run wrote metrics");
     rmdir(out);

@@ -702,8 +702,8 @@ Test(config, keys_accepted_but_not_implemented_stop_a_run)
     overrides(cfg, "training.precision=16-mixed");
     cr_assert_eq(ast_cfg_check_supported(cfg, &e), -1, "16-mixed was accepted");
     cr_assert_str_eq(e.msg, "override:1:20: training.precision: '16-mixed' is not supported: alphast computes in "
-                            "float32, or with bf16 GEMMs (bf16-mixed); it has no float16 mode: write "
-                            "training.precision: 32-true, bf16-mixed or leave it out");
+                            "float32, or with bf16 GEMMs (bf16-mixed) or a GPU's TF32 GEMMs (tf32); it has no float16 "
+                            "mode: write training.precision: 32-true, bf16-mixed, tf32 or leave it out");
     overrides(cfg, "training.precision=32");
     cr_assert_eq(ast_cfg_check_supported(cfg, &e), 0, "%s", e.msg);
     overrides(cfg, "logging.logger=wandb");

@@ -786,12 +786,12 @@ Test(cuda_ops, dropout_masks_are_the_cpus)
  * as sqrt(K), like the sum); normwise 1e-2 leaves 2.5x margin. A float32
  * GEMM taken for bf16 passes too (its error is 1e-6), so the test also
  * asks for some bf16 error: more than 1e-4. */
-static double bf16_error(const ast_backend *gpu, const cf_case *k)
+static double reduced_error(const ast_backend *gpu, const cf_case *k, ast_precision p)
 {
     cf_data d = cf_make_data(k);
     cf_result cpu = cf_run_on(ast_backend_cpu(), k, &d, 0, 0);
     ast_ctx *c = ast_ctx_new_on(gpu, CF_CTX_SEED);
-    ast_ctx_set_precision(c, AST_PRECISION_BF16);
+    ast_ctx_set_precision(c, p);
     ast_tensor *in[CF_MAX_IN];
     for (int i = 0; i < k->n_in; i++) in[i] = cf_make_input(c, &k->in[i], d.x[i], NULL);
     float *y = cf_read(c, k->run(c, in, k->arg));
@@ -816,9 +816,31 @@ Test(cuda_ops, bf16_linear_matmul_bmm)
         {"bf16 bmm^T_b [1,8,300,32] x2", run_bmm, (int[]){0, 1}, 2, {X(1, 8, 300, 32), X(1, 8, 300, 32)}, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        double err = bf16_error(gpu, &cases[i]);
+        double err = reduced_error(gpu, &cases[i], AST_PRECISION_BF16);
         cr_assert_lt(err, 1e-2, "%s: normwise error %.3g against float32", cases[i].name, err);
         cr_assert_gt(err, 1e-4, "%s: normwise error %.3g: float32, not bf16?", cases[i].name, err);
+    }
+}
+
+/* TF32 GEMMs (training.precision: tf32) against the CPU's float32: the
+ * tensor cores keep 10 of an operand's 23 mantissa bits (truncated: up to
+ * 2^-10 = 1e-3 of itself, rms 5.6e-4), so a product is off by rms ~8e-4 of
+ * itself and a sum of random-signed products by ~8e-4 of its scale;
+ * normwise 4e-3 leaves 5x margin. Float32's own error here is ~1e-6, so
+ * more than 1e-4 says TF32 was used. */
+Test(cuda_ops, tf32_linear_matmul_bmm)
+{
+    const ast_backend *gpu = cf_gpu();
+    const cf_case cases[] = {
+        {"tf32 linear [512, 256] x [384, 256] + b", run_linear, (int[]){1}, 3, {X(512, 256), X(384, 256), X(384)}, 0},
+        {"tf32 matmul [300, 513] [513, 200]", run_matmul, NULL, 2, {X(300, 513), X(513, 200)}, 0},
+        {"tf32 bmm^T_b [1,8,300,32] x2", run_bmm, (int[]){0, 1}, 2, {X(1, 8, 300, 32), X(1, 8, 300, 32)}, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        double err = reduced_error(gpu, &cases[i], AST_PRECISION_TF32);
+        cr_log_info("%s: normwise error %.3g against float32", cases[i].name, err);
+        cr_assert_lt(err, 4e-3, "%s: normwise error %.3g against float32", cases[i].name, err);
+        cr_assert_gt(err, 1e-4, "%s: normwise error %.3g: float32, not TF32?", cases[i].name, err);
     }
 }
 

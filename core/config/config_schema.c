@@ -70,7 +70,7 @@ static const cfg_key schema[] = {
     INT("training.batch_size", "32", CFG_POSITIVE),
     INT("training.epochs", "100", CFG_POSITIVE),
     /* alphast computes in float32: the mixed ones load (the reference's file has bf16-mixed) but a run refuses them. */
-    ENUM("training.precision", "32-true", "32|32-true|16-mixed|bf16-mixed"),
+    ENUM("training.precision", "32-true", "32|32-true|16-mixed|bf16-mixed|tf32"), /* tf32: a GPU's TF32 GEMMs */
     FLT("training.gradient_clip_val", "1.0", CFG_NONNEG),
     INT("training.accumulate_grad_batches", "1", CFG_POSITIVE),
     BOOL("training.cuda_graph", "true"),                     /* alphast: on a GPU, capture the step once and replay it (docs/gpu.md) */

@@ -13,9 +13,9 @@ typedef struct unsupported {
 } unsupported;
 
 static const unsupported table[] = {
-    {"training.precision", "32|bf16-mixed",
-     "alphast computes in float32, or with bf16 GEMMs (bf16-mixed); it has no float16 mode: write "
-     "training.precision: 32-true, bf16-mixed or leave it out"},
+    {"training.precision", "32|bf16-mixed|tf32",
+     "alphast computes in float32, or with bf16 GEMMs (bf16-mixed) or a GPU's TF32 GEMMs (tf32); it has no float16 "
+     "mode: write training.precision: 32-true, bf16-mixed, tf32 or leave it out"},
     {"distributed.", NULL,
      "alphast does not read Lightning's distributed settings: one run over several processes is mpirun -np R "
      "alphast-run train (built --with-mpi, docs/cluster.md); leave distributed.* at its defaults or out"},

@@ -96,7 +96,7 @@ void ast_ctx_set_precision(ast_ctx *c, ast_precision p)
     char why[256];
     /* A device's backend has its own bf16 GEMMs (cuBLAS on the GPU's tensor
      * cores); the CPU needs oneDNN and a CPU with bf16 instructions. */
-    AST_ASSERT(p == AST_PRECISION_FP32 || c->arena.backend->memory != AST_MEM_HOST || ast_bf16_supported(why, sizeof why),
+    AST_ASSERT(p != AST_PRECISION_BF16 || c->arena.backend->memory != AST_MEM_HOST || ast_bf16_supported(why, sizeof why),
                "bf16 precision: %s", why);
     c->precision = p;
 }

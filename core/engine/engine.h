@@ -40,8 +40,11 @@ void ast_ctx_set_grad(ast_ctx *c, int enabled);
  * backward (default float32). AST_PRECISION_BF16 rounds their operands to
  * bfloat16 and accumulates in float32 (oneDNN, gemm_bf16.c), as PyTorch's
  * CPU autocast does; parameters, gradients and every other op stay float32.
- * Setting it where ast_bf16_supported says no is a programming error. */
-typedef enum ast_precision { AST_PRECISION_FP32, AST_PRECISION_BF16 } ast_precision;
+ * Setting it where ast_bf16_supported says no is a programming error.
+ * AST_PRECISION_TF32 (a device's only) runs them on TF32 tensor cores:
+ * operands rounded to a 10-bit mantissa, float32 accumulation, as
+ * PyTorch's allow_tf32; the CPU has none and computes those in float32. */
+typedef enum ast_precision { AST_PRECISION_FP32, AST_PRECISION_BF16, AST_PRECISION_TF32 } ast_precision;
 void ast_ctx_set_precision(ast_ctx *c, ast_precision p);
 ast_precision ast_ctx_precision(const ast_ctx *c);
 /* 1 if this build and CPU run bf16 GEMMs in hardware (oneDNN with

@@ -88,14 +88,20 @@ int ast_precision_from_cfg(const ast_cfg *cfg, ast_precision *p, ast_error *e)
     char why[256];
     *p = AST_PRECISION_FP32;
     if (!strcmp(name, "32-true") || !strcmp(name, "32")) return 0;
+    const char *device = ast_cfg_str(cfg, "device");
+    int on_cpu = !device || !strcmp(device, "cpu");
+    if (!strcmp(name, "tf32")) {
+        if (!on_cpu) return *p = AST_PRECISION_TF32, 0;
+        ast_cfg_fail(e, n->file, n->line, n->col, n->path, "'tf32' is a GPU's mode (TF32 tensor cores) and the run is "
+                     "on the CPU; train on a GPU (device: cuda) or in float32 with training.precision: 32-true");
+        return -1;
+    }
     if (strcmp(name, "bf16-mixed")) {
         ast_cfg_fail(e, n->file, n->line, n->col, n->path, "'%s' is not supported: alphast has no float16 mode; write "
-                     "training.precision: 32-true or bf16-mixed", name);
+                     "training.precision: 32-true, bf16-mixed or tf32", name);
         return -1;
     }
     /* On a GPU, cuBLAS runs the bf16 GEMMs on its tensor cores; the check is the CPU's. */
-    const char *device = ast_cfg_str(cfg, "device");
-    int on_cpu = !device || !strcmp(device, "cpu");
     if (on_cpu && !ast_bf16_supported(why, sizeof why)) {
         ast_cfg_fail(e, n->file, n->line, n->col, n->path, "'bf16-mixed' cannot run here: %s; train in float32 with "
                      "training.precision: 32-true", why);

@@ -15,7 +15,8 @@ extern "C" {
  * stride_a (elements), and so on. AST_PRECISION_FP32 runs cublasSgemm* (the
  * handle's math mode: pure float32); AST_PRECISION_BF16 runs bf16 tensor
  * cores with float32 accumulation (CUBLAS_COMPUTE_32F_FAST_16BF), float32 in
- * and out, as PyTorch's bf16 autocast. k = 0 gives C = beta C (beta = 0
+ * and out, as PyTorch's bf16 autocast; AST_PRECISION_TF32 TF32 tensor cores
+ * (CUBLAS_COMPUTE_32F_FAST_TF32), as PyTorch's allow_tf32. k = 0 gives C = beta C (beta = 0
  * writes zeros). */
 void ast_cuda_gemm_batched(ast_precision p, int trans_a, int trans_b, int m, int n, int k, const float *a, int lda,
                            int64_t stride_a, const float *b, int ldb, int64_t stride_b, float beta, float *cmat,

@@ -37,11 +37,11 @@ extern "C" void ast_cuda_gemm_batched(ast_precision p, int trans_a, int trans_b,
     const float one = 1.0f;
     cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     /* Column-major C^T [n, m] = op(B)^T [n, k] op(A)^T [k, m]: B comes first. */
-    if (p == AST_PRECISION_BF16)
-        AST_CUBLAS_CHECK(cublasGemmStridedBatchedEx(ast_cuda_blas(), op_b, op_a, n, m, k, &one, b, CUDA_R_32F, ldb,
-                                                    stride_b, a, CUDA_R_32F, lda, stride_a, &beta, cmat, CUDA_R_32F,
-                                                    ldc, stride_c, (int)batch, CUBLAS_COMPUTE_32F_FAST_16BF,
-                                                    CUBLAS_GEMM_DEFAULT));
+    if (p != AST_PRECISION_FP32)
+        AST_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+            ast_cuda_blas(), op_b, op_a, n, m, k, &one, b, CUDA_R_32F, ldb, stride_b, a, CUDA_R_32F, lda, stride_a,
+            &beta, cmat, CUDA_R_32F, ldc, stride_c, (int)batch,
+            p == AST_PRECISION_BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
     else
         AST_CUBLAS_CHECK(cublasSgemmStridedBatched(ast_cuda_blas(), op_b, op_a, n, m, k, &one, b, ldb, stride_b, a,
                                                    lda, stride_a, &beta, cmat, ldc, stride_c, (int)batch));
