@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "engine/arena.h"
+#include "engine/backend.h"
 #include "gradcheck.h"
 
 #define MIB ((size_t)1 << 20)
@@ -319,6 +320,58 @@ Test(ctx, published_stats_are_copied_and_last_one_step)
     ast_ctx_reset(c);
     cr_assert_eq(ast_ctx_n_stats(c), 0);
     ast_ctx_free(c);
+}
+
+/* The CPU's kernels and memory under a device's flag: what a device does
+ * with a step's statistics (copies into pinned memory with the step's ops,
+ * ast_ctx_read_later), where the copies are memcpy. */
+static const ast_backend *device_like(void)
+{
+    static ast_backend b;
+    if (!b.name) {
+        b = *ast_backend_cpu();
+        b.name = "device-like";
+        b.memory = AST_MEM_DEVICE;
+    }
+    return &b;
+}
+
+/* A device's statistic tensors come to host memory outside the step
+ * arena, at addresses every step carving the same statistics repeats (a
+ * captured step keeps writing where the host reads), with the values the
+ * CPU publishes; a statistic larger than a pinned block gets its own. */
+Test(ctx, device_statistics_are_read_later_where_every_step_puts_them)
+{
+    enum { BIG = 20000 };
+    ast_ctx *dev = ast_ctx_new_on(device_like(), 0), *cpu = ast_ctx_new(0);
+    const float *first[3] = {0};
+    float *big = malloc(BIG * sizeof *big);
+    for (int step = 0; step < 3; step++) {
+        ast_ctx *cs[2] = {dev, cpu};
+        for (int k = 0; k < 2; k++) {
+            ast_ctx *c = cs[k];
+            ast_ctx_reset(c);
+            ast_tensor *x = ast_zeros(c, 2, (int64_t[]){3, 4}), *b = ast_zeros(c, 1, (int64_t[]){BIG});
+            for (int i = 0; i < 12; i++) big[i] = (float)(i * (step + 1)) - 5.5f;
+            ast_tensor_write(c, x, 0, 12, big);
+            for (int i = 0; i < BIG; i++) big[i] = (float)(i + step);
+            ast_tensor_write(c, b, 0, BIG, big);
+            ast_publish_stat_tensor(c, "norms", 0, ast_vecnorm(c, x));
+            ast_publish_stat_tensor(c, "big", -1, b);
+            ast_publish_stat_tensor(c, "norms", 1, ast_vecnorm(c, x));
+        }
+        const ast_stat *d = ast_ctx_stats(dev), *h = ast_ctx_stats(cpu);
+        cr_assert_eq(ast_ctx_n_stats(dev), 3);
+        for (int i = 0; i < 3; i++) {
+            cr_assert(d[i].n == h[i].n && d[i].layer == h[i].layer && !strcmp(d[i].name, h[i].name));
+            cr_assert(!memcmp(d[i].values, h[i].values, (size_t)d[i].n * sizeof(float)), "step %d stat %d", step, i);
+            if (step == 0) first[i] = d[i].values;
+            cr_assert_eq(d[i].values, first[i], "step %d: statistic %d moved", step, i);
+        }
+        cr_assert(d[1].values + BIG <= d[0].values || d[0].values + 3 <= d[1].values, "overlapping statistics");
+    }
+    free(big);
+    ast_ctx_free(dev), ast_ctx_free(cpu);
 }
 
 /* The numbers of `op`'s row of the profile table. */
