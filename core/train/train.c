@@ -203,12 +203,12 @@ ast_trainer *ast_trainer_new(ast_model *m, const ast_dataset *d, const ast_split
     if (tc->masking.enable)
         t->masking = ast_masking_new(&tc->masking, tc->mode, ast_model_params(m), tc->sets_per_step, tc->set_size,
                                      d->n_genes);
-    if (ast_model_backend(m)->memory != AST_MEM_HOST) /* a device step reads its masks from pinned memory */
-        ast_masking_pin(t->masking, ast_model_backend(m));
     if (train_ranks_init(t, e) < 0 || ast_model_place(m, e) < 0) {
         ast_trainer_free(t);
         return NULL;
     }
+    if (ast_model_backend(m)->memory != AST_MEM_HOST) /* a device step reads its masks from pinned memory */
+        ast_masking_pin(t->masking, ast_model_backend(m));
     t->opt = train_ranks_optimizer(t);
     t->ctx = ast_ctx_new_on(ast_model_backend(m), tc->seed ^ 0x5eed0c7full);
     ast_ctx_set_precision(t->ctx, tc->precision); /* training steps and validation */
