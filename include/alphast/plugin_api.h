@@ -98,7 +98,6 @@ extern AST_API_HIDDEN const ast_host *ast_api;
 #define ast_rng_normal ast_api->rng_normal
 #define ast_rng_key ast_api->rng_key
 #define ast_stats_wanted ast_api->stats_wanted
-#define ast_publish_stat_tensor ast_api->stat_tensor
 #define ast_add_loss ast_api->add_loss
 #define ast_publish_stat ast_api->stat
 #define ast_publish_stat_tensor ast_api->stat_tensor
