@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gemm_reference.h"
 #include "gradcheck.h"
 
 #define U_BF16 0x1p-8
@@ -47,24 +48,6 @@ static void need_bf16(void)
 {
     char why[256];
     if (!ast_bf16_supported(why, sizeof why)) cr_skip_test("no bf16 mode here: %s", why);
-}
-
-static float *gauss(ast_rng *r, int64_t n)
-{
-    float *v = malloc((size_t)n * sizeof *v);
-    for (int64_t i = 0; i < n; i++) v[i] = ast_rng_gauss(r);
-    return v;
-}
-
-/* op(A)[i][p] and op(B)[p][j] of row-major storage with leading dimensions. */
-static double op_a(const float *a, int ta, int lda, int i, int p)
-{
-    return ta ? a[(int64_t)p * lda + i] : a[(int64_t)i * lda + p];
-}
-
-static double op_b(const float *b, int tb, int ldb, int p, int j)
-{
-    return tb ? b[(int64_t)j * ldb + p] : b[(int64_t)p * ldb + j];
 }
 
 typedef struct gemm_case {

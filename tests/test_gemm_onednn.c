@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "gemm_reference.h"
 #include "gradcheck.h"
 
 #define U_F32 0x1p-24
@@ -29,23 +30,6 @@ static void need_onednn(void)
 {
     char why[256];
     if (!ast_gemm_use(AST_GEMM_ONEDNN, why, sizeof why)) cr_skip_test("no oneDNN here: %s", why);
-}
-
-static float *gauss(ast_rng *r, int64_t n)
-{
-    float *v = malloc((size_t)n * sizeof *v);
-    for (int64_t i = 0; i < n; i++) v[i] = ast_rng_gauss(r);
-    return v;
-}
-
-static double op_a(const float *a, int ta, int lda, int i, int p)
-{
-    return ta ? a[(int64_t)p * lda + i] : a[(int64_t)i * lda + p];
-}
-
-static double op_b(const float *b, int tb, int ldb, int p, int j)
-{
-    return tb ? b[(int64_t)j * ldb + p] : b[(int64_t)p * ldb + j];
 }
 
 typedef struct gemm_case {

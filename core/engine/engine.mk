@@ -24,10 +24,10 @@ ENGINE_TESTS = tests/test_ops_shape tests/test_ops_elementwise tests/test_ops_li
 	tests/test_ops_reduce tests/test_ops_routing tests/test_ops_loss tests/test_ops_aligned tests/test_ctx tests/test_rng \
 	tests/test_fastmath tests/test_parallel tests/test_blas_coretype tests/test_bf16 tests/test_gemm_onednn
 check_PROGRAMS += $(ENGINE_TESTS)
-tests_test_bf16_SOURCES = tests/test_bf16.c
+tests_test_bf16_SOURCES = tests/test_bf16.c tests/gemm_reference.h
 tests_test_bf16_CFLAGS = $(TEST_CC)
 tests_test_bf16_LDADD = $(ENGINE_TEST_LIBS)
-tests_test_gemm_onednn_SOURCES = tests/test_gemm_onednn.c
+tests_test_gemm_onednn_SOURCES = tests/test_gemm_onednn.c tests/gemm_reference.h
 tests_test_gemm_onednn_CFLAGS = $(TEST_CC)
 tests_test_gemm_onednn_LDADD = $(ENGINE_TEST_LIBS)
 tests_test_blas_coretype_SOURCES = tests/test_blas_coretype.c
