@@ -574,6 +574,110 @@ Test(cuda_ops, aligned_mse_nan_input)
     cf_free_data(&k, &d);
 }
 
+/* ---- the sampler's alignment ------------------------------------------------------ */
+
+/* in: pred, target, then the mask where arg says so (none wants a gradient). */
+static ast_tensor *run_align(ast_ctx *c, ast_tensor *const *in, const void *arg)
+{
+    return ast_kabsch_align(c, in[0], in[1], *(const int *)arg ? in[2] : NULL);
+}
+
+#define P(...) IN(0, FILL_NORMAL, __VA_ARGS__)
+
+/* Each output is R p summed in double and rounded to float once on both
+ * backends. R: LAPACK's SVD against one-sided Jacobi, both within ~4e-15
+ * of the exact R for a generic H (measured for aligned_mse on 20000 3x3
+ * cases), H summed in another order (~1e-16 N relative); so the doubles
+ * differ by ~1e-14 |p| and the floats by at most one rounding, 1.2e-7 of
+ * the largest. Where a zero singular value leaves its vectors to each
+ * SVD's choice, only p's component along them, float rounding of its
+ * construction (< 1.2e-7 |p|), can turn differently. ALIGN_TOL =
+ * cf_sum_tol(1) = 2e-6 covers both with margin. */
+#define ALIGN_TOL cf_sum_tol(1)
+
+/* Sets whose valid cells span 3-D (FILL_MASK keeps ~3/4 of 37 or more):
+ * R is unique, so padding holding random values turns alike; the
+ * sampler's size, 32 sets of 512 cells; empty shapes. */
+Test(cuda_ops, kabsch_align)
+{
+    const int plain = 0, masked = 1;
+    const cf_case cases[] = {
+        {"kabsch_align [4,37,3]", run_align, &plain, 2, {P(4, 37, 3), P(4, 37, 3)}, ALIGN_TOL},
+        {"kabsch_align [5,37,3] mask", run_align, &masked, 3, {P(5, 37, 3), P(5, 37, 3), MASK(0, 5, 37)}, ALIGN_TOL},
+        {"kabsch_align [3,700,3] mask", run_align, &masked, 3, {P(3, 700, 3), P(3, 700, 3), MASK(0, 3, 700)},
+         ALIGN_TOL},
+        {"kabsch_align [32,512,3] mask", run_align, &masked, 3, {P(32, 512, 3), P(32, 512, 3), MASK(0, 32, 512)},
+         ALIGN_TOL},
+        {"kabsch_align [0,5,3]", run_align, &plain, 2, {P(0, 5, 3), P(0, 5, 3)}, EXACT},
+        {"kabsch_align [4,0,3]", run_align, &plain, 2, {P(4, 0, 3), P(4, 0, 3)}, EXACT},
+    };
+    CHECK(cases);
+}
+
+/* Sets of 0, 1 or 2 valid cells ([8, 2, 3] with FILL_MASK) and of one
+ * cell: H of rank 0, 1 or 2, R unique only on the valid cells' span, so
+ * padding is 0 as the sampler's is (R 0 = 0 on both; no mask: every set
+ * has its one cell). H = 0 gives R = I on both (LAPACK's U = V = I, and
+ * Jacobi's). */
+Test(cuda_ops, kabsch_align_small_sets)
+{
+    const int plain = 0, masked = 1;
+    const cf_case k = {"kabsch_align [8,2,3] mask, padding 0", run_align, &masked, 3,
+                       {P(8, 2, 3), P(8, 2, 3), MASK(0, 8, 2)}, ALIGN_TOL};
+    cf_data d = cf_make_data(&k);
+    for (int i = 0; i < 8 * 2; i++)
+        for (int a = 0; a < 3; a++) d.x[0][i * 3 + a] *= d.x[2][i];
+    cf_check_data(cf_gpu(), &k, &d);
+    cf_free_data(&k, &d);
+    const cf_case one[] = {{"kabsch_align [9,1,3]", run_align, &plain, 2, {P(9, 1, 3), P(9, 1, 3)}, ALIGN_TOL}};
+    CHECK(one);
+}
+
+/* Degenerate sets a fill cannot draw, B = 4 of N = 9, about the origin:
+ * set 0 pred and target each on a line through it, set 1 each in a plane
+ * through it, set 2 the target at the origin (H = 0: R = I), set 3 pred at
+ * the origin. R p is unique in each (p has no component along a zero
+ * singular value's vectors, or R = I); same tolerance. */
+Test(cuda_ops, kabsch_align_degenerate_sets)
+{
+    const int plain = 0;
+    const cf_case k = {"kabsch_align, degenerate sets", run_align, &plain, 2, {P(4, 9, 3), P(4, 9, 3)}, ALIGN_TOL};
+    cf_data d = cf_make_data(&k);
+    float *p = d.x[0], *q = d.x[1];
+    for (int i = 0; i < 9; i++) {
+        float t = (float)i - 4.0f, u = p[(9 + i) * 3], v = q[(9 + i) * 3];
+        for (int a = 0; a < 3; a++) {
+            p[i * 3 + a] = t * (float)(a + 1), q[i * 3 + a] = t * (a == 1 ? -0.5f : 0.25f);
+            p[(9 + i) * 3 + a] = a == 1 ? 0.0f : (a == 0 ? u : v);  /* the plane y = 0 */
+            q[(9 + i) * 3 + a] = a == 2 ? 0.0f : (a == 0 ? v : -u); /* the plane z = 0 */
+            q[(18 + i) * 3 + a] = 0.0f, p[(27 + i) * 3 + a] = 0.0f;
+        }
+    }
+    cf_check_data(cf_gpu(), &k, &d);
+    cf_free_data(&k, &d);
+}
+
+/* A non-finite coordinate: in a weighted cell of set 1 the whole set is
+ * NaN on both backends, not an abort; in a padded cell of set 0 it never
+ * reaches R, only that cell (turned) is NaN, and the rest matches. */
+Test(cuda_ops, kabsch_align_nan_input)
+{
+    const int masked = 1;
+    const cf_case k = {"kabsch_align, NaN input", run_align, &masked, 3, {P(2, 8, 3), P(2, 8, 3), MASK(0, 2, 8)},
+                       ALIGN_TOL};
+    cf_data d = cf_make_data(&k);
+    for (int i = 1; i < 16; i++) d.x[2][i] = 1.0f;
+    d.x[2][0] = 0.0f;
+    d.x[0][0] = NAN, d.x[1][9 * 3 + 2] = INFINITY;
+    cf_result cpu = cf_run_on(ast_backend_cpu(), &k, &d, 0, 0), dev = cf_run_on(cf_gpu(), &k, &d, 0, 0);
+    for (int e = 0; e < 16 * 3; e++)
+        cr_assert(isnan(dev.y[e]) == isnan(cpu.y[e]) && (e >= 3 || isnan(dev.y[e])) && (e < 8 * 3 || isnan(dev.y[e])),
+                  "[%d]: CUDA %g, CPU %g", e, dev.y[e], cpu.y[e]);
+    cf_assert_close("set 0 past its padded cell", dev.y + 3, cpu.y + 3, 7 * 3, ALIGN_TOL);
+    cf_free_result(&cpu), cf_free_result(&dev);
+    cf_free_data(&k, &d);
+}
+
 /* ---- grouped linear -------------------------------------------------------------- */
 
 typedef struct groups_arg {

@@ -1,7 +1,7 @@
 /* engine/kabsch.h: the optimal rigid alignment of two point sets (Kabsch)
- * on the host, in double: the aligned_mse op's CPU kernel
- * (ops/ops_aligned.c), and through model/kabsch.h the RMSD metric and the
- * sampler. */
+ * on the host, in double: the CPU kernels of the ops aligned_mse and
+ * kabsch_align (ops/ops_aligned.c; the sampler's alignment), and through
+ * model/kabsch.h the RMSD metric and the placements. */
 #ifndef ALPHAST_ENGINE_KABSCH_H
 #define ALPHAST_ENGINE_KABSCH_H
 

@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "engine/backend.h"
-#include "model/kabsch.h"
 #include "train/train_dist.h"
 #include "eval/sample.h"
 #include "eval/sample_device.h"
@@ -32,21 +31,6 @@ int ast_sample_grid(int T, int num_steps, int *s_out)
     return n;
 }
 
-void ast_sample_align_to_state(int B, int N, const float *z, const float *mask, float *pred)
-{
-    double *p = ast_xmalloc((size_t)6 * N * sizeof *p), *q = p + 3 * N, *w = ast_xmalloc((size_t)N * sizeof *w), r[9];
-    for (int b = 0; b < B; b++) {
-        int64_t o = (int64_t)b * N * 3;
-        for (int i = 0; i < 3 * N; i++) p[i] = pred[o + i], q[i] = z[o + i];
-        for (int i = 0; i < N; i++) w[i] = mask ? mask[(int64_t)b * N + i] : 1.0;
-        ast_kabsch(p, q, w, N, 1, r);
-        for (int i = 0; i < N; i++)
-            for (int k = 0; k < 3; k++)
-                pred[o + i * 3 + k] = (float)(r[k * 3] * p[i * 3] + r[k * 3 + 1] * p[i * 3 + 1] + r[k * 3 + 2] * p[i * 3 + 2]);
-    }
-    free(p), free(w);
-}
-
 /* Cells per forward pass: the sets are independent, and the arena of one
  * pass over all of them ([B, N, G] several times over) would be the
  * largest allocation of an evaluation. */
@@ -54,7 +38,9 @@ void ast_sample_align_to_state(int B, int N, const float *z, const float *mask, 
 
 /* The eval forward pass on sets b0 .. b0 + B of the state (of N cells,
  * G genes); copies the x0 predictions out of the arena (to the host),
- * which the next pass reuses. */
+ * which the next pass reuses, those of positions turned onto the state
+ * first with sc->align (kabsch_align: each set on its own, so a pass's
+ * share is the whole batch's). */
 static void predict_sets(ast_model *m, ast_ctx *c, const ast_schedule *s, const ast_sampler_config *sc, int b0, int B,
                          int N, int G, const ast_noised *z, const float *mask, float *pred_expr, float *pred_pos)
 {
@@ -64,6 +50,7 @@ static void predict_sets(ast_model *m, ast_ctx *c, const ast_schedule *s, const 
     ast_tensor *t = ast_tensor_from(c, 2, st, z->t + b0), *mk = mask ? ast_tensor_from(c, 2, sm, mask + cells) : NULL;
     ast_model_out out = ast_model_forward(m, c, x, t, p, mk, NULL, NULL);
     ast_tensor *pos = ast_pos_x0_hat(c, s, sc->pos_param, z->t_int + b0, p, out.positions);
+    if (sc->align && ast_mode_noises(sc->mode, AST_MOD_POS)) pos = ast_kabsch_align(c, pos, p, mk);
     /* On a device, where each pass synchronises: the reverse step runs on the host. */
     if (pred_expr) ast_tensor_read(c, out.expression, 0, (int64_t)B * N * G, pred_expr + cells * G);
     ast_tensor_read(c, pos, 0, (int64_t)B * N * 3, pred_pos + cells * 3);
@@ -99,7 +86,6 @@ static void predict_x0(ast_model *m, ast_ctx *c, const ast_schedule *s, const as
         if (pred_expr) gather_predictions(B, N, per_pass, G, pred_expr);
         gather_predictions(B, N, per_pass, 3, pred_pos);
     }
-    if (sc->align && ast_mode_noises(sc->mode, AST_MOD_POS)) ast_sample_align_to_state(B, N, z->pos, mask, pred_pos);
 }
 
 /* The host's loop: each pass's predictions copied to the host, the

@@ -37,7 +37,7 @@ typedef struct dev_sampler {
      * from the other, and the device's copy. */
     float *host[2], *staged;
     int64_t n_staged;
-    float *align_z, *align_pred; /* host [B, N, 3] each, where x0 predictions are aligned (sc->align) */
+    int align; /* x0 predictions of positions turned onto the state (sc->align, positions generated) */
 } dev_sampler;
 
 static float *device_copy(const ast_backend *b, const float *host, int64_t n)
@@ -94,10 +94,7 @@ static void dev_open(dev_sampler *ds, ast_model *m, const ast_schedule *s, const
     }
     ds->mask = mask ? device_copy(ds->b, mask, cells) : NULL;
     ds->count = set_counts(ds->b, B, N, mask);
-    if (sc->align && ds->mod[AST_MOD_POS].generated) {
-        ds->align_z = ast_xmalloc((size_t)cells * 6 * sizeof(float));
-        ds->align_pred = ds->align_z + cells * 3;
-    }
+    ds->align = sc->align && ds->mod[AST_MOD_POS].generated;
     ds->n_staged = staged;
     ds->staged = device_copy(ds->b, NULL, staged);
     for (int k = 0; k < 2; k++) {
@@ -118,7 +115,6 @@ static void dev_close(dev_sampler *ds)
     b->buffer_free(b, ds->count);
     b->buffer_free(b, ds->staged);
     b->host_free(b, ds->host[0]), b->host_free(b, ds->host[1]);
-    free(ds->align_z);
     ast_ctx_free(ds->c);
 }
 
@@ -184,20 +180,6 @@ static void step_modality(dev_sampler *ds, int k, int b0, int nb, ast_tensor *z,
     if (md->pred) store(ds, md->pred + off, pred);
 }
 
-/* With sc->align: the position prediction of sets b0 .. b0 + nb rotated
- * onto their state on the host (ast_sample_align_to_state, float64 Kabsch)
- * and uploaded again: two reads and a copy the host waits for, so such a
- * step runs op by op. */
-static ast_tensor *aligned(dev_sampler *ds, int b0, int nb, ast_tensor *z, ast_tensor *pred)
-{
-    int64_t n = (int64_t)nb * ds->N * 3;
-    ast_tensor_read(ds->c, z, 0, n, ds->align_z);
-    ast_tensor_read(ds->c, pred, 0, n, ds->align_pred);
-    ast_sample_align_to_state(nb, ds->N, ds->align_z, ds->host_mask ? ds->host_mask + (int64_t)b0 * ds->N : NULL,
-                              ds->align_pred);
-    return ast_tensor_from(ds->c, 3, pred->shape, ds->align_pred);
-}
-
 /* One forward pass over sets b0 .. b0 + nb and their reverse step. */
 static void queue_pass(dev_sampler *ds, int b0, int nb)
 {
@@ -213,7 +195,8 @@ static void queue_pass(dev_sampler *ds, int b0, int nb)
     ast_tensor *z[2] = {x, p};
     ast_tensor *a = per_set(ds, ds->B, b0, nb), *b = per_set(ds, 2 * (int64_t)ds->B, b0, nb);
     ast_tensor *pred[2] = {out.expression, ast_pos_x0_hat_with(c, ds->sc->pos_param, a, b, p, out.positions)};
-    if (ds->align_z) pred[AST_MOD_POS] = aligned(ds, b0, nb, p, pred[AST_MOD_POS]);
+    /* On the device (the op kabsch_align): the step still replays. */
+    if (ds->align) pred[AST_MOD_POS] = ast_kabsch_align(c, pred[AST_MOD_POS], p, mk);
     for (int k = 0; k < 2; k++)
         if (ds->mod[k].generated) step_modality(ds, k, b0, nb, z[k], pred[k]);
 }
@@ -255,13 +238,9 @@ static void run_step(dev_sampler *ds, int i, ast_graph **g, int *waits)
     queue_step(ds);
     if (i == 1) *waits = (int)(ast_graph_traffic(ds->c) - before);
     if (i == 1 && *waits && !ds->sc->op_by_op) {
-        if (ds->align_z)
-            snprintf(why, sizeof why, "each x0 prediction of positions is aligned onto the state on the host "
-                     "(position_loss: aligned)");
-        else
-            snprintf(why, sizeof why, "the step waits for the host %d time%s (the model's prior, computed on the host "
-                     "from the expression, or a plugin that reads device data there, such as MoE routing; "
-                     "ALPHAST_TRACE_TRAFFIC=1 shows where)", *waits, *waits == 1 ? "" : "s");
+        snprintf(why, sizeof why, "the step waits for the host %d time%s (the model's prior, computed on the host "
+                 "from the expression, or a plugin that reads device data there, such as MoE routing; "
+                 "ALPHAST_TRACE_TRAFFIC=1 shows where)", *waits, *waits == 1 ? "" : "s");
         say_op_by_op(why);
     }
 }

@@ -1,6 +1,7 @@
 /* eval/sample_device.h: the reverse diffusion with its state in a device's
  * memory (eval-internal; sample.c chooses it). Each step is the network's
- * eval forward, the x0 prediction of positions and the posterior update
+ * eval forward, the x0 prediction of positions (turned onto the state
+ * with sampler_config.align: the op kabsch_align) and the posterior update
  * z_s = cz z_t + cx x0 + std eps (positions re-centred), all queued as
  * engine ops; the host only stages the step's times, coefficients and
  * noise in pinned memory (drawn from the sampler's RNG in the order the
@@ -19,10 +20,5 @@
  * times). Returns the network evaluations replayed from a graph. */
 int ast_sample_on_device(ast_model *m, const ast_schedule *s, const ast_sampler_config *sc, ast_rng *rng, int B, int N,
                          const float *mask, ast_noised *z, float *out_expr, float *out_pos);
-
-/* Rotates (or reflects) each of B sets' position prediction pred [B, N, 3]
- * onto the state z about their centres (both centred over the valid cells,
- * mask [B, N] or NULL), in float64 on the host (sampler_config.align). */
-void ast_sample_align_to_state(int B, int N, const float *z, const float *mask, float *pred);
 
 #endif

@@ -1,7 +1,8 @@
 /* model/kabsch.h: the optimal rigid alignment of two point sets (Kabsch),
- * shared by the RMSD metric and the sampler: the engine's ast_kabsch and
- * ast_center_rows3 (engine/kabsch.h, which the aligned_mse op's CPU kernel
- * uses too), and a whole placement moved onto another. */
+ * shared by the RMSD metric and the placements: the engine's ast_kabsch
+ * and ast_center_rows3 (engine/kabsch.h, which the CPU kernels of the ops
+ * aligned_mse and kabsch_align use too), and a whole placement moved onto
+ * another. */
 #ifndef ALPHAST_KABSCH_H
 #define ALPHAST_KABSCH_H
 

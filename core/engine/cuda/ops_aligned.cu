@@ -5,7 +5,8 @@
  * tree, and one thread of it finds R from H (a one-sided Jacobi SVD in
  * double, below); one thread then adds the sets' shares in set order, as
  * the CPU does; the backward recomputes each cell's residual from the
- * saved R and means, a thread per cell. */
+ * saved R and means, a thread per cell. kabsch_align (the sampler's) finds
+ * R the same way about the origin and turns pred by it. */
 #include <float.h>
 
 #include "engine/cuda/row_reduce.cuh"
@@ -165,6 +166,23 @@ __device__ static void centred(const float *pred, const float *target, const dou
     }
 }
 
+/* H = sum w p~ q~^T of set b about the means in st (zeros: about the
+ * origin, as p - 0.0 is p), summed over the block (every thread gets it;
+ * the sums' barriers also end the block's reads of the last set's R). */
+__device__ static void cross_covariance(const float *pred, const float *target, const float *mask, const double *st,
+                                        int64_t b, int64_t np, double *h)
+{
+    double p[3], q[3];
+    for (int k = 0; k < 9; k++) h[k] = 0.0;
+    for (int64_t i = threadIdx.x; i < np; i += blockDim.x) {
+        double w = weight_of(mask, b * np + i);
+        if (w == 0.0) continue;
+        centred(pred, target, st, b * np + i, w, p, q);
+        for (int k = 0; k < 9; k++) h[k] += w * p[k / 3] * q[k % 3];
+    }
+    block_sums(h, 9);
+}
+
 /* e = R p~ - q~. */
 __device__ static void residual(const double *r, const double *p, const double *q, double *e)
 {
@@ -181,18 +199,12 @@ __global__ void aligned_sets_kernel(const float *pred, const float *target, cons
 {
     __shared__ double r[9];
     for (int64_t b = blockIdx.x; b < nb; b += gridDim.x) {
-        double st[AL_STRIDE], h[9] = {0.0}, p[3], q[3], e[3];
+        double st[AL_STRIDE], h[9], p[3], q[3], e[3];
         set_moments(pred, target, mask, b, np, st);
         if (threadIdx.x >= AL_MP && threadIdx.x <= AL_W) stats[b * AL_STRIDE + threadIdx.x] = st[threadIdx.x];
         if (threadIdx.x == 0) stats[b * AL_STRIDE + AL_FINITE] = st[AL_FINITE];
         if (st[AL_W] < 2.0 || st[AL_FINITE] == 0.0) continue;
-        for (int64_t i = threadIdx.x; i < np; i += blockDim.x) {
-            double w = weight_of(mask, b * np + i);
-            if (w == 0.0) continue;
-            centred(pred, target, st, b * np + i, w, p, q);
-            for (int k = 0; k < 9; k++) h[k] += w * p[k / 3] * q[k % 3];
-        }
-        block_sums(h, 9); /* its barriers also end the last set's reads of r */
+        cross_covariance(pred, target, mask, st, b, np, h);
         if (threadIdx.x == 0) best_rotation(h, r);
         __syncthreads();
         double sq = 0.0;
@@ -285,7 +297,45 @@ static void aligned_forward(ast_ctx *c, ast_node *n)
     n->saved = stats;
 }
 
+/* kabsch_align, a block per set (grid-stride over sets): whether every
+ * weighted coordinate is finite (set_moments; its means are not used),
+ * H about the origin, R by one thread, then each cell of pred, padding
+ * included, turned by R in double and rounded once, as on the CPU; a set
+ * with a non-finite weighted coordinate comes out NaN. */
+__global__ void align_sets_kernel(const float *pred, const float *target, const float *mask, int64_t nb, int64_t np,
+                                  float *out)
+{
+    __shared__ double r[9];
+    for (int64_t b = blockIdx.x; b < nb; b += gridDim.x) {
+        double st[AL_STRIDE], h[9];
+        set_moments(pred, target, mask, b, np, st);
+        int finite = st[AL_FINITE] != 0.0; /* the same in every thread: the branches below are the block's */
+        for (int d = 0; d < 3; d++) st[AL_MP + d] = st[AL_MQ + d] = 0.0;
+        if (finite) cross_covariance(pred, target, mask, st, b, np, h);
+        if (finite && threadIdx.x == 0) best_rotation(h, r); /* set_moments' barriers ended the last set's reads */
+        __syncthreads();
+        for (int64_t i = threadIdx.x; i < np; i += blockDim.x) {
+            const float *p = pred + (b * np + i) * 3;
+            for (int a = 0; a < 3; a++)
+                out[(b * np + i) * 3 + a] =
+                    finite ? (float)(r[a * 3] * (double)p[0] + r[a * 3 + 1] * (double)p[1] + r[a * 3 + 2] * (double)p[2])
+                           : NAN;
+        }
+    }
+}
+
+static void align_forward(ast_ctx *c, ast_node *n)
+{
+    ast_tensor *pred = n->in[0], *mask = n->in[2];
+    int64_t nb = pred->shape[0];
+    if (!nb || !pred->shape[1]) return;
+    align_sets_kernel<<<(unsigned)(nb < 65535 ? nb : 65535), AST_ROW_BLOCK, 0, AST_CUDA_STREAM>>>(
+        pred->data, n->in[1]->data, mask ? mask->data : NULL, nb, pred->shape[1], n->out->data);
+    AST_CUDA_LAUNCHED();
+}
+
 extern "C" void ast_cuda_aligned_kernels(ast_op_kernel *t)
 {
     t[AST_OP_aligned_mse] = ast_op_kernel{aligned_forward, aligned_backward, 3u, 0};
+    t[AST_OP_kabsch_align] = ast_op_kernel{align_forward, NULL, 0, 0}; /* no backward: inference only */
 }

@@ -1,8 +1,10 @@
-/* The CPU kernel of aligned_mse (ops/dispatch_loss.c), the position loss up
- * to a rigid motion: per set in double, centred, turned by Kabsch's R
+/* The CPU kernels of aligned_mse (ops/dispatch_loss.c), the position loss
+ * up to a rigid motion: per set in double, centred, turned by Kabsch's R
  * (LAPACK's 3x3 SVD, engine/kabsch.c), the residuals' MSE. The forward has
  * every residual at hand, so it makes dL/dpred and dL/dtarget too (where
- * wanted) and the backward only scales them by dL/dy. */
+ * wanted) and the backward only scales them by dL/dy. And of kabsch_align,
+ * the sampler's alignment: the same sets and R, about the origin, and pred
+ * turned by it. */
 #include <math.h>
 
 #include "engine/backend.h"
@@ -32,10 +34,18 @@ static double set_weight(const float *mask, int64_t b, int64_t n)
     return s;
 }
 
-/* Loads and centres set b. Cells of weight 0 (padding) are loaded as
- * zeros, so whatever they hold cannot reach the sums (0 * NaN is NaN).
- * Returns 0 if a weighted cell is not finite: LAPACK's SVD rejects NaN,
- * and the trainer should see a NaN loss, not an abort. */
+/* A set's work space in the arena, with weights where there is a mask. */
+static set_work set_work_of(ast_ctx *c, int64_t np, const ast_tensor *mask)
+{
+    return (set_work){ast_alloc_uninit(c, (size_t)np * 3 * sizeof(double)),
+                      ast_alloc_uninit(c, (size_t)np * 3 * sizeof(double)),
+                      mask ? ast_alloc_uninit(c, (size_t)np * sizeof(double)) : NULL, np};
+}
+
+/* Loads set b. Cells of weight 0 (padding) are loaded as zeros, so
+ * whatever they hold cannot reach the sums (0 * NaN is NaN; a finite value
+ * would add 0 w p q = 0 anyway). Returns 0 if a weighted cell is not finite:
+ * LAPACK's SVD rejects NaN, and the caller should see NaN, not an abort. */
 static int load_set(set_work *x, const aligned_in *in, int64_t b)
 {
     int64_t n = x->n;
@@ -49,8 +59,6 @@ static int load_set(set_work *x, const aligned_in *in, int64_t b)
             finite &= isfinite(x->p[k]) && isfinite(x->q[k]);
         }
     }
-    ast_center_rows3(x->p, x->w, (int)n);
-    ast_center_rows3(x->q, x->w, (int)n);
     return finite;
 }
 
@@ -100,9 +108,7 @@ static void aligned_forward(ast_ctx *c, ast_node *n)
     *g = (aligned_grads){grad_buffer(c, pred), grad_buffer(c, target)};
     int sets = 0;
     for (int64_t b = 0; b < nb; b++) sets += set_weight(in.mask, b, np) >= 2.0;
-    set_work x = {ast_alloc_uninit(c, (size_t)np * 3 * sizeof(double)),
-                  ast_alloc_uninit(c, (size_t)np * 3 * sizeof(double)),
-                  mask ? ast_alloc_uninit(c, (size_t)np * sizeof(double)) : NULL, np};
+    set_work x = set_work_of(c, np, mask);
     double total = 0.0;
     for (int64_t b = 0; b < nb; b++) {
         double weight = set_weight(in.mask, b, np);
@@ -113,6 +119,8 @@ static void aligned_forward(ast_ctx *c, ast_node *n)
             poison_set(gb, np * 3);
             continue;
         }
+        ast_center_rows3(x.p, x.w, (int)np);
+        ast_center_rows3(x.q, x.w, (int)np);
         double scale = 1.0 / (3.0 * weight * sets); /* set b's share of the mean over sets */
         total += scale * aligned_sq_err(&x, gb, scale);
     }
@@ -135,7 +143,32 @@ static void aligned_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *
     if (g->g[1]) scale_into(g->g[1], g->assign[1], s->target, dy, count);
 }
 
+/* kabsch_align: R of each set as loaded, not centred (the sets come
+ * centred in float; in double their means are rounding, which would move
+ * the bits of the sampler's steps), and every cell of pred, padding
+ * included, turned by it in double and rounded once. */
+static void align_forward(ast_ctx *c, ast_node *n)
+{
+    ast_tensor *pred = n->in[0], *mask = n->in[2];
+    int64_t nb = pred->shape[0], np = pred->shape[1];
+    aligned_in in = {pred->data, n->in[1]->data, mask ? mask->data : NULL};
+    set_work x = set_work_of(c, np, mask);
+    for (int64_t b = 0; b < nb; b++) {
+        const float *p = in.pred + b * np * 3;
+        float *out = n->out->data + b * np * 3;
+        double r[9];
+        int finite = load_set(&x, &in, b);
+        if (finite) ast_kabsch(x.p, x.q, x.w, (int)np, 1, r);
+        for (int64_t i = 0; i < np; i++)
+            for (int a = 0; a < 3; a++)
+                out[i * 3 + a] = finite ? (float)(r[a * 3] * p[i * 3] + r[a * 3 + 1] * p[i * 3 + 1] +
+                                                  r[a * 3 + 2] * p[i * 3 + 2])
+                                        : NAN;
+    }
+}
+
 void ast_cpu_aligned_kernels(ast_op_kernel *t)
 {
     t[AST_OP_aligned_mse] = (ast_op_kernel){.forward = aligned_forward, .backward = aligned_backward, .assigns = 3u};
+    t[AST_OP_kabsch_align] = (ast_op_kernel){.forward = align_forward}; /* no backward: inference only */
 }
