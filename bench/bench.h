@@ -85,6 +85,7 @@ typedef struct bench_run_opts {
     uint64_t seed;
     ast_precision precision; /* of linear, matmul and bmm (--precision) */
     const char *device;      /* the backend (--device): "cpu" or "cuda"; each step ends synchronised */
+    int sample_align;        /* the sampler turns each x0 prediction onto the state (--sample-align on) */
 } bench_run_opts;
 
 typedef struct bench_model_job {

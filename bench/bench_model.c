@@ -27,14 +27,15 @@ static const char usage[] =
     "usage: bench_model [--sections demo,reference,gated,moe,sample] [--configs baseline,gated,moe,gated_moe]\n"
     "                   [--steps 20] [--warmup 3] [--budget 120] [--max-cells 32768]\n"
     "                   [--json bench/results/alphast.json] [--compare bench/results/pytorch.json]\n"
-    "                   [--precision 32-true|bf16-mixed] [--device cpu|cuda]\n"
+    "                   [--precision 32-true|bf16-mixed] [--device cpu|cuda] [--sample-align off|on]\n"
     "Threads: OPENBLAS_NUM_THREADS (default 2). --precision bf16-mixed runs the GEMMs of linear, matmul\n"
     "and bmm in bf16 (training.precision's mode; torch_bench.py --precision bf16-mixed is autocast).\n"
     "--device cuda runs every case on the CUDA backend, each timed step ending synchronised; arena MB\n"
     "and state MB (parameters, gradients, AdamW moments) are then GPU memory. More sections:\n"
     "reference32 (the reference size at B=32 sets), cells (the gated model, G=200, one set of\n"
     "4k ... --max-cells cells), sample (reverse diffusion, ms per network evaluation and cells per second,\n"
-    "reference size, B=4 and B=32; torch_bench.py's twin sampler beside it), gemm (the\n"
+    "reference size, B=4 and B=32; torch_bench.py's twin sampler beside it; --sample-align on turns each\n"
+    "x0 prediction onto the state, as position_loss: aligned, the default, samples), gemm (the\n"
     "reference model's GEMM shapes on OpenBLAS and on oneDNN, best of --steps; ALPHAST_GEMM picks the\n"
     "library of the other sections).\n";
 
@@ -68,6 +69,8 @@ static int parse_args(int argc, char **argv, bench_args *a)
         else if (!strcmp(k, "--max-cells")) a->max_cells = atoi(v);
         else if (!strcmp(k, "--precision") && (!strcmp(v, "32-true") || !strcmp(v, "bf16-mixed"))) a->precision = v;
         else if (!strcmp(k, "--device") && ast_backend_find(v)) a->device = v;
+        else if (!strcmp(k, "--sample-align") && (!strcmp(v, "on") || !strcmp(v, "off")))
+            a->run.sample_align = !strcmp(v, "on");
         else return -1;
         i++;
     }
@@ -272,8 +275,8 @@ static void run_sampling(const bench_args *a, bench_json *j)
 {
     static const char *const configs[] = {"baseline", "gated", "moe", "gated_moe"};
     static const int sets[] = {4, 32};
-    printf("\n== sampling: positions from expression, reference size, B x N=512, %d network evaluations ==\n",
-           SAMPLE_EVALS);
+    printf("\n== sampling: positions from expression, reference size, B x N=512, %d network evaluations%s ==\n",
+           SAMPLE_EVALS, a->run.sample_align ? ", each x0 prediction aligned" : "");
     printf("%-20s %5s %12s %14s\n", "model", "B", "ms per eval", "cells per s");
     for (int k = 0; k < 2; k++)
         for (int i = 0; i < 4; i++) {

@@ -370,7 +370,8 @@ void bench_sample_child(const void *arg, bench_timing *out)
     int64_t cells = (int64_t)mc->sets * mc->cells;
     float *pos = ast_xmalloc((size_t)cells * 3 * sizeof *pos);
     ast_sampler_config sc = {.mode = AST_MODE_EXPR_TO_POS, .num_steps = job->run.steps, .ret = AST_RETURN_X0,
-                             .seed = job->run.seed, .pos_param = AST_POS_X0, .precision = job->run.precision};
+                             .seed = job->run.seed, .pos_param = AST_POS_X0, .align = job->run.sample_align,
+                             .precision = job->run.precision};
     sc.num_steps = job->run.warmup > 1 ? job->run.warmup : 1;
     ast_sample(m, &sched, &sc, mc->sets, mc->cells, in.expr, NULL, NULL, NULL, pos);
     sc.num_steps = job->run.steps;

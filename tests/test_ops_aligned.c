@@ -124,7 +124,7 @@ Test(ops_aligned, nan_input_gives_nan_not_an_abort)
 /* ---- kabsch_align ------------------------------------------------------------ */
 
 /* The sampler's host path before the op (ast_sample_align_to_state in
- * core/eval/sample.c), kept verbatim as the reference the op must match
+ * core/eval/sample.c), kept as the reference the op must match
  * bit for bit: the CPU sampler's numbers, and the golden tests', stay. */
 static void align_to_state_before(int nb, int np, const float *z, const float *mask, float *pred)
 {
@@ -136,7 +136,8 @@ static void align_to_state_before(int nb, int np, const float *z, const float *m
         ast_kabsch(p, q, w, np, 1, r);
         for (int i = 0; i < np; i++)
             for (int k = 0; k < 3; k++)
-                pred[o + i * 3 + k] = (float)(r[k * 3] * p[i * 3] + r[k * 3 + 1] * p[i * 3 + 1] + r[k * 3 + 2] * p[i * 3 + 2]);
+                pred[o + i * 3 + k] =
+                    (float)(r[k * 3] * p[i * 3] + r[k * 3 + 1] * p[i * 3 + 1] + r[k * 3 + 2] * p[i * 3 + 2]);
     }
     free(p), free(w);
 }
@@ -260,7 +261,8 @@ Test(ops_aligned, kabsch_align_undoes_a_rigid_motion)
         for (int i = 0; i < NP; i++)
             for (int a = 0; a < 3; a++) {
                 const float *p = pred + (b * NP + i) * 3;
-                target[(b * NP + i) * 3 + a] = (float)(q[b][a * 3] * p[0] + q[b][a * 3 + 1] * p[1] + q[b][a * 3 + 2] * p[2]);
+                double qp = q[b][a * 3] * p[0] + q[b][a * 3 + 1] * p[1] + q[b][a * 3 + 2] * p[2];
+                target[(b * NP + i) * 3 + a] = (float)qp;
             }
     align_op(2, NP, pred, target, NULL, out);
     for (int k = 0; k < 2 * NP * 3; k++)

@@ -316,10 +316,10 @@ __global__ void align_sets_kernel(const float *pred, const float *target, const 
         __syncthreads();
         for (int64_t i = threadIdx.x; i < np; i += blockDim.x) {
             const float *p = pred + (b * np + i) * 3;
+            double x = p[0], y = p[1], z = p[2];
+            float *o = out + (b * np + i) * 3;
             for (int a = 0; a < 3; a++)
-                out[(b * np + i) * 3 + a] =
-                    finite ? (float)(r[a * 3] * (double)p[0] + r[a * 3 + 1] * (double)p[1] + r[a * 3 + 2] * (double)p[2])
-                           : NAN;
+                o[a] = finite ? (float)(r[a * 3] * x + r[a * 3 + 1] * y + r[a * 3 + 2] * z) : NAN;
         }
     }
 }
