@@ -154,6 +154,7 @@ void ast_cpu_norm_kernels(ast_op_kernel *table);
 void ast_cpu_elementwise_kernels(ast_op_kernel *table);
 void ast_cpu_grouped_kernels(ast_op_kernel *table);
 void ast_cpu_moe_kernels(ast_op_kernel *table);
+void ast_cpu_attention_kernels(ast_op_kernel *table);
 
 /* The CPU backend's services (backend_cpu_services.c). */
 void ast_cpu_zero(const ast_backend *b, void *dst, size_t bytes);

@@ -36,7 +36,8 @@ static const ast_op_family cpu_families[] = {ast_cpu_linalg_kernels, ast_cpu_red
                                                   ast_cpu_norm_kernels,
                                                   ast_cpu_elementwise_kernels,
                                                   ast_cpu_grouped_kernels,
-                                                  ast_cpu_moe_kernels};
+                                                  ast_cpu_moe_kernels,
+                                                  ast_cpu_attention_kernels};
 static pthread_once_t kernels_filled = PTHREAD_ONCE_INIT;
 
 static void fill_kernels(void)

@@ -11,9 +11,11 @@ libalphast_engine_la_SOURCES += \
 	core/engine/blas_coretype.h core/engine/blas_coretype.c core/engine/kabsch.h core/engine/kabsch.c \
 	core/engine/ops/ops_axis.h core/engine/ops/ops_plan.h core/engine/ops/ops_shape.c core/engine/ops/ops_elementwise.c \
 	core/engine/ops/ops_linalg.c core/engine/ops/ops_norm.c core/engine/ops/ops_reduce.c \
-	core/engine/ops/ops_routing.c core/engine/ops/ops_grouped.c core/engine/ops/ops_moe.c core/engine/ops/ops_aligned.c core/engine/ops/ops_loss.c core/engine/ops/dispatch.c \
+	core/engine/ops/ops_routing.c core/engine/ops/ops_grouped.c core/engine/ops/ops_moe.c core/engine/ops/ops_aligned.c core/engine/ops/ops_loss.c \
+	core/engine/ops/ops_softmax.h core/engine/ops/ops_attention.c core/engine/ops/dispatch.c \
 	core/engine/ops/dispatch_linalg.c core/engine/ops/dispatch_reduce.c core/engine/ops/dispatch_routing.c core/engine/ops/dispatch_loss.c core/engine/ops/dispatch_shape.c core/engine/ops/dispatch_norm.c \
-	core/engine/ops/dispatch_elementwise.c core/engine/ops/dispatch_grouped.c core/engine/ops/dispatch_moe.c
+	core/engine/ops/dispatch_elementwise.c core/engine/ops/dispatch_grouped.c core/engine/ops/dispatch_moe.c \
+	core/engine/ops/dispatch_attention.c
 libalphast_engine_la_CFLAGS = $(AM_CFLAGS) $(BLAS_CFLAGS) $(FASTMATH_CFLAGS)
 libalphast_engine_la_LIBADD = $(BLAS_LIBS) $(ONEDNN_LIBS) -lm
 EXTRA_DIST += core/engine/README.md
@@ -21,7 +23,7 @@ EXTRA_DIST += core/engine/README.md
 # Engine tests link the engine library alone: it needs nothing above it.
 ENGINE_TEST_LIBS = tests/libgradcheck.la libalphast_engine.la $(CRITERION_LIBS)
 ENGINE_TESTS = tests/test_ops_shape tests/test_ops_elementwise tests/test_ops_linalg tests/test_ops_norm \
-	tests/test_ops_reduce tests/test_ops_routing tests/test_ops_loss tests/test_ops_aligned tests/test_ctx tests/test_rng \
+	tests/test_ops_reduce tests/test_ops_routing tests/test_ops_loss tests/test_ops_aligned tests/test_ops_attention tests/test_ctx tests/test_rng \
 	tests/test_fastmath tests/test_parallel tests/test_blas_coretype tests/test_bf16 tests/test_gemm_onednn
 check_PROGRAMS += $(ENGINE_TESTS)
 tests_test_bf16_SOURCES = tests/test_bf16.c tests/gemm_reference.h
@@ -57,6 +59,9 @@ tests_test_ops_loss_LDADD = $(ENGINE_TEST_LIBS)
 tests_test_ops_aligned_SOURCES = tests/test_ops_aligned.c
 tests_test_ops_aligned_CFLAGS = $(TEST_CC)
 tests_test_ops_aligned_LDADD = $(ENGINE_TEST_LIBS)
+tests_test_ops_attention_SOURCES = tests/test_ops_attention.c
+tests_test_ops_attention_CFLAGS = $(TEST_CC)
+tests_test_ops_attention_LDADD = $(ENGINE_TEST_LIBS)
 tests_test_ctx_SOURCES = tests/test_ctx.c
 tests_test_ctx_CFLAGS = $(TEST_CC)
 tests_test_ctx_LDADD = $(ENGINE_TEST_LIBS)

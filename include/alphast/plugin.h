@@ -49,8 +49,9 @@ extern "C" {
  * noise_normal, moe_route, moe_pick, moe_gather, moe_grouped_linear and
  * moe_combine (routing in backend memory), aligned_mse (the Kabsch-aligned
  * position loss), add_layernorm (a fused residual LayerNorm) and the
- * host table's stat_tensor; 2.7 the op kabsch_align (a prediction turned
- * onto a target per set, for the sampler) */
+ * host table's stat_tensor; 2.7 the ops kabsch_align (a prediction turned
+ * onto a target per set, for the sampler) and linear_attention (the fused
+ * linear attention core) */
 #define AST_ABI_MINOR 7
 #define AST_MAX_DIMS 4
 

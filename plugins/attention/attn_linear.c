@@ -2,7 +2,6 @@
  * pre-norm linear attention (queries softmaxed over the head's features,
  * keys over the sequence, no normaliser) and a GELU feed-forward, each
  * with a residual. Parameter names follow its state_dict (docs/model.md §2.10a). */
-#include <math.h>
 #include <stdlib.h>
 
 #include "alphast/plugin_api.h"
@@ -36,28 +35,17 @@ static void *linear_create(const ast_create_args *a, char *err, size_t errlen)
     return l;
 }
 
-/* Keys [B, H, N, dh] softmaxed over the sequence; padded cells get no weight
- * (the key mask bias [B, 1, 1, N] turned to the key axis [B, 1, N, 1]). */
-static ast_tensor *key_softmax(ast_ctx *c, ast_tensor *k, ast_tensor *mask)
-{
-    if (mask) {
-        ast_tensor *bias = ast_key_mask_bias(c, mask, AST_MASKED_LOGIT);
-        k = ast_add(c, k, ast_reshape(c, bias, 4, (int64_t[]){k->shape[0], 1, k->shape[2], 1}));
-    }
-    return ast_softmax(c, k, 2);
-}
-
-/* h + to_out(merge(softmax_dh(q) * dh^-1/2 . (k^T v))) on the pre-normed a. */
+/* h + to_out(merge(softmax_dh(q) * dh^-1/2 . (k^T v))) on the pre-normed a,
+ * keys softmaxed over the sequence; padded cells get no weight (the key
+ * mask bias). The core is one op (linear_attention): no head is split out. */
 static ast_tensor *attention(const linear_attn *l, ast_ctx *c, ast_tensor *x, ast_tensor *mask)
 {
     ast_tensor *a = ast_layernorm(c, x, l->ln_attn.weight, l->ln_attn.bias, LN_EPS);
-    ast_tensor *q = ast_split_heads(c, ast_linear(c, a, l->to_q.weight, NULL), l->heads);
-    ast_tensor *k = ast_split_heads(c, ast_linear(c, a, l->to_k.weight, NULL), l->heads);
-    ast_tensor *v = ast_split_heads(c, ast_linear(c, a, l->to_v.weight, NULL), l->heads);
-    q = ast_affine(c, ast_softmax(c, q, -1), 1.0f / sqrtf((float)q->shape[3]), 0.0f);
-    k = key_softmax(c, k, mask);
-    ast_tensor *context = ast_bmm(c, k, v, 1, 0); /* [B, H, dh, dh] */
-    ast_tensor *o = ast_merge_heads(c, ast_bmm(c, q, context, 0, 0));
+    ast_tensor *q = ast_linear(c, a, l->to_q.weight, NULL);
+    ast_tensor *k = ast_linear(c, a, l->to_k.weight, NULL);
+    ast_tensor *v = ast_linear(c, a, l->to_v.weight, NULL);
+    ast_tensor *bias = mask ? ast_key_mask_bias(c, mask, AST_MASKED_LOGIT) : NULL;
+    ast_tensor *o = ast_linear_attention(c, q, k, v, bias, l->heads);
     return ast_add(c, x, ast_linear(c, o, l->to_out.weight, l->to_out.bias));
 }
 

@@ -7,11 +7,12 @@
 
 #include "engine/backend.h"
 #include "alphast/fastmath.h"
+#include "ops_softmax.h"
 
 /* ---- softmax ------------------------------------------------------------ */
 
 /* One contiguous row; subtracting the max keeps exp from overflowing. */
-static void softmax_row(const float *restrict x, float *restrict y, int64_t len)
+void ast_softmax_row(const float *restrict x, float *restrict y, int64_t len)
 {
     float m = x[0], s = 0.0f;
 #pragma omp simd reduction(max : m)
@@ -25,8 +26,7 @@ static void softmax_row(const float *restrict x, float *restrict y, int64_t len)
 /* Columns [j0, j1) of a [len, inner] slab normalised down each column (a
  * middle axis). Walking it row by row keeps memory access contiguous; m and
  * s carry the running max and sum of every column. */
-static void softmax_slab(const float *x, float *y, int64_t len, int64_t inner, int64_t j0, int64_t j1, float *m,
-                         float *s)
+void ast_softmax_slab(const float *x, float *y, int64_t len, int64_t inner, int64_t j0, int64_t j1, float *m, float *s)
 {
     for (int64_t j = j0; j < j1; j++) m[j] = x[j], s[j] = 0.0f;
     for (int64_t k = 1; k < len; k++)
@@ -50,8 +50,8 @@ static void softmax_row_backward(const float *restrict y, const float *restrict 
     }
 }
 
-static void softmax_slab_backward(const float *y, const float *dy, float *dx, int64_t len, int64_t inner, int64_t j0,
-                                  int64_t j1, float *dot, int assign)
+void ast_softmax_slab_backward(const float *y, const float *dy, float *dx, int64_t len, int64_t inner, int64_t j0,
+                               int64_t j1, float *dot, int assign)
 {
     for (int64_t j = j0; j < j1; j++) dot[j] = 0.0f;
     for (int64_t k = 0; k < len; k++)
@@ -84,10 +84,10 @@ static void softmax_range(void *arg, int64_t lo, int64_t hi)
     const softmax_args *a = arg;
     int64_t slab = a->len * a->inner;
     if (a->inner == 1)
-        for (int64_t o = lo; o < hi; o++) softmax_row(a->x + o * slab, a->y + o * slab, a->len);
+        for (int64_t o = lo; o < hi; o++) ast_softmax_row(a->x + o * slab, a->y + o * slab, a->len);
     else
         for (int64_t o = 0; o < a->outer; o++)
-            softmax_slab(a->x + o * slab, a->y + o * slab, a->len, a->inner, lo, hi, a->scratch,
+            ast_softmax_slab(a->x + o * slab, a->y + o * slab, a->len, a->inner, lo, hi, a->scratch,
                          a->scratch + a->inner);
 }
 
@@ -99,7 +99,7 @@ static void softmax_backward_range(void *arg, int64_t lo, int64_t hi)
         for (int64_t o = lo; o < hi; o++) softmax_row_backward(a->y + o * slab, a->dy + o * slab, a->dx + o * slab, a->len, a->assign);
     else
         for (int64_t o = 0; o < a->outer; o++)
-            softmax_slab_backward(a->y + o * slab, a->dy + o * slab, a->dx + o * slab, a->len, a->inner, lo, hi,
+            ast_softmax_slab_backward(a->y + o * slab, a->dy + o * slab, a->dx + o * slab, a->len, a->inner, lo, hi,
                                   a->scratch, a->assign);
 }
 
