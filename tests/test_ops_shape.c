@@ -159,6 +159,23 @@ static ast_tensor *fwd_transpose_plus_self(ast_ctx *c, ast_tensor *const *in, vo
     return ast_add(c, ast_permute(c, in[0], (int[]){1, 0}), in[0]);
 }
 
+/* Large enough for the pool's rows (2,048 rows of 32 > 2 grains): each
+ * row lands where it should, and the backward (a fresh gradient, assigned)
+ * sends every element back: seeded with y itself, x's gradient is x. */
+Test(ops_shape, permute_on_the_pool)
+{
+    ast_params *p = ast_params_new(8);
+    ast_tensor *x = gc_input(p, "x", 4, (int64_t[]){4, 64, 8, 32}, 1.0f);
+    const int perm[4] = {0, 2, 1, 3};
+    ast_ctx *c = ast_ctx_new(0);
+    ast_tensor *y = fwd_permute(c, &x, (void *)perm);
+    check_permute(x, perm, y);
+    ast_backward_seed(c, y, y->data);
+    cr_assert_arr_eq(x->grad, x->data, (size_t)x->size * sizeof(float));
+    ast_ctx_free(c);
+    ast_params_free(p);
+}
+
 Test(ops_shape, permute_gradient_accumulates)
 {
     ast_params *p = ast_params_new(14);

@@ -1,6 +1,6 @@
 /* The CPU kernels of the shape ops (ops/dispatch_shape.c): reshape's
  * backward, the permutations' strided copy, concat and slice on the last
- * axis. */
+ * axis, each on the thread pool by rows. */
 #include <string.h>
 
 #include "engine/backend.h"
@@ -34,24 +34,37 @@ static void reshape_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *
 
 /* Forward copies src into dst (dst[o] = src[at(o)]); backward adds the
  * other way (src[at(o)] += dst[o]), or copies when src is a fresh gradient
- * (a permutation reaches every element once). */
+ * (a permutation reaches every element once, so the pool's rows of dst
+ * touch disjoint elements of src). */
 enum { PERM_FORWARD, PERM_BACKWARD_ADD, PERM_BACKWARD_ASSIGN };
+
+typedef struct perm_args {
+    const ast_perm_plan *p;
+    float *src, *dst;
+    int mode;
+} perm_args;
+
+/* Rows [lo, hi) of dst, a row being its last axis (i0, i1, i2 fixed). */
+static void permute_range(void *arg, int64_t lo, int64_t hi)
+{
+    const perm_args *a = arg;
+    const int64_t *d = a->p->dim, *s = a->p->stride;
+    for (int64_t r = lo; r < hi; r++) {
+        int64_t i2 = r % d[2], i1 = r / d[2] % d[1], i0 = r / d[2] / d[1];
+        float *row = a->src + i0 * s[0] + i1 * s[1] + i2 * s[2], *out = a->dst + r * d[3];
+        if (a->mode == PERM_BACKWARD_ADD)
+            for (int64_t i3 = 0; i3 < d[3]; i3++) row[i3 * s[3]] += out[i3];
+        else if (a->mode == PERM_BACKWARD_ASSIGN)
+            for (int64_t i3 = 0; i3 < d[3]; i3++) row[i3 * s[3]] = out[i3];
+        else
+            for (int64_t i3 = 0; i3 < d[3]; i3++) out[i3] = row[i3 * s[3]];
+    }
+}
 
 static void permute_walk(const ast_perm_plan *p, float *src, float *dst, int mode)
 {
-    const int64_t *d = p->dim, *s = p->stride;
-    int64_t o = 0;
-    for (int64_t i0 = 0; i0 < d[0]; i0++)
-        for (int64_t i1 = 0; i1 < d[1]; i1++)
-            for (int64_t i2 = 0; i2 < d[2]; i2++) {
-                float *row = src + i0 * s[0] + i1 * s[1] + i2 * s[2];
-                if (mode == PERM_BACKWARD_ADD)
-                    for (int64_t i3 = 0; i3 < d[3]; i3++) row[i3 * s[3]] += dst[o++];
-                else if (mode == PERM_BACKWARD_ASSIGN)
-                    for (int64_t i3 = 0; i3 < d[3]; i3++) row[i3 * s[3]] = dst[o++];
-                else
-                    for (int64_t i3 = 0; i3 < d[3]; i3++) dst[o++] = row[i3 * s[3]];
-            }
+    const int64_t *d = p->dim;
+    ast_parallel_for(d[0] * d[1] * d[2], ast_row_grain(d[3]), permute_range, &(perm_args){p, src, dst, mode});
 }
 
 static void permute_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
@@ -62,13 +75,41 @@ static void permute_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *
 
 static void permute_forward(ast_ctx *c, ast_node *n) { permute_walk(n->saved, n->in[0]->data, n->out->data, PERM_FORWARD); }
 
+/* A block of `cols` columns between two row-major matrices, on the pool
+ * by rows: dst[r, :cols] = (or, add: +=) src[r, :cols]; dst and src start
+ * at the block and step by their own row widths. */
+typedef struct block_args {
+    float *dst;
+    const float *src;
+    int64_t dst_width, src_width, cols;
+    int add;
+} block_args;
+
+static void block_range(void *arg, int64_t lo, int64_t hi)
+{
+    const block_args *a = arg;
+    for (int64_t r = lo; r < hi; r++) {
+        float *d = a->dst + r * a->dst_width;
+        const float *src = a->src + r * a->src_width;
+        if (a->add)
+            add_into(d, src, a->cols);
+        else
+            memcpy(d, src, (size_t)a->cols * sizeof(float));
+    }
+}
+
+static void move_block(float *dst, int64_t dst_width, const float *src, int64_t src_width, int64_t rows, int64_t cols,
+                       int add)
+{
+    ast_parallel_for(rows, ast_row_grain(cols), block_range, &(block_args){dst, src, dst_width, src_width, cols, add});
+}
+
 static void concat_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *gs)
 {
     int64_t rows = ast_rows(n->out), width = ast_cols(n->out), off = 0;
     for (int k = 0; k < n->n_in; k++) {
         int64_t cols = ast_cols(n->in[k]);
-        float *g = gs->g[k];
-        for (int64_t r = 0; g && r < rows; r++) add_into(g + r * cols, n->out->grad + r * width + off, cols);
+        if (gs->g[k]) move_block(gs->g[k], cols, n->out->grad + off, width, rows, cols, 1);
         off += cols;
     }
 }
@@ -79,26 +120,23 @@ static void concat_forward(ast_ctx *c, ast_node *n)
     int64_t rows = ast_rows(y), width = ast_cols(y), off = 0;
     for (int k = 0; k < n->n_in; k++) {
         int64_t cols = ast_cols(n->in[k]);
-        for (int64_t r = 0; r < rows; r++)
-            memcpy(y->data + r * width + off, n->in[k]->data + r * cols, (size_t)cols * sizeof(float));
+        move_block(y->data + off, width, n->in[k]->data, cols, rows, cols, 0);
         off += cols;
     }
 }
 
 static void slice_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
 {
-    float *gx = g->g[0];
-    int64_t rows = ast_rows(n->in[0]), len = ast_cols(n->out), width = ast_cols(n->in[0]), start = n->iarg[0];
-    for (int64_t r = 0; gx && r < rows; r++) add_into(gx + r * width + start, n->out->grad + r * len, len);
+    int64_t len = ast_cols(n->out), width = ast_cols(n->in[0]);
+    if (g->g[0]) move_block(g->g[0] + n->iarg[0], width, n->out->grad, len, ast_rows(n->in[0]), len, 1);
 }
 
 /* iarg[0] = start. */
 static void slice_forward(ast_ctx *c, ast_node *n)
 {
     ast_tensor *x = n->in[0];
-    int64_t width = ast_cols(x), len = ast_cols(n->out), start = n->iarg[0];
-    for (int64_t r = 0; r < ast_rows(x); r++)
-        memcpy(n->out->data + r * len, x->data + r * width + start, (size_t)len * sizeof(float));
+    int64_t width = ast_cols(x), len = ast_cols(n->out);
+    move_block(n->out->data, len, x->data + n->iarg[0], width, ast_rows(x), len, 0);
 }
 
 void ast_cpu_shape_kernels(ast_op_kernel *t)
