@@ -173,16 +173,29 @@ static void pick_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *g)
 
 static int64_t kept_pairs(const float *plan) { return (int64_t)plan[AST_MOE_PLAN_KEPT_PAIRS]; }
 
-/* out[p] = x[token of p] below the kept pairs, else 0. */
+typedef struct gather_args {
+    const float *x, *token;
+    float *y;
+    int64_t d, kept;
+} gather_args;
+
+static void gather_range(void *arg, int64_t lo, int64_t hi)
+{
+    const gather_args *a = arg;
+    for (int64_t p = lo; p < hi; p++) {
+        if (p < a->kept) memcpy(a->y + p * a->d, a->x + (int64_t)a->token[p] * a->d, (size_t)a->d * sizeof(float));
+        else memset(a->y + p * a->d, 0, (size_t)a->d * sizeof(float));
+    }
+}
+
+/* out[p] = x[token of p] below the kept pairs, else 0: each row its own,
+ * on the pool. */
 static void gather_forward(ast_ctx *c, ast_node *n)
 {
     int64_t d = ast_cols(n->in[0]), pairs = ast_rows(n->out);
-    const float *plan = n->in[1]->data, *token = plan + AST_MOE_PLAN_TOKEN(pairs);
-    int64_t kept = kept_pairs(plan);
-    for (int64_t p = 0; p < pairs; p++) {
-        if (p < kept) memcpy(n->out->data + p * d, n->in[0]->data + (int64_t)token[p] * d, (size_t)d * sizeof(float));
-        else memset(n->out->data + p * d, 0, (size_t)d * sizeof(float));
-    }
+    const float *plan = n->in[1]->data;
+    gather_args a = {n->in[0]->data, plan + AST_MOE_PLAN_TOKEN(pairs), n->out->data, d, kept_pairs(plan)};
+    ast_parallel_for(pairs, ast_row_grain(d), gather_range, &a);
 }
 
 /* gx[token of p] += dy[p] in increasing p (the CPU gather_rows' order). */
@@ -260,21 +273,53 @@ static int kept_of(const float *pos, int64_t t, int k, int *slot)
     return m;
 }
 
-/* out[t] = sum of w[t, s] y[p] over t's kept pairs in increasing p. */
+typedef struct combine_args {
+    const float *y, *w, *pos, *dout;
+    float *out, *gy, *gw;
+    int *slot; /* k per token */
+    int64_t k, d;
+    int assign_w;
+} combine_args;
+
+static void combine_range(void *arg, int64_t lo, int64_t hi)
+{
+    const combine_args *a = arg;
+    for (int64_t t = lo; t < hi; t++) {
+        int *slot = a->slot + t * a->k, m = kept_of(a->pos, t, (int)a->k, slot);
+        float *dst = a->out + t * a->d;
+        memset(dst, 0, (size_t)a->d * sizeof(float));
+        for (int q = 0; q < m; q++) {
+            const float *src = a->y + (int64_t)a->pos[t * a->k + slot[q]] * a->d;
+            float scale = a->w[t * a->k + slot[q]];
+            for (int64_t j = 0; j < a->d; j++) dst[j] += scale * src[j];
+        }
+    }
+}
+
+/* out[t] = sum of w[t, s] y[p] over t's kept pairs in increasing p: each
+ * token's row its own, on the pool. */
 static void combine_forward(ast_ctx *c, ast_node *n)
 {
     ast_tensor *y = n->in[0], *w = n->in[1];
-    int64_t tokens = w->shape[0], k = w->shape[1], d = ast_cols(y), pairs = tokens * k;
-    const float *pos = n->in[2]->data + AST_MOE_PLAN_POS(pairs);
-    int *slot = ast_alloc(c, (size_t)k * sizeof *slot);
-    memset(n->out->data, 0, (size_t)n->out->size * sizeof(float));
-    for (int64_t t = 0; t < tokens; t++) {
-        int m = kept_of(pos, t, (int)k, slot);
-        for (int q = 0; q < m; q++) {
-            const float *src = y->data + (int64_t)pos[t * k + slot[q]] * d;
-            float scale = w->data[t * k + slot[q]], *dst = n->out->data + t * d;
-            for (int64_t j = 0; j < d; j++) dst[j] += scale * src[j];
+    int64_t tokens = w->shape[0], k = w->shape[1], d = ast_cols(y);
+    combine_args a = {.y = y->data, .w = w->data, .pos = n->in[2]->data + AST_MOE_PLAN_POS(tokens * k),
+                      .out = n->out->data, .slot = ast_alloc_uninit(c, (size_t)(tokens * k) * sizeof(int)), .k = k, .d = d};
+    ast_parallel_for(tokens, ast_row_grain(k * d), combine_range, &a);
+}
+
+/* Pairs [lo, hi): a kept pair p is one (t, s), so its row of dy and its
+ * weight's gradient are written by it alone. */
+static void combine_backward_range(void *arg, int64_t lo, int64_t hi)
+{
+    const combine_args *a = arg;
+    for (int64_t i = lo; i < hi; i++) {
+        int64_t p = (int64_t)a->pos[i], t = i / a->k;
+        float dot = 0.0f;
+        for (int64_t j = 0; p >= 0 && j < a->d; j++) {
+            if (a->gy) a->gy[p * a->d + j] += a->w[i] * a->dout[t * a->d + j];
+            dot += a->dout[t * a->d + j] * a->y[p * a->d + j];
         }
+        if (a->gw) a->gw[i] = a->assign_w ? dot : a->gw[i] + dot;
     }
 }
 
@@ -283,18 +328,10 @@ static void combine_backward(ast_ctx *c, const ast_node *n, const ast_op_grads *
 {
     ast_tensor *y = n->in[0], *w = n->in[1];
     int64_t tokens = w->shape[0], k = w->shape[1], d = ast_cols(y), pairs = tokens * k;
-    const float *pos = n->in[2]->data + AST_MOE_PLAN_POS(pairs), *dout = n->out->grad;
-    float *gy = g->g[0], *gw = g->g[1];
-    if (gy && g->assign[0]) memset(gy, 0, (size_t)y->size * sizeof *gy);
-    for (int64_t i = 0; i < pairs; i++) {
-        int64_t p = (int64_t)pos[i], t = i / k;
-        float dot = 0.0f;
-        for (int64_t j = 0; p >= 0 && j < d; j++) {
-            if (gy) gy[p * d + j] += w->data[i] * dout[t * d + j];
-            dot += dout[t * d + j] * y->data[p * d + j];
-        }
-        if (gw) gw[i] = g->assign[1] ? dot : gw[i] + dot;
-    }
+    combine_args a = {.y = y->data, .w = w->data, .pos = n->in[2]->data + AST_MOE_PLAN_POS(pairs), .dout = n->out->grad,
+                      .gy = g->g[0], .gw = g->g[1], .k = k, .d = d, .assign_w = g->assign[1]};
+    if (a.gy && g->assign[0]) memset(a.gy, 0, (size_t)y->size * sizeof *a.gy);
+    ast_parallel_for(pairs, ast_row_grain(d), combine_backward_range, &a);
 }
 
 void ast_cpu_moe_kernels(ast_op_kernel *t)
