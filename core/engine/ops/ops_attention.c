@@ -18,9 +18,10 @@
 
 typedef struct attn_args {
     const float *q, *k, *v, *bias, *dout;
-    float *qs, *ks;      /* softmax_dh(q) dh^-1/2 and softmax_N(k + bias), [B, N, E] */
+    float *qs;           /* softmax_dh(q) dh^-1/2, [B, N, E] */
+    float *ks;           /* softmax_N(k + bias), per (set, head) a contiguous [N, dh] */
     float *ctx, *dctx;   /* per (set, head): ks^T v and its gradient, [dh, dh] */
-    float *out, *d;      /* the output; the backward's dqs, then dks, [B, N, E] */
+    float *out, *d;      /* the output; the backward's dqs ([B, N, E]), then dks (as ks) */
     float *gq, *gk, *gv; /* the inputs' gradients, or NULL */
     int assign_q, assign_k, assign_v;
     float *scratch; /* per (set, head): 2 dh floats for the softmax's column statistics */
@@ -53,20 +54,27 @@ static size_t saved_floats(const ast_tensor *q, int64_t heads)
 /* Item i = (set, head): where its column block starts in [B, N, E]. */
 static int64_t head_at(const attn_args *a, int64_t i) { return i / a->heads * a->n * a->e + i % a->heads * a->dh; }
 
-/* (set, head): the keys shifted by the bias (as add does it), softmaxed
- * down the cells into ks, and the context ks^T v. */
+/* (set, head): the keys copied out contiguous, shifted by the bias (as
+ * add does it), softmaxed down the cells in place, and the context
+ * ks^T v. Contiguous because the softmax walks the block three times: at
+ * row stride E (often a power of two: 1 KB at the reference size) its
+ * rows fall into 1/16 of the cache's sets, so a [512, 32] block (64 KB)
+ * would not stay in a 512 KB 8-way L2 between the walks. */
 static void keys_range(void *arg, int64_t lo, int64_t hi)
 {
     const attn_args *a = arg;
+    int64_t dh = a->dh;
     for (int64_t i = lo; i < hi; i++) {
         int64_t at = head_at(a, i), set = i / a->heads;
         const float *k = a->k + at;
-        float *ks = a->ks + at, *stats = a->scratch + 2 * i * a->dh;
-        for (int64_t r = 0; a->bias && r < a->n; r++)
-            for (int64_t j = 0; j < a->dh; j++) ks[r * a->e + j] = k[r * a->e + j] + a->bias[set * a->n + r];
-        ast_softmax_slab(a->bias ? ks : k, ks, a->n, a->e, 0, a->dh, stats, stats + a->dh);
-        ast_gemm(a->p, 1, 0, (int)a->dh, (int)a->dh, (int)a->n, ks, (int)a->e, a->v + at, (int)a->e, 0.0f,
-                 a->ctx + i * a->dh * a->dh, (int)a->dh, NULL);
+        float *ks = a->ks + i * a->n * dh, *stats = a->scratch + 2 * i * dh;
+        for (int64_t r = 0; r < a->n; r++) {
+            float shift = a->bias ? a->bias[set * a->n + r] : 0.0f;
+            for (int64_t j = 0; j < dh; j++) ks[r * dh + j] = a->bias ? k[r * a->e + j] + shift : k[r * a->e + j];
+        }
+        ast_softmax_slab(ks, ks, a->n, dh, 0, dh, stats, stats + dh);
+        ast_gemm(a->p, 1, 0, (int)dh, (int)dh, (int)a->n, ks, (int)dh, a->v + at, (int)a->e, 0.0f, a->ctx + i * dh * dh,
+                 (int)dh, NULL);
     }
 }
 
@@ -144,23 +152,27 @@ static void queries_backward_range(void *arg, int64_t lo, int64_t hi)
     }
 }
 
-/* (set, head): dctx = qs^T dout; dks = v dctx^T into d and the key
- * softmax's backward into dk; dv = ks dctx. dk before dv: where k and v
- * are one tensor, dk is written first and dv added (ast_op_grads). */
+/* (set, head): dctx = qs^T dout; dks = v dctx^T (contiguous, in d), the
+ * key softmax's backward in place there, then written or added into dk;
+ * dv = ks dctx. dk before dv: where k and v are one tensor, dk is written
+ * first and dv added (ast_op_grads). */
 static void keys_backward_range(void *arg, int64_t lo, int64_t hi)
 {
     const attn_args *a = arg;
     int dh = (int)a->dh, e = (int)a->e, n = (int)a->n;
     for (int64_t i = lo; i < hi; i++) {
         int64_t at = head_at(a, i);
-        float *dctx = a->dctx + i * dh * dh;
+        float *dctx = a->dctx + i * dh * dh, *ks = a->ks + i * n * dh, *dks = a->d + i * n * dh;
         ast_gemm(a->p, 1, 0, dh, dh, n, a->qs + at, e, a->dout + at, e, 0.0f, dctx, dh, NULL);
         if (a->gk) {
-            ast_gemm(a->p, 0, 1, n, dh, dh, a->v + at, e, dctx, dh, 0.0f, a->d + at, e, NULL);
-            ast_softmax_slab_backward(a->ks + at, a->d + at, a->gk + at, n, e, 0, dh, a->scratch + 2 * i * dh,
-                                      a->assign_k);
+            ast_gemm(a->p, 0, 1, n, dh, dh, a->v + at, e, dctx, dh, 0.0f, dks, dh, NULL);
+            ast_softmax_slab_backward(ks, dks, dks, n, dh, 0, dh, a->scratch + 2 * i * dh, 1);
+            for (int64_t r = 0; r < n; r++) {
+                float *dk = a->gk + at + r * e;
+                for (int64_t j = 0; j < dh; j++) dk[j] = a->assign_k ? dks[r * dh + j] : dk[j] + dks[r * dh + j];
+            }
         }
-        if (a->gv) ast_gemm(a->p, 0, 0, n, dh, dh, a->ks + at, e, dctx, dh, a->assign_v ? 0.0f : 1.0f, a->gv + at, e, NULL);
+        if (a->gv) ast_gemm(a->p, 0, 0, n, dh, dh, ks, dh, dctx, dh, a->assign_v ? 0.0f : 1.0f, a->gv + at, e, NULL);
     }
 }
 

@@ -13,7 +13,8 @@ void ast_softmax_row(const float *restrict x, float *restrict y, int64_t len);
  * may be x (each element is read before it is written). */
 void ast_softmax_slab(const float *x, float *y, int64_t len, int64_t inner, int64_t j0, int64_t j1, float *m, float *s);
 /* The slab's backward: dx = y (dy - sum over the column of dy y), added
- * into dx, or written when assign; dot: scratch indexed by the column. */
+ * into dx, or written when assign (dx may then be dy); dot: scratch
+ * indexed by the column. */
 void ast_softmax_slab_backward(const float *y, const float *dy, float *dx, int64_t len, int64_t inner, int64_t j0,
                                int64_t j1, float *dot, int assign);
 
