@@ -86,25 +86,25 @@ static int64_t block_at(const attn_args *a, int64_t i, int *rows)
     return (i / a->blocks * a->n + first) * a->e;
 }
 
-/* (set, block): each head's queries softmaxed along its features and
- * scaled (softmax then affine, the same float operations), then its
- * block of the output, qs ctx. */
+/* (set, block): the queries softmaxed along each head's features and
+ * scaled (softmax then affine, the same float operations), row by row
+ * across the heads so that q is read in order; then each head's block of
+ * the output, qs ctx, while the block of qs is in cache. */
 static void queries_range(void *arg, int64_t lo, int64_t hi)
 {
     const attn_args *a = arg;
     for (int64_t i = lo; i < hi; i++) {
         int rows;
         int64_t at = block_at(a, i, &rows), set = i / a->blocks;
-        for (int64_t h = 0; h < a->heads; h++) {
-            int64_t o = at + h * a->dh;
-            for (int64_t r = 0; r < rows; r++) {
-                float *y = a->qs + o + r * a->e;
-                ast_softmax_row(a->q + o + r * a->e, y, a->dh);
-                for (int64_t j = 0; j < a->dh; j++) y[j] *= a->scale; /* affine's y scale + 0: y >= 0 */
-            }
-            ast_gemm(a->p, 0, 0, rows, (int)a->dh, (int)a->dh, a->qs + o, (int)a->e,
-                     a->ctx + (set * a->heads + h) * a->dh * a->dh, (int)a->dh, 0.0f, a->out + o, (int)a->e, NULL);
+        for (int64_t o = at; o < at + rows * a->e; o += a->dh) {
+            float *y = a->qs + o;
+            ast_softmax_row(a->q + o, y, a->dh);
+            for (int64_t j = 0; j < a->dh; j++) y[j] *= a->scale; /* affine's y scale + 0: y >= 0 */
         }
+        for (int64_t h = 0; h < a->heads; h++)
+            ast_gemm(a->p, 0, 0, rows, (int)a->dh, (int)a->dh, a->qs + at + h * a->dh, (int)a->e,
+                     a->ctx + (set * a->heads + h) * a->dh * a->dh, (int)a->dh, 0.0f, a->out + at + h * a->dh,
+                     (int)a->e, NULL);
     }
 }
 
