@@ -134,21 +134,20 @@ static void query_row_backward(const float *qs, const float *g, float *dq, int64
     }
 }
 
-/* (set, block): per head dqs = dout ctx^T into d, then dq. */
+/* (set, block): per head dqs = dout ctx^T into d, then dq row by row
+ * across the heads (in memory order, as the forward's softmax). */
 static void queries_backward_range(void *arg, int64_t lo, int64_t hi)
 {
     const attn_args *a = arg;
     for (int64_t i = lo; i < hi; i++) {
         int rows;
         int64_t at = block_at(a, i, &rows), set = i / a->blocks;
-        for (int64_t h = 0; h < a->heads; h++) {
-            int64_t o = at + h * a->dh;
-            ast_gemm(a->p, 0, 1, rows, (int)a->dh, (int)a->dh, a->dout + o, (int)a->e,
-                     a->ctx + (set * a->heads + h) * a->dh * a->dh, (int)a->dh, 0.0f, a->d + o, (int)a->e, NULL);
-            for (int64_t r = 0; r < rows; r++)
-                query_row_backward(a->qs + o + r * a->e, a->d + o + r * a->e, a->gq + o + r * a->e, a->dh, a->scale,
-                                   a->assign_q);
-        }
+        for (int64_t h = 0; h < a->heads; h++)
+            ast_gemm(a->p, 0, 1, rows, (int)a->dh, (int)a->dh, a->dout + at + h * a->dh, (int)a->e,
+                     a->ctx + (set * a->heads + h) * a->dh * a->dh, (int)a->dh, 0.0f, a->d + at + h * a->dh,
+                     (int)a->e, NULL);
+        for (int64_t o = at; o < at + rows * a->e; o += a->dh)
+            query_row_backward(a->qs + o, a->d + o, a->gq + o, a->dh, a->scale, a->assign_q);
     }
 }
 
