@@ -1,7 +1,8 @@
-/* The CPU kernels of linear_attention (ops/dispatch_attention.c). Every
- * tensor stays [B, N, E] with E = H dh: a head is a block of dh columns,
- * read and written with row stride E, so no head is copied out or merged
- * back. The work goes to the pool as items of two kinds: (set, head) for
+/* The CPU kernels of linear_attention (ops/dispatch_attention.c). q, k,
+ * v, the output and their gradients stay [B, N, E] with E = H dh: a head
+ * is a block of dh columns, read and written with row stride E, so no
+ * head is split out or merged back (only the softmaxed keys are kept per
+ * head, contiguous: keys_range). The work goes to the pool as items of two kinds: (set, head) for
  * what sums over the cells (the key softmax, the context K^T V and their
  * gradients), and (set, block of cells) for what is per cell (the query
  * softmax, Q C and its gradient), so that 16 threads find B H and
