@@ -21,7 +21,7 @@
 enum { B = 3, N = 40, G = 24, PAD = 6, T = 100, EVALS = 9 };
 #define SEED 11
 
-static const char *const configs[] = {"baseline", "gated", "moe", "gated_moe"};
+static const char *const configs[] = {"baseline", "gated", "moe", "gated_moe", "prior"};
 
 /* The ablation configs at a small size, as tests/test_cuda_model.c builds them. */
 static ast_model *model_on(int which, const ast_backend *b)
@@ -29,7 +29,12 @@ static ast_model *model_on(int which, const ast_backend *b)
     ast_model_config cfg;
     ast_model_config_base(&cfg, G);
     if (which == 1 || which == 3) mf_gated(&cfg, "headwise");
-    if (which >= 2) mf_moe(&cfg, "4", "2", "split");
+    if (which == 2 || which == 3) mf_moe(&cfg, "4", "2", "split");
+    if (which == 4) { /* the Isomap prior as input channels, and the geodesic attention */
+        cfg.prior = (ast_prior_config){AST_PRIOR_ISOMAP, 2, 5, 0};
+        cfg.prior_inputs = 1, cfg.prior_residual = 0;
+        cfg.attention = "geodesic";
+    }
     cfg.device = b->name;
     ast_model *m = mf_model(&cfg, SEED);
     ast_params *p = ast_model_params(m);
@@ -102,6 +107,31 @@ Test(cuda_sample, gated_aligned_sampling_replays_the_reverse_step_bit_for_bit) {
 /* MoE routed on the host keeps the steps op by op (the second step's
  * waits); routed on the device it is replayed: either way the same numbers. */
 Test(cuda_sample, moe_samples_the_same_numbers_either_way) { check_graph(2, -1, 0); }
+
+/* The prior and the geodesic attention's distances of the given
+ * expression are computed once on the host before the reverse diffusion
+ * and uploaded once: the expr_to_pos step reads nothing back and is
+ * replayed, with the numbers op by op and (the tolerance of the test
+ * below) the CPU's. In joint and pos_to_expr the expression is generated,
+ * so each evaluation computes them from its state: op by op, the same
+ * numbers either way. */
+Test(cuda_sample, prior_and_geodesics_replay_the_reverse_step)
+{
+    const ast_backend *gpu = cf_gpu();
+    setenv("ALPHAST_TRACE_TRAFFIC", "1", 1); /* where the step waits, if it does: on standard error */
+    sampled *g = sample_on(4, gpu, AST_MODE_EXPR_TO_POS, AST_RETURN_X0, 0, 0);
+    unsetenv("ALPHAST_TRACE_TRAFFIC");
+    sampled *c = sample_on(4, ast_backend_cpu(), AST_MODE_EXPR_TO_POS, AST_RETURN_X0, 0, 0);
+    int64_t at;
+    double err = cf_rel_err(g->pos, c->pos, B * N * 3, &at);
+    cr_log_info("prior, expr_to_pos: %d evaluations replayed; GPU against CPU %.3g (at %lld)", g->replayed, err,
+                (long long)at);
+    cr_assert_eq(g->replayed, replays(), "prior, expr_to_pos: %d evaluations replayed, expected %d (see the traffic "
+                 "traced above)", g->replayed, replays());
+    cf_assert_close("positions, GPU against CPU", g->pos, c->pos, B * N * 3, 1e-4);
+    free(g), free(c);
+    check_graph(4, -1, 0);
+}
 
 /* The GPU against the CPU, the same weights and the same noise (drawn on
  * the host in the same order). Each evaluation's forward differs by float32

@@ -23,16 +23,15 @@ static const char *tiny_yaml =
     TINY_MODEL_YAML
     "attention: gated\n";
 
-/* The losses of a run with `graph`, `ffn` and position loss `pos`;
- * malloc'd, *n of them. */
-static double *train_losses(const char *graph, const char *ffn, const char *pos, int64_t *n, int *replayed)
+/* The losses of a run with `graph` and the overrides `more` (NULL-ended,
+ * at most 8); malloc'd, *n of them. */
+static double *train_losses(const char *graph, const char *const *more, int64_t *n, int *replayed)
 {
     cf_gpu();
-    char g[64], f[64], l[64];
+    char g[64];
     snprintf(g, sizeof g, "training.cuda_graph=%s", graph);
-    snprintf(f, sizeof f, "ffn=%s", ffn);
-    snprintf(l, sizeof l, "loss.position_loss=%s", pos);
-    const char *const overrides[] = {g, f, "TransformerLayer_setting.dropout=0.2", l, NULL};
+    const char *overrides[12] = {g, "TransformerLayer_setting.dropout=0.2"};
+    for (int i = 0; more[i]; i++) overrides[2 + i] = more[i];
     train_setup s;
     train_setup_open(&s, tiny_yaml, overrides);
     ast_train_result r;
@@ -41,21 +40,38 @@ static double *train_losses(const char *graph, const char *ffn, const char *pos,
     return losses;
 }
 
-static void check_same(const char *ffn, const char *pos, int expect_graph)
+/* The run `what` (overrides `more`) as a graph and op by op: the same
+ * losses bit for bit, and a replayed step when expect_graph. */
+static void check_replay(const char *what, const char *const *more, int expect_graph)
 {
     int64_t n_graph, n_ops;
     int replayed, replayed_off;
-    double *graph = train_losses("true", ffn, pos, &n_graph, &replayed),
-           *ops = train_losses("false", ffn, pos, &n_ops, &replayed_off);
-    cr_assert_eq(replayed, expect_graph, "ffn %s, %s loss: the step %s a graph", ffn, pos,
+    setenv("ALPHAST_TRACE_TRAFFIC", "1", 1); /* where the step waits, if it does: on standard error */
+    double *graph = train_losses("true", more, &n_graph, &replayed);
+    unsetenv("ALPHAST_TRACE_TRAFFIC");
+    double *ops = train_losses("false", more, &n_ops, &replayed_off);
+    cr_assert_eq(replayed, expect_graph, "%s: the step %s a graph (see the traffic traced above)", what,
                  replayed ? "became" : "did not become");
     cr_assert_not(replayed_off, "training.cuda_graph: false still captured the step");
     cr_assert_eq(n_graph, 12);
     cr_assert_eq(n_ops, n_graph);
-    cr_assert_arr_eq(graph, ops, (size_t)n_ops * sizeof *ops, "ffn %s: the graph's losses are not the eager run's", ffn);
-    cr_log_info("ffn %s: %lld steps over 3 epochs, graph and op by op: the same losses bit for bit (last %.6f)", ffn,
+    for (int64_t i = 0; i < n_ops; i++)
+        cr_expect_eq(graph[i], ops[i], "%s, step %lld: loss %.9g replayed, %.9g op by op", what, (long long)i + 1,
+                     graph[i], ops[i]);
+    cr_assert_arr_eq(graph, ops, (size_t)n_ops * sizeof *ops, "%s: the graph's losses are not the eager run's", what);
+    cr_log_info("%s: %lld steps over 3 epochs, graph and op by op: the same losses bit for bit (last %.6f)", what,
                 (long long)n_ops, ops[n_ops - 1]);
     free(graph), free(ops);
+}
+
+static void check_same(const char *ffn, const char *pos, int expect_graph)
+{
+    char f[64], l[64], what[128];
+    snprintf(f, sizeof f, "ffn=%s", ffn);
+    snprintf(l, sizeof l, "loss.position_loss=%s", pos);
+    snprintf(what, sizeof what, "ffn %s, %s loss", ffn, pos);
+    const char *const more[] = {f, l, NULL};
+    check_replay(what, more, expect_graph);
 }
 
 Test(cuda_train, dense_run_replays_its_graph_with_the_same_losses) { check_same("dense", "distance", 1); }
@@ -67,6 +83,24 @@ Test(cuda_train, aligned_loss_run_replays_its_graph_with_the_same_losses) { chec
  * the host, so the trainer captures its step, with the same numbers. */
 Test(cuda_train, moe_run_replays_its_graph_with_the_same_losses) { check_same("moe", "distance", 1); }
 
+/* The structural prior and the geodesic attention's distances are
+ * computed on the host from the batch before its upload and copied in
+ * with it from pinned memory: the step reads nothing back, is captured,
+ * and replays each batch's prior with the eager run's numbers. The prior
+ * needs clean expression (expr_to_pos). */
+Test(cuda_train, prior_run_replays_its_graph_with_the_same_losses)
+{
+    const char *const more[] = {"training_mode=expr_to_pos", "model.prior=isomap", "model.prior_inputs=true",
+                                "loss.position_loss=aligned", "ffn=dense", NULL};
+    check_replay("isomap prior", more, 1);
+}
+
+Test(cuda_train, geodesic_attention_run_replays_its_graph_with_the_same_losses)
+{
+    const char *const more[] = {"training_mode=expr_to_pos", "model.prior=mds", "attention=geodesic",
+                                "loss.position_loss=distance", "ffn=dense", NULL};
+    check_replay("geodesic attention and mds prior", more, 1);
+}
 
 /* ---- monitors and masking in the captured step ------------------------------ */
 

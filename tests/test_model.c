@@ -481,3 +481,40 @@ Test(model, untrained_residual_returns_the_prior_whatever_the_positions)
     ast_params_free(own);
     ast_model_free(m);
 }
+
+/* The trainer and the sampler compute the prior and the geodesics on the
+ * host before the step (ast_model_prior_host) and hand them in: the
+ * forward then gives the numbers it computes itself from the same
+ * expression, bit for bit, with the prior as input channels, as the
+ * residual's base (gain away from 0) and the geodesic attention's bias. */
+Test(model, given_prior_and_geodesics_forward_as_computed)
+{
+    ast_model_config cfg;
+    prior_config(&cfg, 1, 1);
+    cfg.attention = "geodesic";
+    ast_model *m = mf_model(&cfg, 14);
+    ast_params_find(ast_model_params(m), "prior_gain")->data[0] = 0.7f;
+    ast_params *own = ast_params_new(7);
+    tiny_inputs in = tiny_inputs_new(own, MB, MN);
+    for (int n = M_VALID; n < MN; n++) in.mask->data[MN + n] = 0.0f;
+    int wants_prior, wants_geo;
+    ast_model_prior_wants(m, &wants_prior, &wants_geo);
+    cr_assert(wants_prior && wants_geo, "the model should want both (prior %d, geodesics %d)", wants_prior, wants_geo);
+    float prior[MB * MN * 3], geo[MB * MN * MN], pos[2][MB * MN * 3], expr[2][MB * MN * TG];
+    ast_model_prior_host(m, MB, MN, in.expression->data, in.mask->data, prior, geo);
+    for (int given = 0; given < 2; given++) {
+        ast_ctx *c = ast_ctx_new(1);
+        ast_ctx_set_grad(c, 0);
+        ast_model_prior_in pi = {ast_tensor_from(c, 3, (int64_t[]){MB, MN, 3}, prior),
+                                 ast_tensor_from(c, 3, (int64_t[]){MB, MN, MN}, geo)};
+        ast_model_out o = ast_model_forward_given(m, c, in.expression, in.t, in.positions, in.mask, given ? &pi : NULL,
+                                                  NULL, NULL);
+        memcpy(pos[given], o.positions->data, sizeof pos[given]);
+        memcpy(expr[given], o.expression->data, sizeof expr[given]);
+        ast_ctx_free(c);
+    }
+    cr_assert(memcmp(pos[0], pos[1], sizeof pos[0]) == 0, "positions differ with the prior given");
+    cr_assert(memcmp(expr[0], expr[1], sizeof expr[0]) == 0, "expression differs with the geodesics given");
+    ast_params_free(own);
+    ast_model_free(m);
+}

@@ -36,8 +36,9 @@ typedef struct fixture {
     float expr[B * N * G], pos[B * N * 3], mask[B * N];
 } fixture;
 
-/* The tests' small model on backend `device` (NULL: the CPU). */
-static ast_model *small_model(const char *device)
+/* The tests' small model on backend `device` (NULL: the CPU); with
+ * `prior`, the Isomap prior as input channels and the geodesic attention. */
+static ast_model *small_model(const char *device, int prior)
 {
     ast_error e = {""};
     ast_model_config mc;
@@ -45,6 +46,11 @@ static ast_model *small_model(const char *device)
     mc.d_model = 16, mc.expr_hidden = 8, mc.num_heads = 2, mc.d_ff = 16, mc.num_layers = 1;
     mc.time_hidden = mc.d_time = mc.pos_hidden = 4, mc.d_ff_time = 8, mc.out_expr_hidden = mc.out_pos_hidden = 8;
     mc.device = device;
+    if (prior) {
+        mc.prior = (ast_prior_config){AST_PRIOR_ISOMAP, 2, 2, 0};
+        mc.prior_inputs = 1, mc.prior_residual = 0;
+        mc.attention = "geodesic";
+    }
     ast_model *m = ast_model_new(&mc, 3, &e);
     cr_assert(m, "%s", e.msg);
     cr_assert(ast_model_place(m, &e) == 0, "%s", e.msg);
@@ -54,7 +60,7 @@ static ast_model *small_model(const char *device)
 static void fixture_open(fixture *f)
 {
     ast_error e = {""};
-    f->m = small_model(NULL);
+    f->m = small_model(NULL, 0);
     cr_assert(ast_schedule_init(&f->s, T, 1.0, 1.0, &e) == 0, "%s", e.msg);
     ast_rng r;
     ast_rng_seed(&r, 11);
@@ -228,7 +234,7 @@ Test(sample, the_device_path_is_the_host_loop_to_rounding)
 {
     fixture f;
     fixture_open(&f);
-    ast_model *dm = small_model(staged_backend()->name);
+    ast_model *dm = small_model(staged_backend()->name, 0);
     static const ast_train_mode modes[] = {AST_MODE_JOINT, AST_MODE_EXPR_TO_POS, AST_MODE_POS_TO_EXPR};
     float hx[B * N * G], hp[B * N * 3], dx[B * N * G], dp[B * N * 3];
     for (int k = 0; k < 3; k++)
@@ -240,6 +246,35 @@ Test(sample, the_device_path_is_the_host_loop_to_rounding)
             assert_near(dx, hx, B * N * G, 1e-4, ast_mode_name(modes[k]));
             assert_near(dp, hp, B * N * 3, 1e-4, ast_mode_name(modes[k]));
         }
+    ast_model_free(dm);
+    fixture_close(&f);
+}
+
+/* With the prior and the geodesic attention the sampler computes each
+ * set's constants once from its given expression (expr_to_pos), or lets
+ * the network compute them from the state at every evaluation (where the
+ * expression is generated): the numbers of the network computing them
+ * itself (steps_by_hand), bit for bit; the device path, which uploads
+ * them once, the host loop's to the rounding argued above. */
+Test(sample, prior_and_geodesics_sample_as_the_network_computes_them)
+{
+    fixture f;
+    fixture_open(&f);
+    ast_model_free(f.m);
+    f.m = small_model(NULL, 1);
+    ast_model *dm = small_model(staged_backend()->name, 1);
+    static const ast_train_mode modes[] = {AST_MODE_EXPR_TO_POS, AST_MODE_JOINT, AST_MODE_POS_TO_EXPR};
+    float hx[B * N * G], hp[B * N * 3], ox[B * N * G], op[B * N * 3], dx[B * N * G], dp[B * N * 3];
+    for (int k = 0; k < 3; k++) {
+        steps_by_hand(&f, modes[k], AST_RETURN_X0, 4, 19, hx, hp);
+        ast_sampler_config sc = {.mode = modes[k], .num_steps = 4, .ret = AST_RETURN_X0, .seed = 19};
+        ast_sample(f.m, &f.s, &sc, B, N, f.expr, f.pos, f.mask, ox, op);
+        ast_sample(dm, &f.s, &sc, B, N, f.expr, f.pos, f.mask, dx, dp);
+        assert_same(ox, hx, B * N * G, ast_mode_name(modes[k]));
+        assert_same(op, hp, B * N * 3, ast_mode_name(modes[k]));
+        assert_near(dx, hx, B * N * G, 1e-4, ast_mode_name(modes[k]));
+        assert_near(dp, hp, B * N * 3, 1e-4, ast_mode_name(modes[k]));
+    }
     ast_model_free(dm);
     fixture_close(&f);
 }

@@ -31,6 +31,31 @@ int ast_sample_grid(int T, int num_steps, int *s_out)
     return n;
 }
 
+ast_sample_prior ast_sample_prior_new(ast_model *m, const ast_sampler_config *sc, int B, int N)
+{
+    int prior, geo;
+    ast_model_prior_wants(m, &prior, &geo);
+    if (ast_mode_noises(sc->mode, AST_MOD_EXPR)) return (ast_sample_prior){NULL, NULL};
+    size_t cells = (size_t)B * N;
+    return (ast_sample_prior){prior ? ast_xmalloc(cells * 3 * sizeof(float)) : NULL,
+                              geo ? ast_xmalloc(cells * N * sizeof(float)) : NULL};
+}
+
+void ast_sample_prior_fill(ast_model *m, const ast_sample_prior *sp, int lo, int hi, int N, const float *expr,
+                           const float *mask)
+{
+    if ((!sp->prior && !sp->geo) || hi <= lo) return;
+    int64_t cells = (int64_t)lo * N, G = ast_model_cfg(m)->num_genes;
+    ast_model_prior_host(m, hi - lo, N, expr + cells * G, mask ? mask + cells : NULL,
+                         sp->prior ? sp->prior + cells * 3 : NULL, sp->geo ? sp->geo + cells * N : NULL);
+}
+
+void ast_sample_prior_free(ast_sample_prior *sp)
+{
+    free(sp->prior), free(sp->geo);
+    *sp = (ast_sample_prior){NULL, NULL};
+}
+
 /* Cells per forward pass: the sets are independent, and the arena of one
  * pass over all of them ([B, N, G] several times over) would be the
  * largest allocation of an evaluation. */
@@ -42,13 +67,17 @@ int ast_sample_grid(int T, int num_steps, int *s_out)
  * first with sc->align (kabsch_align: each set on its own, so a pass's
  * share is the whole batch's). */
 static void predict_sets(ast_model *m, ast_ctx *c, const ast_schedule *s, const ast_sampler_config *sc, int b0, int B,
-                         int N, int G, const ast_noised *z, const float *mask, float *pred_expr, float *pred_pos)
+                         int N, int G, const ast_noised *z, const float *mask, const ast_sample_prior *sp,
+                         float *pred_expr, float *pred_pos)
 {
-    int64_t sx[3] = {B, N, G}, sp[3] = {B, N, 3}, st[2] = {B, 1}, sm[2] = {B, N}, cells = (int64_t)b0 * N;
+    int64_t sx[3] = {B, N, G}, s3[3] = {B, N, 3}, st[2] = {B, 1}, sm[2] = {B, N}, cells = (int64_t)b0 * N;
     ast_ctx_reset(c);
-    ast_tensor *x = ast_tensor_from(c, 3, sx, z->expr + cells * G), *p = ast_tensor_from(c, 3, sp, z->pos + cells * 3);
+    ast_tensor *x = ast_tensor_from(c, 3, sx, z->expr + cells * G), *p = ast_tensor_from(c, 3, s3, z->pos + cells * 3);
     ast_tensor *t = ast_tensor_from(c, 2, st, z->t + b0), *mk = mask ? ast_tensor_from(c, 2, sm, mask + cells) : NULL;
-    ast_model_out out = ast_model_forward(m, c, x, t, p, mk, NULL, NULL);
+    ast_model_prior_in given = {NULL, NULL};
+    if (sp->prior) given.prior = ast_tensor_from(c, 3, s3, sp->prior + cells * 3);
+    if (sp->geo) given.geodesic = ast_tensor_from(c, 3, (int64_t[]){B, N, N}, sp->geo + cells * N);
+    ast_model_out out = ast_model_forward_given(m, c, x, t, p, mk, sp->prior || sp->geo ? &given : NULL, NULL, NULL);
     ast_tensor *pos = ast_pos_x0_hat(c, s, sc->pos_param, z->t_int + b0, p, out.positions);
     if (sc->align && ast_mode_noises(sc->mode, AST_MOD_POS)) pos = ast_kabsch_align(c, pos, p, mk);
     /* On a device, where each pass synchronises: the reverse step runs on the host. */
@@ -71,17 +100,29 @@ static void gather_predictions(int B, int N, int per_pass, int width, float *pre
     free(at);
 }
 
-static void predict_x0(ast_model *m, ast_ctx *c, const ast_schedule *s, const ast_sampler_config *sc, int B, int N, int G,
-                       const ast_noised *z, const float *mask, float *pred_expr, float *pred_pos)
+/* Sets per pass of N cells. */
+static int pass_sets(int N) { return N < PASS_CELLS ? PASS_CELLS / N : 1; }
+
+/* This process's sets [lo, hi): each rank of a training run over MPI
+ * (train_dist.h) makes its share of the passes, the passes one process
+ * would make, so the predictions are the same. */
+static void rank_sets(int B, int N, int *lo, int *hi)
 {
-    int per_pass = N < PASS_CELLS ? PASS_CELLS / N : 1;
-    /* Each rank of a training run over MPI (train_dist.h) makes its share
-     * of the passes, the passes one process would make, so the
-     * predictions are the same. */
+    int per_pass = pass_sets(N);
     int64_t first, last;
     ast_dist_part((B + per_pass - 1) / per_pass, ast_dist_rank(), ast_dist_size(), &first, &last);
-    for (int b0 = (int)first * per_pass; b0 < B && b0 < last * per_pass; b0 += per_pass)
-        predict_sets(m, c, s, sc, b0, B - b0 < per_pass ? B - b0 : per_pass, N, G, z, mask, pred_expr, pred_pos);
+    *lo = first * per_pass < B ? (int)first * per_pass : B;
+    *hi = last * per_pass < B ? (int)last * per_pass : B;
+}
+
+static void predict_x0(ast_model *m, ast_ctx *c, const ast_schedule *s, const ast_sampler_config *sc, int B, int N, int G,
+                       const ast_noised *z, const float *mask, const ast_sample_prior *sp, float *pred_expr,
+                       float *pred_pos)
+{
+    int per_pass = pass_sets(N), lo, hi;
+    rank_sets(B, N, &lo, &hi);
+    for (int b0 = lo; b0 < hi; b0 += per_pass)
+        predict_sets(m, c, s, sc, b0, B - b0 < per_pass ? B - b0 : per_pass, N, G, z, mask, sp, pred_expr, pred_pos);
     if (ast_dist_size() > 1) {
         if (pred_expr) gather_predictions(B, N, per_pass, G, pred_expr);
         gather_predictions(B, N, per_pass, 3, pred_pos);
@@ -92,7 +133,7 @@ static void predict_x0(ast_model *m, ast_ctx *c, const ast_schedule *s, const as
  * reverse step there (the CPU, and a device run that spreads its passes
  * over MPI ranks). */
 static void sample_on_host(ast_model *m, const ast_schedule *s, const ast_sampler_config *sc, ast_rng *rng, int B, int N,
-                           const float *mask, ast_noised *z, float *out_expr, float *out_pos)
+                           const float *mask, const ast_sample_prior *sp, ast_noised *z, float *out_expr, float *out_pos)
 {
     int G = ast_model_cfg(m)->num_genes, gen_expr = ast_mode_noises(sc->mode, AST_MOD_EXPR);
     size_t n_expr = (size_t)B * N * G, n_pos = (size_t)B * N * 3;
@@ -106,7 +147,7 @@ static void sample_on_host(ast_model *m, const ast_schedule *s, const ast_sample
     ast_ctx_set_stats(c, 0); /* nobody reads them here; on a device each is a wait */
     int n_steps = ast_sample_grid(s->steps, sc->num_steps, grid);
     for (int i = 0; i < n_steps; i++) {
-        predict_x0(m, c, s, sc, B, N, G, z, mask, pred_expr, pred_pos);
+        predict_x0(m, c, s, sc, B, N, G, z, mask, sp, pred_expr, pred_pos);
         ast_reverse_step(s, sc->mode, rng, B, N, G, pred_expr, pred_pos, mask, grid[i], z);
     }
     if (sc->ret == AST_RETURN_X0) {
@@ -138,8 +179,14 @@ int ast_sample(ast_model *m, const ast_schedule *s, const ast_sampler_config *sc
     static int said;
     if (why && why[0] && !said++)
         ast_log(AST_LOG_INFO, "the reverse diffusion copies each prediction to the host and steps there: %s", why);
-    if (why) sample_on_host(m, s, sc, &rng, B, N, mask, &z, out_expr, out_pos);
-    else replayed = ast_sample_on_device(m, s, sc, &rng, B, N, mask, &z, out_expr, out_pos);
+    /* The sets this process evaluates: the prior of their given expression once. */
+    int lo = 0, hi = B;
+    if (why) rank_sets(B, N, &lo, &hi);
+    ast_sample_prior sp = ast_sample_prior_new(m, sc, B, N);
+    ast_sample_prior_fill(m, &sp, lo, hi, N, z.expr, mask);
+    if (why) sample_on_host(m, s, sc, &rng, B, N, mask, &sp, &z, out_expr, out_pos);
+    else replayed = ast_sample_on_device(m, s, sc, &rng, B, N, mask, &sp, &z, out_expr, out_pos);
+    ast_sample_prior_free(&sp);
     free(t), free(t_int);
     return replayed;
 }

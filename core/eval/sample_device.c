@@ -38,6 +38,7 @@ typedef struct dev_sampler {
     float *host[2], *staged;
     int64_t n_staged;
     int align; /* x0 predictions of positions turned onto the state (sc->align, positions generated) */
+    float *prior, *geo; /* device copies of the sets' constants (ast_sample_prior), or NULL */
 } dev_sampler;
 
 static float *device_copy(const ast_backend *b, const float *host, int64_t n)
@@ -73,8 +74,16 @@ static float *set_counts(const ast_backend *b, int B, int N, const float *mask)
     return d;
 }
 
+/* The sets' prior and geodesics, computed once on the host, uploaded once. */
+static void upload_prior(dev_sampler *ds, const ast_sample_prior *sp)
+{
+    int64_t cells = (int64_t)ds->B * ds->N;
+    ds->prior = sp->prior ? device_copy(ds->b, sp->prior, cells * 3) : NULL;
+    ds->geo = sp->geo ? device_copy(ds->b, sp->geo, cells * ds->N) : NULL;
+}
+
 static void dev_open(dev_sampler *ds, ast_model *m, const ast_schedule *s, const ast_sampler_config *sc, int B, int N,
-                     const float *mask, const ast_noised *z)
+                     const float *mask, const ast_sample_prior *sp, const ast_noised *z)
 {
     *ds = (dev_sampler){.m = m, .s = s, .sc = sc, .b = ast_model_backend(m), .B = B, .N = N, .host_mask = mask};
     ds->c = ast_ctx_new_on(ds->b, sc->seed);
@@ -93,7 +102,8 @@ static void dev_open(dev_sampler *ds, ast_model *m, const ast_schedule *s, const
         if (md->generated) md->coef = staged, md->eps = staged + 3 * B, staged += 3 * (int64_t)B + cells * md->D;
     }
     ds->mask = mask ? device_copy(ds->b, mask, cells) : NULL;
-    ds->count = set_counts(ds->b, B, N, mask);
+    upload_prior(ds, sp);
+    ds->count = set_counts(ds->b, B, N, mask); /* its wait covers the copies before it */
     ds->align = sc->align && ds->mod[AST_MOD_POS].generated;
     ds->n_staged = staged;
     ds->staged = device_copy(ds->b, NULL, staged);
@@ -111,7 +121,9 @@ static void dev_close(dev_sampler *ds)
         b->buffer_free(b, ds->mod[k].state);
         if (ds->mod[k].pred) b->buffer_free(b, ds->mod[k].pred);
     }
-    if (ds->mask) b->buffer_free(b, ds->mask);
+    float *owned[] = {ds->mask, ds->prior, ds->geo};
+    for (int k = 0; k < 3; k++)
+        if (owned[k]) b->buffer_free(b, owned[k]);
     b->buffer_free(b, ds->count);
     b->buffer_free(b, ds->staged);
     b->host_free(b, ds->host[0]), b->host_free(b, ds->host[1]);
@@ -191,7 +203,9 @@ static void queue_pass(dev_sampler *ds, int b0, int nb)
     ast_tensor *p = on_device(ds, ds->mod[AST_MOD_POS].state + first * 3, 3, (int64_t[]){nb, N, 3});
     ast_tensor *t = on_device(ds, ds->staged + b0, 2, (int64_t[]){nb, 1});
     ast_tensor *mk = ds->mask ? on_device(ds, ds->mask + first, 2, (int64_t[]){nb, N}) : NULL;
-    ast_model_out out = ast_model_forward(ds->m, c, x, t, p, mk, NULL, NULL);
+    ast_model_prior_in given = {ds->prior ? on_device(ds, ds->prior + first * 3, 3, (int64_t[]){nb, N, 3}) : NULL,
+                                ds->geo ? on_device(ds, ds->geo + first * N, 3, (int64_t[]){nb, N, N}) : NULL};
+    ast_model_out out = ast_model_forward_given(ds->m, c, x, t, p, mk, ds->prior || ds->geo ? &given : NULL, NULL, NULL);
     ast_tensor *z[2] = {x, p};
     ast_tensor *a = per_set(ds, ds->B, b0, nb), *b = per_set(ds, 2 * (int64_t)ds->B, b0, nb);
     ast_tensor *pred[2] = {out.expression, ast_pos_x0_hat_with(c, ds->sc->pos_param, a, b, p, out.positions)};
@@ -238,18 +252,18 @@ static void run_step(dev_sampler *ds, int i, ast_graph **g, int *waits)
     queue_step(ds);
     if (i == 1) *waits = (int)(ast_graph_traffic(ds->c) - before);
     if (i == 1 && *waits && !ds->sc->op_by_op) {
-        snprintf(why, sizeof why, "the step waits for the host %d time%s (the model's prior, computed on the host "
-                 "from the expression, or a plugin that reads device data there, such as MoE routing; "
-                 "ALPHAST_TRACE_TRAFFIC=1 shows where)", *waits, *waits == 1 ? "" : "s");
+        snprintf(why, sizeof why, "the step waits for the host %d time%s (the model's prior of a generated "
+                 "expression, computed on the host from the state, or a plugin that reads device data there, "
+                 "such as MoE routing; ALPHAST_TRACE_TRAFFIC=1 shows where)", *waits, *waits == 1 ? "" : "s");
         say_op_by_op(why);
     }
 }
 
 int ast_sample_on_device(ast_model *m, const ast_schedule *s, const ast_sampler_config *sc, ast_rng *rng, int B, int N,
-                         const float *mask, ast_noised *z, float *out_expr, float *out_pos)
+                         const float *mask, const ast_sample_prior *sp, ast_noised *z, float *out_expr, float *out_pos)
 {
     dev_sampler ds;
-    dev_open(&ds, m, s, sc, B, N, mask, z);
+    dev_open(&ds, m, s, sc, B, N, mask, sp, z);
     int *grid = ast_xmalloc((size_t)s->steps * sizeof *grid), n = ast_sample_grid(s->steps, sc->num_steps, grid);
     int waits = -1, replayed = 0;
     ast_graph *g = NULL;

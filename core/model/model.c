@@ -164,6 +164,13 @@ static void check_inputs(const ast_model *m, ast_tensor *x, ast_tensor *t, ast_t
 ast_model_out ast_model_forward(ast_model *m, ast_ctx *c, ast_tensor *expression, ast_tensor *t,
                                 ast_tensor *positions, ast_tensor *mask, ast_tap_fn tap, void *tap_ud)
 {
+    return ast_model_forward_given(m, c, expression, t, positions, mask, NULL, tap, tap_ud);
+}
+
+ast_model_out ast_model_forward_given(ast_model *m, ast_ctx *c, ast_tensor *expression, ast_tensor *t,
+                                      ast_tensor *positions, ast_tensor *mask, const ast_model_prior_in *in,
+                                      ast_tap_fn tap, void *tap_ud)
+{
     check_inputs(m, expression, t, positions, mask);
     int64_t b = expression->shape[0], n = expression->shape[1];
     model_run r = {.c = c, .cfg = &m->cfg, .tap = tap, .tap_ud = tap_ud};
@@ -176,7 +183,7 @@ ast_model_out ast_model_forward(ast_model *m, ast_ctx *c, ast_tensor *expression
 
     /* Monitors bucket per-set statistics by each set's diffusion time. */
     if (r.stats) ast_publish_stat_tensor(c, "time.t", -1, t);
-    ast_tensor *prior = model_prior_tensor(m, &r, expression);
+    ast_tensor *prior = model_prior_tensor(m, &r, expression, in);
     model_state s = model_embed_forward(&m->embed, &r, expression, t, positions);
     s.x = model_prior_inputs(m, &r, s.x, prior);
     for (int i = 0; i < m->cfg.num_layers; i++) s = model_layer_forward(&m->layers[i], &r, s);

@@ -101,6 +101,32 @@ typedef void (*ast_tap_fn)(void *ud, const char *name, ast_tensor *t);
 ast_model_out ast_model_forward(ast_model *m, ast_ctx *c, ast_tensor *expression, ast_tensor *t,
                                 ast_tensor *positions, ast_tensor *mask, ast_tap_fn tap, void *tap_ud);
 
+/* The per-set constants the network computes from its expression input
+ * (docs/model.md §2.12): the structural prior [N, 3] (cfg.prior) and the
+ * geodesic distances [N, N] a plugin reads (wants_geodesic). A caller that
+ * holds that expression on the host computes them there before the step
+ * (ast_model_prior_host) and hands them in (ast_model_forward_given), so
+ * that a device step reads nothing back and can be captured as a graph. */
+typedef struct ast_model_prior_in {
+    ast_tensor *prior;    /* [B, N, 3]; NULL when the model has no prior */
+    ast_tensor *geodesic; /* [B, N, N]; NULL when no plugin reads geodesics */
+} ast_model_prior_in;
+
+/* Which of the two the model needs (0 or 1 each). */
+void ast_model_prior_wants(const ast_model *m, int *prior, int *geodesic);
+/* For B sets of N cells, expression [B, N, G] and mask [B, N] (NULL = all
+ * valid) on the host: the prior into prior [B, N, 3] and the geodesics
+ * into geo [B, N, N], each where ast_model_prior_wants says so (else it
+ * may be NULL), the numbers ast_model_forward computes from the same
+ * expression (the model's cache of recent sets serves both). */
+void ast_model_prior_host(ast_model *m, int B, int N, const float *expr, const float *mask, float *prior, float *geo);
+/* ast_model_forward with those constants given, made by ast_model_prior_host
+ * from `expression`'s values; the network reads nothing back for them.
+ * NULL `in`: computed from `expression`, as ast_model_forward does. */
+ast_model_out ast_model_forward_given(ast_model *m, ast_ctx *c, ast_tensor *expression, ast_tensor *t,
+                                      ast_tensor *positions, ast_tensor *mask, const ast_model_prior_in *in,
+                                      ast_tap_fn tap, void *tap_ud);
+
 /* Sum of the losses plugins added this step (MoE's auxiliary loss), on
  * the tape so it trains; NULL when none was added. */
 ast_tensor *ast_model_extra_loss(ast_ctx *c);

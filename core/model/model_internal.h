@@ -119,9 +119,11 @@ typedef struct model_state {
 
 /* The structural prior (docs/model.md §2.12): registration after the
  * heads; the per-set prior [B, N, 3] of the expression (NULL when off),
- * and r->geodesic when a plugin wants it; the prior's two uses. */
+ * and r->geodesic when a plugin wants it, as given in `in` or, without
+ * it, computed from the expression (read back from a device); the
+ * prior's two uses. */
 void model_prior_register(ast_model *m);
-ast_tensor *model_prior_tensor(ast_model *m, model_run *r, ast_tensor *expression);
+ast_tensor *model_prior_tensor(ast_model *m, model_run *r, ast_tensor *expression, const ast_model_prior_in *in);
 ast_tensor *model_prior_inputs(const ast_model *m, const model_run *r, ast_tensor *x, ast_tensor *prior);
 ast_tensor *model_prior_residual(const ast_model *m, const model_run *r, ast_tensor *head, ast_tensor *prior);
 

@@ -63,22 +63,30 @@ static void batch_release(const ast_backend *pin, void *p)
     else if (p) pin->host_free(pin, p);
 }
 
-int ast_batch_init(ast_batch *b, int B, int N, int G, const ast_backend *pin, const char *what, ast_error *e)
+int ast_batch_init(ast_batch *b, int B, int N, int G, const ast_model *prior_of, const ast_backend *pin,
+                   const char *what, ast_error *e)
 {
+    int prior = 0, geo = 0;
+    if (prior_of) ast_model_prior_wants(prior_of, &prior, &geo);
     /* In double: B * N * G of hostile sizes overflows size_t. More than the
      * machine's memory is refused before asking (Linux's overcommit would
      * grant it and the kernel kill us later, without a word). */
-    double bytes = ((double)B * N * (2.0 * G + 7.0) + 4.0 * B) * sizeof(float);
+    double per_cell = 2.0 * G + 7.0 + 3.0 * prior + (double)N * geo;
+    double bytes = ((double)B * N * per_cell + 4.0 * B) * sizeof(float);
     double ram = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     size_t cells = (size_t)B * N;
     *b = (ast_batch){.B = B, .N = N, .G = G, .pinned_by = pin};
     if (bytes < (double)(SIZE_MAX / 4) && (ram <= 0 || bytes <= ram)) {
+        if (prior) b->prior = batch_alloc(pin, cells * 3, sizeof(float));
+        if (geo) b->geo = batch_alloc(pin, cells * N, sizeof(float));
         b->expr = batch_alloc(pin, cells * G, sizeof(float)), b->z_expr = batch_alloc(pin, cells * G, sizeof(float));
         b->pos = batch_alloc(pin, cells * 3, sizeof(float)), b->z_pos = batch_alloc(pin, cells * 3, sizeof(float));
         b->mask = batch_alloc(pin, cells, sizeof(float)), b->t = batch_alloc(pin, (size_t)B, sizeof(float));
         b->t_int = batch_alloc(pin, (size_t)B, sizeof(int));
         b->pos_a = batch_alloc(pin, (size_t)B, sizeof(float)), b->pos_b = batch_alloc(pin, (size_t)B, sizeof(float));
-        if (b->expr && b->z_expr && b->pos && b->z_pos && b->mask && b->t && b->t_int && b->pos_a && b->pos_b) return 0;
+        if (b->expr && b->z_expr && b->pos && b->z_pos && b->mask && b->t && b->t_int && b->pos_a && b->pos_b &&
+            (!prior || b->prior) && (!geo || b->geo))
+            return 0;
     }
     ast_batch_free(b);
     ast_error_set(e, "out of memory: the %s needs %.0f MiB (%d sets x %d cells x %d genes; this machine has %.0f "
@@ -88,7 +96,7 @@ int ast_batch_init(ast_batch *b, int B, int N, int G, const ast_backend *pin, co
 
 void ast_batch_free(ast_batch *b)
 {
-    void *parts[] = {b->expr, b->z_expr, b->pos, b->z_pos, b->mask, b->t, b->t_int, b->pos_a, b->pos_b};
+    void *parts[] = {b->expr, b->z_expr, b->pos, b->z_pos, b->mask, b->t, b->t_int, b->pos_a, b->pos_b, b->prior, b->geo};
     for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) batch_release(b->pinned_by, parts[i]);
     *b = (ast_batch){0};
 }
@@ -96,6 +104,13 @@ void ast_batch_free(ast_batch *b)
 void ast_batch_coeffs(const ast_trainer *t, ast_batch *b)
 {
     ast_pos_param_coeffs(&t->sched, t->tc.pos_param, b->B, b->t_int, b->pos_a, b->pos_b);
+}
+
+void ast_batch_prior(const ast_trainer *t, ast_batch *b, int lo, int hi)
+{
+    ast_batch rows = train_ranks_rows(b, lo, hi);
+    if ((rows.prior || rows.geo) && rows.B > 0)
+        ast_model_prior_host(t->model, rows.B, rows.N, rows.z_expr, rows.mask, rows.prior, rows.geo);
 }
 
 const char *ast_trainer_file(const ast_trainer *t, const char *name, char *buf, size_t n)
@@ -149,9 +164,13 @@ static int trainer_sets(ast_trainer *t, const ast_split splits[3], ast_error *e)
     t->train_sets = (ast_set_sampler){d, &splits[AST_SPLIT_TRAIN], tc->set_size, scale, tc->rotate, tc->expr_dropout};
     t->val_sets = (ast_set_sampler){d, &splits[AST_SPLIT_VAL], tc->set_size, scale, 0, 0.0f};
     const ast_backend *b = ast_model_backend(t->model), *pin = b->memory == AST_MEM_HOST ? NULL : b;
-    if (ast_batch_init(&t->batch, tc->sets_per_step, tc->set_size, d->n_genes, pin,
+    /* Masking may replace the expression the network sees by its token, a
+     * parameter in the model's memory: the network then computes the prior
+     * itself, from what it sees. Validation masks nothing. */
+    const ast_model *prior_of = t->masking && ast_masking_covers(&tc->masking, tc->mode, AST_MOD_EXPR) ? NULL : t->model;
+    if (ast_batch_init(&t->batch, tc->sets_per_step, tc->set_size, d->n_genes, prior_of, pin,
                        "training batch (training.batch_size x data.set_size x genes)", e) < 0 ||
-        ast_batch_init(&t->val_batch, tc->val_sets, tc->set_size, d->n_genes, NULL,
+        ast_batch_init(&t->val_batch, tc->val_sets, tc->set_size, d->n_genes, t->model, NULL,
                        "validation batch (training.val_sets x data.set_size x genes)", e) < 0)
         return -1;
     /* Fixed validation centres: the same sets every epoch and on resume. */
@@ -251,7 +270,12 @@ ast_loss_parts ast_trainer_forward(ast_trainer *t, ast_batch *b)
     ast_tensor *tt = ast_tensor_from(c, 2, st, b->t), *m = ast_tensor_from(c, 2, sm, b->mask);
     ast_tensor *x_in = x, *p_in = p;
     if (b->masks) ast_masking_inputs(b->masks, c, &x_in, &p_in);
-    ast_model_out out = ast_model_forward(t->model, c, x_in, tt, p_in, m, NULL, NULL);
+    /* From pinned memory on a device: copies a captured step replays. */
+    ast_model_prior_in given = {NULL, NULL};
+    if (b->prior) given.prior = ast_tensor_from(c, 3, sp, b->prior);
+    if (b->geo) given.geodesic = ast_tensor_from(c, 3, (int64_t[]){b->B, b->N, b->N}, b->geo);
+    ast_model_out out = ast_model_forward_given(t->model, c, x_in, tt, p_in, m, b->prior || b->geo ? &given : NULL,
+                                                NULL, NULL);
     out.positions = ast_pos_x0_hat_from(c, t->tc.pos_param, b->pos_a, b->pos_b, p_in, out.positions);
     ast_tensor *x0 = ast_tensor_from(c, 3, sx, b->expr), *p0 = ast_tensor_from(c, 3, sp, b->pos);
     ast_loss_parts lp = ast_diffusion_loss(c, &t->tc.loss, &out, x0, p0, m);
@@ -267,6 +291,7 @@ void train_prepare_batch(ast_trainer *t)
     ast_noised z = {b->z_expr, b->z_pos, b->t, b->t_int};
     ast_apply_noise(&t->sched, t->tc.mode, &t->data_rng, b->B, b->N, b->G, b->expr, b->pos, b->mask, &z);
     ast_batch_coeffs(t, b);
+    ast_batch_prior(t, b, t->ranks.lo, t->ranks.hi);
     /* t->step counts optimiser updates and is checkpointed: the progressive schedule survives a resume. */
     ast_masking_schedule(t->masking, ast_ctx_scheduled(t->ctx, "masking.ratio", NAN));
     b->masks = ast_masking_draw(t->masking, &t->data_rng, t->step, b->z_expr, b->mask);

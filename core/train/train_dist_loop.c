@@ -77,6 +77,7 @@ ast_batch train_ranks_rows(const ast_batch *b, int lo, int hi)
     return (ast_batch){.B = hi - lo, .N = b->N, .G = b->G, .expr = b->expr + cells * b->G, .pos = b->pos + cells * 3,
                        .mask = b->mask + cells, .z_expr = b->z_expr + cells * b->G, .z_pos = b->z_pos + cells * 3,
                        .t = b->t + lo, .t_int = b->t_int + lo, .pos_a = b->pos_a + lo, .pos_b = b->pos_b + lo,
+                       .prior = b->prior ? b->prior + cells * 3 : NULL, .geo = b->geo ? b->geo + cells * b->N : NULL,
                        .masks = b->masks, .pinned_by = b->pinned_by};
 }
 

@@ -16,6 +16,11 @@ typedef struct ast_batch {
     float *z_expr, *z_pos, *t;
     int *t_int;
     float *pos_a, *pos_b; /* [B]: ast_pos_param_coeffs of t_int (ast_batch_coeffs) */
+    /* The network's per-set constants of z_expr (ast_model_prior_in), made
+     * on the host with the batch (ast_batch_prior): prior [B, N, 3] and
+     * geodesics [B, N, N], each NULL where the model needs none or computes
+     * it itself (masking may replace the expression it sees). */
+    float *prior, *geo;
     ast_masking *masks; /* set when this batch is masked; NULL otherwise and always in validation */
     const ast_backend *pinned_by; /* whose pinned memory holds it (the training batch on a device), or NULL */
 } ast_batch;
@@ -79,12 +84,18 @@ struct ast_trainer {
 };
 
 /* Allocates B sets of N cells and G genes (in pin's pinned host memory
- * unless NULL); -1 with e naming `what` (the config keys that sized it)
- * and the bytes when memory runs out. */
-int ast_batch_init(ast_batch *b, int B, int N, int G, const ast_backend *pin, const char *what, ast_error *e);
+ * unless NULL), with room for the per-set constants that `prior_of`
+ * needs (NULL: none); -1 with e naming `what` (the config keys that sized
+ * it) and the bytes when memory runs out. */
+int ast_batch_init(ast_batch *b, int B, int N, int G, const ast_model *prior_of, const ast_backend *pin,
+                   const char *what, ast_error *e);
 void ast_batch_free(ast_batch *b);
 /* The positions' x0 coefficients of the batch's times, before its forward. */
 void ast_batch_coeffs(const ast_trainer *t, ast_batch *b);
+/* The prior and geodesics of sets lo .. hi of the batch's noised
+ * expression, on the host, before its forward (nothing when it has no
+ * room for them). */
+void ast_batch_prior(const ast_trainer *t, ast_batch *b, int lo, int hi);
 /* The host's half of a training micro-batch: sets, times, noise, the
  * coefficients and masks drawn into t->batch. */
 void train_prepare_batch(ast_trainer *t);

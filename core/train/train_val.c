@@ -39,6 +39,7 @@ double ast_trainer_val_loss(ast_trainer *t)
         ast_noised z = {b.z_expr, b.z_pos, b.t, b.t_int};
         ast_apply_noise(&t->sched, tc->mode, &rng, b.B, b.N, b.G, b.expr, b.pos, b.mask, &z);
         ast_batch_coeffs(t, &b);
+        ast_batch_prior(t, &b, t->ranks.val_lo, t->ranks.val_hi);
         if (mine.B < 1) continue; /* more ranks than validation sets */
         ast_ctx_reset(t->ctx);
         ast_ctx_set_training(t->ctx, 0);
