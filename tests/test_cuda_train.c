@@ -5,6 +5,7 @@
  * Skipped, saying why, without CUDA in the build or without a GPU. */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,6 +101,69 @@ Test(cuda_train, geodesic_attention_run_replays_its_graph_with_the_same_losses)
     const char *const more[] = {"training_mode=expr_to_pos", "model.prior=mds", "attention=geodesic",
                                 "loss.position_loss=distance", "ffn=dense", NULL};
     check_replay("geodesic attention and mds prior", more, 1);
+}
+
+/* ---- the next batch drawn while the device runs the step -------------------- */
+
+/* A "schedule" that delivers SIGUSR1 as step 6 begins: the 2nd step of
+ * epoch 2, replayed, during which the host draws step 7's batch ahead. */
+static int signal_at_step_6(void *ud, int64_t step, int epoch, ast_schedule_values *v, ast_error *e)
+{
+    if (step == 5) raise(SIGUSR1);
+    return 0;
+}
+
+/* Trains the prior config in dir (resuming from its checkpoint) with
+ * `schedule`; its step losses, malloc'd, *n of them. */
+static double *prior_run_in(const char *dir, ast_schedule_fn schedule, int64_t *n, int *replayed)
+{
+    cf_gpu();
+    const char *const overrides[] = {"training_mode=expr_to_pos", "model.prior=isomap", "ffn=dense",
+                                     "TransformerLayer_setting.dropout=0.2", NULL};
+    train_setup s;
+    train_setup_open(&s, tiny_yaml, overrides);
+    s.tc.schedule = schedule;
+    ast_error e = {""};
+    ast_model *m = ast_model_new(&s.mc, s.tc.seed, &e);
+    cr_assert(m, "%s", e.msg);
+    ast_trainer *t = ast_trainer_new(m, &s.d, s.sp, &s.tc, dir, NULL, &e);
+    cr_assert(t, "%s", e.msg);
+    cr_assert(ast_trainer_resume(t, &e) >= 0, "%s", e.msg);
+    ast_train_result r;
+    cr_assert(ast_trainer_run(t, &r, &e) == 0, "%s", e.msg);
+    *n = ast_trainer_n_losses(t);
+    *replayed = ast_trainer_cuda_graph(t);
+    double *losses = malloc((size_t)(*n + 1) * sizeof *losses);
+    memcpy(losses, ast_trainer_losses(t), (size_t)*n * sizeof *losses);
+    ast_trainer_free(t);
+    ast_model_free(m);
+    train_setup_close(&s);
+    return losses;
+}
+
+/* A replayed step draws the next step's batch (sets, noise, prior) while
+ * the GPU runs it; the checkpoint a signal writes then keeps the data
+ * stream as it was before that draw, so the resumed run draws the batch
+ * again: the stopped and resumed runs give the uninterrupted one's losses
+ * bit for bit. */
+Test(cuda_train, a_batch_drawn_ahead_is_drawn_again_after_a_signal)
+{
+    int64_t n_full, n_first, n_rest;
+    int replayed;
+    double *full = prior_run_in(train_tmp_dir("cuda-ahead"), NULL, &n_full, &replayed);
+    cr_assert(replayed, "the prior run's step was not captured");
+    const char *dir = train_tmp_dir("cuda-ahead");
+    double *first = prior_run_in(dir, signal_at_step_6, &n_first, &replayed);
+    double *rest = prior_run_in(dir, NULL, &n_rest, &replayed);
+    cr_assert_eq(n_full, 12);
+    cr_assert_eq(n_first, 6, "the step under way ends, no other starts");
+    cr_assert_eq(n_rest, 6, "the resumed run continues at step 7");
+    for (int i = 0; i < 6; i++) cr_expect_eq(first[i], full[i], "step %d: %.9g vs %.9g", i + 1, first[i], full[i]);
+    for (int i = 0; i < 6; i++)
+        cr_expect_eq(rest[i], full[6 + i], "step %d: %.9g resumed, %.9g uninterrupted", 7 + i, rest[i], full[6 + i]);
+    cr_log_info("prior run stopped by a signal at step 6 and resumed: the uninterrupted losses (last %.6f)",
+                full[n_full - 1]);
+    free(full), free(first), free(rest);
 }
 
 /* ---- monitors and masking in the captured step ------------------------------ */

@@ -249,6 +249,7 @@ void ast_trainer_free(ast_trainer *t)
     train_graph_free(&t->graph);
     ast_ctx_free(t->ctx);
     ast_batch_free(&t->batch);
+    ast_batch_free(&t->ahead);
     ast_batch_free(&t->val_batch);
     train_monitors_free(t->monitors);
     train_tboard_close(t);
@@ -283,9 +284,8 @@ ast_loss_parts ast_trainer_forward(ast_trainer *t, ast_batch *b)
     return lp;
 }
 
-void train_prepare_batch(ast_trainer *t)
+void train_draw_batch(ast_trainer *t, ast_batch *b)
 {
-    ast_batch *b = &t->batch;
     ast_sample_sets(&t->train_sets, &t->data_rng, b->B, b->expr, b->pos, b->mask);
     for (int i = 0; i < b->B; i++) b->t_int[i] = 1 + (int)(ast_rng_next(&t->data_rng) % (uint64_t)t->tc.diffusion_steps);
     ast_noised z = {b->z_expr, b->z_pos, b->t, b->t_int};
@@ -295,6 +295,28 @@ void train_prepare_batch(ast_trainer *t)
     /* t->step counts optimiser updates and is checkpointed: the progressive schedule survives a resume. */
     ast_masking_schedule(t->masking, ast_ctx_scheduled(t->ctx, "masking.ratio", NAN));
     b->masks = ast_masking_draw(t->masking, &t->data_rng, t->step, b->z_expr, b->mask);
+}
+
+/* to = from, two batches of the same sizes and parts (masks aside). */
+static void batch_copy(ast_batch *to, const ast_batch *from)
+{
+    size_t cells = (size_t)from->B * from->N, B = (size_t)from->B, f = sizeof(float);
+    memcpy(to->expr, from->expr, cells * from->G * f), memcpy(to->z_expr, from->z_expr, cells * from->G * f);
+    memcpy(to->pos, from->pos, cells * 3 * f), memcpy(to->z_pos, from->z_pos, cells * 3 * f);
+    memcpy(to->mask, from->mask, cells * f), memcpy(to->t, from->t, B * f), memcpy(to->t_int, from->t_int, B * sizeof(int));
+    memcpy(to->pos_a, from->pos_a, B * f), memcpy(to->pos_b, from->pos_b, B * f);
+    if (to->prior) memcpy(to->prior, from->prior, cells * 3 * f);
+    if (to->geo) memcpy(to->geo, from->geo, cells * from->N * f);
+}
+
+void train_prepare_batch(ast_trainer *t)
+{
+    if (!t->drawn_ahead) {
+        train_draw_batch(t, &t->batch);
+        return;
+    }
+    batch_copy(&t->batch, &t->ahead);
+    t->drawn_ahead = 0;
 }
 
 ast_tensor *train_queue_micro_step(ast_trainer *t)

@@ -96,7 +96,7 @@ static void add_metadata(ast_trainer *t, ast_st_writer *w)
         META(CKPT_SHARD_RANKS, "%d", t->ranks.size);
     }
 #undef META
-    rng_encode(&t->data_rng, buf, sizeof buf);
+    rng_encode(t->drawn_ahead ? &t->rng_before_ahead : &t->data_rng, buf, sizeof buf);
     ast_st_writer_metadata(w, "data_rng", buf);
     rng_encode(ast_ctx_rng(t->ctx), buf, sizeof buf);
     ast_st_writer_metadata(w, "ctx_rng", buf);
@@ -331,6 +331,7 @@ static int load_state(ast_trainer *t, const ast_st_file *f, ast_error *e)
                                    "finite spare)";
     if (rng_decode(ast_st_metadata(f, "data_rng"), &t->data_rng))
         return bad_field(f, "data_rng", ast_st_metadata(f, "data_rng"), rng_want, e);
+    t->drawn_ahead = 0; /* a batch drawn ahead came from the stream replaced here */
     if (rng_decode(ast_st_metadata(f, "ctx_rng"), ast_ctx_rng(t->ctx)))
         return bad_field(f, "ctx_rng", ast_st_metadata(f, "ctx_rng"), rng_want, e);
     if (train_moments_load(t, f, e) < 0 || check_no_extra(t, f, e) < 0) return -1;

@@ -4,7 +4,8 @@
  * captured next and replayed from then on, with the same
  * numbers as eager steps: the replay draws the same kernel keys from the
  * same RNG, and the batch, the times' coefficients and the AdamW constants
- * are rewritten in pinned memory before each replay. */
+ * are rewritten in pinned memory before each replay. While a replay runs,
+ * the host draws the next step's batch (may_draw_ahead). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,30 @@ static const float *run_step(ast_trainer *t, train_graph *g)
     return loss;
 }
 
+/* Whether the next step's batch may be drawn now, while the device runs a
+ * replay of this one (the host is free until it reads the loss): the
+ * draws are those the next step would make, as nothing between two steps
+ * of an epoch draws from data_rng. Not at an epoch's last step
+ * (validation, early stopping and the checkpoint come first) nor with
+ * masking, whose draws follow the next step's schedule. */
+static int may_draw_ahead(const ast_trainer *t)
+{
+    return t->graph.state == TRAIN_GRAPH_ON && !t->masking && t->epoch_step + 1 < t->tc.steps_per_epoch;
+}
+
+/* Into host memory of its own (allocated at the first draw; without it
+ * the next step draws its batch itself). */
+static void draw_ahead(ast_trainer *t)
+{
+    const ast_batch *b = &t->batch;
+    ast_error e;
+    if (!t->ahead.expr && ast_batch_init(&t->ahead, b->B, b->N, b->G, t->model, NULL, "batch drawn ahead", &e) < 0)
+        return;
+    t->rng_before_ahead = t->data_rng;
+    train_draw_batch(t, &t->ahead);
+    t->drawn_ahead = 1;
+}
+
 int train_graph_step(ast_trainer *t, double *loss, double *gnorm)
 {
     train_graph *g = &t->graph;
@@ -105,6 +130,7 @@ int train_graph_step(ast_trainer *t, double *loss, double *gnorm)
     train_prepare_batch(t);
     ast_adamw_stage(t->opt, t->scheduled.lr);
     const float *loss_at = run_step(t, g);
+    if (may_draw_ahead(t)) draw_ahead(t);
     const ast_backend *b = ast_ctx_backend(t->ctx);
     float l;
     b->to_host(b, &l, loss_at, sizeof l);

@@ -28,8 +28,9 @@ typedef struct train_graph {
 
 /* One update of the training step through the graph path: the batch
  * drawn on the host, then forward, backward, clipping and AdamW queued
- * (eagerly the first time, captured the second, replayed after), the loss
- * and norm read once at the end. 0, -1 when the loss or the gradient's
+ * (eagerly the first time, captured the second, replayed after; while a
+ * replay runs, the next step's batch is drawn), the loss and norm read
+ * once at the end. 0, -1 when the loss or the gradient's
  * norm is not finite (nothing updated), or TRAIN_GRAPH_NOT_USED when the
  * run cannot use it (the CPU, training.cuda_graph: false, accumulation,
  * MPI, ALPHAST_PROFILE, a step that reads device memory on the host: said

@@ -38,6 +38,13 @@ struct ast_trainer {
     ast_set_sampler train_sets, val_sets;
     int64_t *val_centres;
     ast_batch batch;
+    /* The next step's batch, drawn while the device runs this one
+     * (train_graph.c; host memory, copied into `batch` when its step
+     * comes), and data_rng as it was before that draw: what a checkpoint
+     * saves meanwhile, as a resumed run draws that batch again. */
+    ast_batch ahead;
+    int drawn_ahead;
+    ast_rng rng_before_ahead;
     ast_batch val_batch; /* made once: a validation set count too large for memory fails at the start */
     FILE *metrics;
     ast_schedule_values scheduled; /* of the current step */
@@ -97,7 +104,9 @@ void ast_batch_coeffs(const ast_trainer *t, ast_batch *b);
  * room for them). */
 void ast_batch_prior(const ast_trainer *t, ast_batch *b, int lo, int hi);
 /* The host's half of a training micro-batch: sets, times, noise, the
- * coefficients and masks drawn into t->batch. */
+ * coefficients, the prior and masks drawn into b from data_rng. */
+void train_draw_batch(ast_trainer *t, ast_batch *b);
+/* train_draw_batch into t->batch, or the batch drawn ahead copied there. */
 void train_prepare_batch(ast_trainer *t);
 /* The backend's half: forward and backward of t->batch (this rank's sets)
  * queued on a fresh step; returns the batch's loss (not yet read). */
