@@ -3,6 +3,7 @@
  * use of it (exact base, independence of positions, gradients) is checked
  * in test_model.c. */
 #include <criterion/criterion.h>
+#include <criterion/logging.h>
 #include <math.h>
 #include <string.h>
 
@@ -113,5 +114,30 @@ Test(prior, the_cache_returns_what_it_computed)
     cr_assert(hits == 4 && misses == 2, "a new mask is a new set: %lld hits %lld misses", (long long)hits,
               (long long)misses);
     cr_assert_eq(again[(N + 2) * 3], 0.0f);
+    ast_prior_cache_free(c);
+}
+
+/* A batch's sets the cache lacks are computed on the thread pool, a set
+ * per thread: six different sets (the grid's expression scaled and
+ * shifted per set, one with padding), with their geodesics, give what
+ * each set alone gives, bit for bit, whatever the pool's size. */
+Test(prior, a_batch_computed_in_parallel_is_its_sets_one_by_one)
+{
+    enum { S = 6 };
+    float pos[N * 3], one[N * G], expr[S * N * G], mask[S * N];
+    float out[S * N * 3], geo[S * N * N], want_out[N * 3], want_geo[N * N];
+    grid_set(pos, one);
+    for (int s = 0; s < S; s++)
+        for (int i = 0; i < N * G; i++) expr[s * N * G + i] = one[i] * (1.0f + 0.25f * s) + (float)s;
+    for (int i = 0; i < S * N; i++) mask[i] = i == 2 * N + 4 ? 0.0f : 1.0f;
+    ast_prior_config pc = {AST_PRIOR_ISOMAP, 2, 3, 1};
+    ast_prior_cache *c = ast_prior_cache_new(8);
+    ast_prior_batch(c, &pc, S, N, G, expr, mask, out, geo);
+    for (int s = 0; s < S; s++) {
+        ast_prior_set(&pc, N, G, expr + s * N * G, mask + s * N, want_out, want_geo);
+        cr_assert(memcmp(out + s * N * 3, want_out, sizeof want_out) == 0, "set %d: the prior differs", s);
+        cr_assert(memcmp(geo + s * N * N, want_geo, sizeof want_geo) == 0, "set %d: the geodesics differ", s);
+    }
+    cr_log_info("%d sets on a pool of %d threads", S, ast_parallel_threads());
     ast_prior_cache_free(c);
 }

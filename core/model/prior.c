@@ -148,31 +148,73 @@ static void remember(ast_prior_cache *c, uint64_t key, const float *out, size_t 
     c->key[at] = key, c->len[at] = len, c->used += len;
 }
 
-/* One set through the cache: a hit copies, a miss computes. */
-static void cached_set(ast_prior_cache *c, const ast_prior_config *pc, int N, int G, const float *expr,
-                       const float *mask, float *out, float *geo)
+/* A cached set's result into out and geo; 0 when the cache has none. */
+static int lookup(ast_prior_cache *c, uint64_t key, size_t n_out, size_t n_geo, float *out, float *geo)
 {
-    uint64_t key = set_key(pc, N, G, expr, mask);
-    size_t n_out = pc->kind == AST_PRIOR_NONE ? 0 : (size_t)N * 3, n_geo = pc->geodesic ? (size_t)N * N : 0;
     for (int i = 0; i < c->capacity; i++)
         if (c->entry[i] && c->key[i] == key && c->len[i] == n_out + n_geo) {
             if (n_out) memcpy(out, c->entry[i], n_out * sizeof *out);
             if (n_geo) memcpy(geo, c->entry[i] + n_out, n_geo * sizeof *geo);
             c->hits++;
-            return;
+            return 1;
         }
     c->misses++;
-    ast_prior_set(pc, N, G, expr, mask, n_out ? out : NULL, geo);
-    remember(c, key, out, n_out, geo, n_geo);
+    return 0;
 }
 
+/* The sets of a batch that are computed: todo[0 .. n) of B, each into
+ * its own rows of out and geo. */
+typedef struct batch_job {
+    const ast_prior_config *pc;
+    int N, G;
+    const float *expr, *mask;
+    float *out, *geo;
+    const int *todo;
+} batch_job;
+
+static void compute_sets(void *arg, int64_t lo, int64_t hi)
+{
+    const batch_job *j = arg;
+    size_t N = (size_t)j->N;
+    for (int64_t i = lo; i < hi; i++) {
+        size_t b = (size_t)j->todo[i];
+        ast_prior_set(j->pc, j->N, j->G, j->expr + b * N * j->G, j->mask ? j->mask + b * N : NULL,
+                      j->out ? j->out + b * N * 3 : NULL, j->geo ? j->geo + b * N * N : NULL);
+    }
+}
+
+/* Set b's rows of out and geo (NULL where not written). */
+static float *rows(float *x, int b, size_t per_set) { return x && per_set ? x + (size_t)b * per_set : NULL; }
+
+/* The sets not in the cache are computed on the thread pool, a set per
+ * thread at a time: each set's work is its own (inside a worker the
+ * geodesics' parallel loop runs on that thread, each source's row as
+ * before), so the results do not depend on the threads. They join the
+ * cache in the batch's order, and a set met again within the batch is a
+ * hit on the first, as one after another. */
 void ast_prior_batch(ast_prior_cache *cache, const ast_prior_config *pc, int B, int N, int G, const float *expr,
                      const float *mask, float *out, float *geo)
 {
+    if (pc->kind == AST_PRIOR_NONE) out = NULL;
+    size_t n_out = out ? (size_t)N * 3 : 0, n_geo = pc->geodesic ? (size_t)N * N : 0;
+    int *todo = ast_xmalloc((size_t)B * 2 * sizeof *todo + 1), *same = todo + B, n = 0;
+    uint64_t *key = ast_xmalloc((size_t)B * sizeof *key + 1);
     for (int b = 0; b < B; b++) {
-        const float *x = expr + (size_t)b * N * G, *m = mask ? mask + (size_t)b * N : NULL;
-        float *o = out ? out + (size_t)b * N * 3 : NULL, *g = geo ? geo + (size_t)b * N * N : NULL;
-        if (cache) cached_set(cache, pc, N, G, x, m, o, g);
-        else ast_prior_set(pc, N, G, x, m, o, g);
+        same[b] = -1;
+        if (cache) key[b] = set_key(pc, N, G, expr + (size_t)b * N * G, mask ? mask + (size_t)b * N : NULL);
+        for (int i = 0; cache && i < n && same[b] < 0; i++)
+            if (key[todo[i]] == key[b]) same[b] = todo[i], cache->hits++;
+        if (same[b] < 0 && (!cache || !lookup(cache, key[b], n_out, n_geo, rows(out, b, n_out), rows(geo, b, n_geo))))
+            todo[n++] = b;
     }
+    batch_job job = {pc, N, G, expr, mask, out, n_geo ? geo : NULL, todo};
+    ast_parallel_for(n, 1, compute_sets, &job);
+    for (int i = 0; cache && i < n; i++)
+        remember(cache, key[todo[i]], rows(out, todo[i], n_out), n_out, rows(geo, todo[i], n_geo), n_geo);
+    for (int b = 0; b < B; b++)
+        if (same[b] >= 0) {
+            if (n_out) memcpy(rows(out, b, n_out), rows(out, same[b], n_out), n_out * sizeof *out);
+            if (n_geo) memcpy(rows(geo, b, n_geo), rows(geo, same[b], n_geo), n_geo * sizeof *geo);
+        }
+    free(todo), free(key);
 }

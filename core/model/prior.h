@@ -41,7 +41,9 @@ void ast_prior_cache_free(ast_prior_cache *c);
 void ast_prior_cache_stats(const ast_prior_cache *c, int64_t *hits, int64_t *misses);
 
 /* B sets at once, out [B, N, 3] and geo [B, N, N] as ast_prior_set
- * writes them; cache may be NULL. */
+ * writes them (out unwritten when kind is NONE); cache may be NULL. The
+ * sets the cache lacks are computed on the thread pool (engine.h's
+ * ast_parallel_for), with the same results as one after another. */
 void ast_prior_batch(ast_prior_cache *cache, const ast_prior_config *pc, int B, int N, int G, const float *expr,
                      const float *mask, float *out, float *geo);
 
