@@ -43,14 +43,17 @@
 #       (scripts/mpi-scaling.sh), then the quick ablation's runs per hour,
 #       local executor against Slurm executor on a one-node cluster
 #       (scripts/sweep-throughput.sh), into OUT_DIR/cluster.txt.
-#   scripts/device-bench.sh cuda-bundle [BUILD_DIR]
+#   scripts/device-bench.sh cuda-bundle [BUILD_DIR] [--cluster]
 #       here: configures BUILD_DIR (default _build-cuda) --with-cuda, builds
 #       alphast-run, bench_model, the CUDA test programs and the plugins, and
 #       packs them (the executables themselves, not libtool's wrappers) with
 #       every shared library they load but libc, libm and libcuda (the
 #       driver's, which the GPU machine has) into .device/bundle.tar.xz;
 #       fails when that and the tracked tree pass 64 MiB (what a device call
-#       carries).
+#       carries). --cluster: BUILD_DIR configured --with-cuda --with-mpi, and
+#       this machine's Open MPI packed as bundle's --cluster does; NCCL (over
+#       200 MiB) is not packed but taken there from the CUDA toolkit or
+#       PyTorch's nvidia-nccl wheel.
 #   scripts/device-bench.sh cuda-run OUT_DIR [PARTS...]
 #       there: nvidia-smi -L, then the parts (default: all, in this order;
 #       each fits the device's 600 s per call):
@@ -61,6 +64,9 @@
 #                the four configs at B=4 and B=32 (reference size)
 #         cells  the gated model, G=200, one set of 4k ... 128k cells, both
 #         sample reverse-diffusion throughput, beside the twin's sampler
+#         mpi    (a --cluster bundle) tests/test_mpi_cuda.sh: two MPI ranks
+#                on the GPU(s) against one process, kill -9 and resume, a
+#                failing rank, the split evaluation
 #       and a short table last. Logs and JSON in OUT_DIR.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -137,11 +143,15 @@ real_exe() { # build-dir path
   if [ -x "$1/$dir/.libs/$file" ]; then echo "$1/$dir/.libs/$file"; else echo "$1/$2"; fi
 }
 
-cuda_collect() { # build-dir
-  local build=$1
+cuda_collect() { # build-dir [--cluster]
+  local build=$1 cluster=${2:-}
   if [ ! -f "$build/Makefile" ]; then
     mkdir -p "$build"
-    (cd "$build" && "$top/configure" -q --with-cuda)
+    (cd "$build" && "$top/configure" -q --with-cuda ${cluster:+--with-mpi})
+  fi
+  if [ -n "$cluster" ]; then
+    grep -q '^DEFS = .*-DALPHAST_HAVE_MPI=1' "$build/Makefile" ||
+      { echo "cuda-bundle --cluster: $build is not configured --with-mpi" >&2; exit 1; }
   fi
   grep -q '^DEFS = .*-DAST_HAVE_CUDA=1' "$build/Makefile" ||
     { echo "cuda-bundle: $build is not configured --with-cuda (nvcc and cuBLAS in /usr/local/cuda)" >&2; exit 1; }
@@ -159,8 +169,9 @@ cuda_collect() { # build-dir
   # CUDA toolkit's (cuBLAS alone is over the 64 MiB a call carries; the GPU
   # machine has CUDA 13's, found by unpack).
   ldd "$bundle"/alphast-run "$bundle"/bench_model "$bundle"/tests/* "$bundle"/plugins/*.so | awk '/=> \// { print $3 }' |
-    grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux|libcuda|libcublas|libcublasLt|libcudart)[.-]' | sort -u |
+    grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux|libcuda|libcublas|libcublasLt|libcudart|libnccl)[.-]' | sort -u |
     while read -r lib; do cp -L "$lib" "$bundle/lib/"; done
+  [ "$cluster" = --cluster ] && pack_cluster "$bundle"
   mkdir -p "$top/.git/info" "$top/.device"
   grep -qx '/.device/' "$top/.git/info/exclude" 2>/dev/null || echo '/.device/' >>"$top/.git/info/exclude"
   tar -C "$bundle" -cJf "$top/.device/bundle.tar.xz" .
@@ -248,7 +259,9 @@ cuda_run() { # out parts...
       bench) cuda_bench_part "$out" bench reference,reference32 --steps "$steps" --warmup 3 ;;
       cells) cuda_bench_part "$out" cells cells --max-cells 131072 --budget 60 ;;
       sample) cuda_bench_part "$out" sample sample --warmup 3 ;;
-      *) echo "cuda-run: unknown part '$p' (tests train bench cells sample)" >&2; exit 2 ;;
+      mpi) ALPHAST_RUN=$bundle/alphast-run MPIRUN=$(command -v mpirun) bash "$top/tests/test_mpi_cuda.sh" 2>&1 |
+             tee "$out/test_mpi_cuda.log" ;;
+      *) echo "cuda-run: unknown part '$p' (tests train bench cells sample mpi)" >&2; exit 2 ;;
     esac
   done
   cuda_table "$out"
@@ -266,9 +279,11 @@ unpack() { # sets bundle and the environment
       tar -C "$bundle" -xJf "$top/.device/bundle.tar.xz" && touch "$bundle/.unpacked"
     fi
   ) 9>"$bundle.lock"
-  # CUDA 13's cuBLAS and runtime there: the toolkit's, else PyTorch's wheels'.
-  local cuda_libs
+  # CUDA 13's cuBLAS, runtime and NCCL there: the toolkit's, else PyTorch's wheels'.
+  local cuda_libs nccl_lib
   cuda_libs=$(python3 -c 'import nvidia.cublas as b, nvidia.cuda_runtime as r; print(list(b.__path__)[0] + "/lib:" + list(r.__path__)[0] + "/lib")' 2>/dev/null || true)
+  nccl_lib=$(python3 -c 'import nvidia.nccl as n; print(list(n.__path__)[0] + "/lib")' 2>/dev/null || true)
+  cuda_libs=$cuda_libs${nccl_lib:+:$nccl_lib}
   export LD_LIBRARY_PATH=$bundle/lib:/usr/local/cuda/lib64${cuda_libs:+:$cuda_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export ALPHAST_PLUGIN_PATH=$bundle/plugins PYTHONUNBUFFERED=1
   if [ -d "$bundle/root" ]; then # the --cluster runtime, relocated
@@ -394,8 +409,8 @@ case ${1:-} in
   sweeps) shift; mkdir -p "$1"; sweeps "$@" ;;
   matrix) shift; matrix "$@" ;;
   cluster) mkdir -p "$2"; cluster "$2" ;;
-  cuda-bundle) cuda_collect "${2:-$top/_build-cuda}" ;;
+  cuda-bundle) cuda_collect "${2:-$top/_build-cuda}" "${3:-}" ;;
   cuda-run) shift; cuda_run "$@" ;;
-  -h|--help) sed -n '2,64p' "$0"; exit 0 ;;
-  *) sed -n '2,64p' "$0" >&2; exit 2 ;;
+  -h|--help) sed -n '2,70p' "$0"; exit 0 ;;
+  *) sed -n '2,70p' "$0" >&2; exit 2 ;;
 esac

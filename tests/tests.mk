@@ -80,7 +80,11 @@ check_PROGRAMS += tests/test_mpi
 tests_test_mpi_SOURCES = tests/test_mpi.c tests/test_files.c tests/test_files.h
 tests_test_mpi_CFLAGS = $(TEST_CC) $(CJSON_CFLAGS) -DALPHAST_MPIRUN='"$(MPIRUN)"'
 tests_test_mpi_LDADD = $(TEST_LIBS) $(CJSON_LIBS)
+# The same over ranks on GPUs (docs/gpu.md): skips (77) without CUDA or a
+# GPU; runs outside make check too, given ALPHAST_RUN and MPIRUN.
+TESTS += tests/test_mpi_cuda.sh
 endif
+EXTRA_DIST += tests/test_mpi_cuda.sh
 
 # Sweeps on Slurm (docs/cluster.md): the executor's options, batch script,
 # --status and a warned worker without Slurm (test_slurm); then a one-node

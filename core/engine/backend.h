@@ -74,6 +74,11 @@ struct ast_backend {
     /* 1 when the backend can run here; else 0 with the reason and the fix
      * in why (a CUDA build on a machine without a GPU). */
     int (*available)(const ast_backend *b, char *why, size_t n);
+    /* One process of a run over several (mpirun -np R): from now on this
+     * thread uses device `local` (its local rank) modulo the visible ones,
+     * whose UUID goes into uuid, so that ranks can tell whether they share
+     * one. 0, or -1 with why. NULL: one memory for all (the CPU). */
+    int (*bind)(const ast_backend *b, int local, unsigned char uuid[16], char *why, size_t n);
 
     /* The kernels of the layers above the ops, on the backend's memory:
      * arena zeroing, the backward's seed, the optimiser and clipping. */

@@ -15,6 +15,14 @@ libalphast_la_LIBADD += $(MPI_LIBS)
 else
 libalphast_la_SOURCES += core/train/train_dist_solo.c
 endif
+# Ranks on GPUs: each binds its GPU (train_dist_device.c); NCCL, where
+# configure found it, sums between distinct GPUs.
+libalphast_la_SOURCES += core/train/train_dist_device.c core/train/train_dist_nccl.h
+if HAVE_NCCL
+libalphast_la_SOURCES += core/train/train_dist_nccl.c
+libalphast_la_CFLAGS += $(CUDA_CPPFLAGS)
+libalphast_la_LIBADD += $(NCCL_LIBS)
+endif
 EXTRA_DIST += core/train/README.md
 
 check_PROGRAMS += tests/test_optim tests/test_train

@@ -48,16 +48,14 @@ static int rng_decode(const char *s, ast_rng *r)
     return zero || (r->has_spare != 0 && r->has_spare != 1) || !isfinite(r->spare) ? -1 : 0;
 }
 
-/* The whole AdamW state (not split over ranks: each moment is its
- * parameter's size) on the host, kind after kind, parameter after parameter,
- * as ast_trainer_save adds it; free() it. */
-static float *moments_to_host(ast_adamw *o)
+float *train_moments_to_host(ast_adamw *o)
 {
     const ast_backend *b = ast_params_backend(o->params);
     int n = ast_params_count(o->params);
     float *host = ast_xmalloc(((size_t)moment_kinds(o) * (size_t)o->count + 1) * sizeof *host), *at = host;
     for (int k = 0; k < moment_kinds(o); k++)
-        for (int i = 0; i < n && moments(o, k)[i]; i++) {
+        for (int i = 0; i < n; i++) {
+            if (!o->len[i]) continue;
             b->to_host(b, at, moments(o, k)[i], (size_t)o->len[i] * sizeof *at);
             at += o->len[i];
         }
@@ -118,7 +116,7 @@ int ast_trainer_save(ast_trainer *t, ast_error *e)
         ast_st_writer_add(w, x->name, AST_ST_F32, x->ndim, x->shape, at);
         at += x->size;
     }
-    float *staged = t->ranks.sharded ? NULL : moments_to_host(t->opt);
+    float *staged = t->ranks.sharded ? NULL : train_moments_to_host(t->opt);
     at = staged;
     for (int k = 0; k < 3 && staged; k++)
         for (int i = 0; i < n && moments(t->opt, k)[i]; i++) {

@@ -15,6 +15,11 @@ static const char *const moment_names[3] = {"optimizer.exp_avg.", "optimizer.exp
 static inline float **moments(ast_adamw *o, int k) { return k == 0 ? o->m : k == 1 ? o->v : o->vmax; }
 static inline int moment_kinds(const ast_adamw *o) { return o->cfg.amsgrad ? 3 : 2; }
 
+/* The optimiser's part of the AdamW state on the host, kind after kind,
+ * parameter after parameter (those with elements in the part), as the
+ * checkpoints add it; free() it. Whole, each moment is its parameter's size. */
+float *train_moments_to_host(ast_adamw *o);
+
 /* checkpoint.safetensors of a run with its AdamW state split: "zero1", and
  * over how many ranks. Absent: the state is in the file, whole. */
 #define CKPT_SHARDING "optimizer_sharding"

@@ -5,7 +5,8 @@
  * (train_dist_solo.c). Every collective below runs on every rank, in the
  * same order, and gives every rank the same bits: sums are taken in rank
  * order, never in the order messages arrive, so a run repeats exactly.
- * With one rank each is the identity. */
+ * With one rank each is the identity. Ranks on GPUs exchange device
+ * memory through the ast_dist_device_ functions below. */
 #ifndef ALPHAST_TRAIN_DIST_H
 #define ALPHAST_TRAIN_DIST_H
 
@@ -13,6 +14,7 @@
 #include <stdint.h>
 
 #include "base/base.h"
+#include "engine/backend.h"
 
 /* The ranks a launcher says it started (the environment of mpirun, MPICH's
  * hydra or srun), 1 when none did. 0 with what said it in `who`, or -1
@@ -52,6 +54,26 @@ int ast_dist_all(int ok);
 static inline int ast_dist_any(int flag) { return !ast_dist_all(!flag); }
 /* The largest v of the ranks. */
 int ast_dist_max(int v);
+
+/* This rank's number among the ranks of its machine: the launcher's
+ * (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID), else from
+ * MPI's split by shared memory. Collective. */
+int ast_dist_local_rank(void);
+
+/* Ranks that train on GPUs (train_dist_device.c). Start binds each to its
+ * GPU of b (backend.h's bind: the local rank modulo the visible ones) and
+ * chooses how their device memory is exchanged: over NCCL
+ * (train_dist_nccl.c) when every rank has a GPU of its own and the build
+ * has NCCL, else through the sums above from pinned host copies (NCCL
+ * refuses two ranks on one GPU). Collective: -1 with e set on every rank
+ * when any cannot bind. Stop ends what start began. */
+int ast_dist_device_start(const ast_backend *b, ast_error *e);
+void ast_dist_device_stop(void);
+/* x[0..n) in b's memory becomes its sum over the ranks, the same bits on
+ * every rank; host (n floats, pinned) is the path through MPI's scratch. */
+void ast_dist_device_sum_f32(const ast_backend *b, float *x, int64_t n, float *host);
+/* ast_dist_allgather_f32 of x in b's memory, host (at[size] floats) its scratch. */
+void ast_dist_device_allgather_f32(const ast_backend *b, float *x, const int64_t *at, float *host);
 
 /* Rank r's share [*lo, *hi) of n items split in contiguous parts that
  * differ by at most one. */

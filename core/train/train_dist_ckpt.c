@@ -94,11 +94,13 @@ static int write_shard(ast_trainer *t, ast_error *e)
     int n = ast_params_count(p);
     ast_st_writer *w = ast_st_writer_new();
     char **names = ast_xcalloc((size_t)n * 3, sizeof *names), path[4200];
+    float *staged = train_moments_to_host(o), *at = staged; /* the moments live beside the parameters */
     for (int k = 0; k < moment_kinds(o); k++)
         for (int i = 0; i < n; i++)
             if (o->len[i]) {
                 names[k * n + i] = moment_name(k, ast_params_at(p, i)->name);
-                ast_st_writer_add(w, names[k * n + i], AST_ST_F32, 1, &o->len[i], moments(o, k)[i]);
+                ast_st_writer_add(w, names[k * n + i], AST_ST_F32, 1, &o->len[i], at);
+                at += o->len[i];
             }
     shard_meta m[N_SHARD_META];
     describe_shard(t, t->step, m);
@@ -107,7 +109,7 @@ static int write_shard(ast_trainer *t, ast_error *e)
     int rc = ast_st_writer_write(w, shard_file(t, t->step, path, sizeof path), e);
     ast_st_writer_free(w);
     for (int i = 0; i < 3 * n; i++) free(names[i]);
-    free(names);
+    free(names), free(staged);
     return rc;
 }
 
@@ -207,9 +209,8 @@ static int check_marker(const ast_trainer *t, const ast_st_file *f, ast_error *e
 }
 
 /* This rank's file: its metadata must be this rank's part of the set, and
- * it must hold the moments of that part and nothing else. Read straight
- * into the moments, as write_shard writes them: a run over ranks is on the
- * CPU (train_dist_loop.c refuses ranks on a device). */
+ * it must hold the moments of that part and nothing else. Each is read and
+ * checked on the host, then copied beside the parameters. */
 static int read_shard(ast_trainer *t, const ast_st_file *s, ast_error *e)
 {
     ast_adamw *o = t->opt;
@@ -228,15 +229,19 @@ static int read_shard(ast_trainer *t, const ast_st_file *s, ast_error *e)
         return -1;
     }
     int expected = 0, rc = 0;
+    const ast_backend *b = ast_params_backend(p);
+    float *tmp = ast_xmalloc(((size_t)o->count + 1) * sizeof *tmp);
     for (int k = 0; rc == 0 && k < moment_kinds(o); k++)
         for (int i = 0; rc == 0 && i < ast_params_count(p); i++) {
             if (!o->len[i]) continue;
             char *name = moment_name(k, ast_params_at(p, i)->name);
-            rc = ast_st_read_f32(s, name, 1, &o->len[i], moments(o, k)[i], e);
-            if (rc == 0 && k > 0) rc = check_moment(s, name, moments(o, k)[i], o->len[i], e);
+            rc = ast_st_read_f32(s, name, 1, &o->len[i], tmp, e);
+            if (rc == 0 && k > 0) rc = check_moment(s, name, tmp, o->len[i], e);
+            if (rc == 0) b->to_backend(b, moments(o, k)[i], tmp, (size_t)o->len[i] * sizeof *tmp);
             free(name);
             expected++;
         }
+    free(tmp);
     if (rc == 0 && ast_st_count(s) != expected) {
         ast_error_set(e, "%s: holds %d tensors, but this rank's part of the AdamW state is %d; restore the run "
                       "directory as it was, or start over (alphast-run train --fresh)", ast_st_path(s),

@@ -15,13 +15,6 @@ static int check_splittable(const ast_trainer *t, int size, ast_error *e)
                       t->tc.sets_per_step, t->tc.sets_per_step == 1 ? "" : "s", size, size);
         return -1;
     }
-    /* The ranks exchange gradients and weights through host memory, and a
-     * device's would need copies this loop does not make. */
-    if (size > 1 && ast_model_backend(t->model)->memory != AST_MEM_HOST) {
-        ast_error_set(e, "device: %s: a run over several MPI ranks trains on the CPU only; set device: cpu (or "
-                      "--device cpu), or launch one process to train on the GPU", ast_model_backend(t->model)->name);
-        return -1;
-    }
     /* The masks are drawn for the whole batch inside the masking module,
      * which has no way yet to hand one rank its sets' part of them. */
     if (size > 1 && t->tc.masking.enable) {
@@ -51,10 +44,22 @@ int train_ranks_init(ast_trainer *t, ast_error *e)
     for (int k = 0; k < r->size; k++) ast_dist_part(r->n_grad, k, r->size, &r->part[k], &hi);
     r->part[r->size] = r->n_grad;
     r->sharded = r->size > 1 && t->tc.sharding == AST_SHARD_ZERO1;
-    if (r->size > 1) {
-        r->flat = ast_xmalloc(((size_t)(r->n_grad + r->n_buf) + 1) * sizeof *r->flat);
-        r->buf_start = ast_xmalloc(((size_t)r->n_buf + 1) * sizeof *r->buf_start);
+    if (r->size < 2) return 0;
+    const ast_backend *b = ast_model_backend(t->model);
+    size_t flat_bytes = ((size_t)(r->n_grad + r->n_buf) + 1) * sizeof *r->flat;
+    if (b->memory != AST_MEM_HOST) {
+        if (ast_dist_device_start(b, e) < 0) return -1;
+        r->device = b; /* its copies to and from the host go fastest from pinned memory */
+        r->flat = b->host_alloc(b, flat_bytes);
+        if (!r->flat) {
+            ast_error_set(e, "device: %s: out of pinned host memory for the %zu bytes a step exchanges; launch "
+                          "fewer ranks per machine", b->name, flat_bytes);
+            return -1;
+        }
+    } else {
+        r->flat = ast_xmalloc(flat_bytes);
     }
+    r->buf_start = ast_xmalloc(((size_t)r->n_buf + 1) * sizeof *r->buf_start);
     return 0;
 }
 
@@ -67,7 +72,13 @@ ast_adamw *train_ranks_optimizer(ast_trainer *t)
 
 void train_ranks_free(train_ranks *r)
 {
-    free(r->part), free(r->flat), free(r->buf_start);
+    if (r->device) {
+        r->device->host_free(r->device, r->flat);
+        ast_dist_device_stop();
+    } else {
+        free(r->flat);
+    }
+    free(r->part), free(r->buf_start);
     memset(r, 0, sizeof *r);
 }
 
@@ -83,7 +94,8 @@ ast_batch train_ranks_rows(const ast_batch *b, int lo, int hi)
 
 /* Every parameter's gradient (grad = 1) or data into the flat buffer (to =
  * 1) or back out of it, in registration order; returns the end of their
- * part of flat. Host memory: ranks train on the CPU (check_splittable). */
+ * part of flat. On the host: ranks on a device exchange the parameters'
+ * one buffer in its memory (train_dist_device.c). */
 static float *copy_params(ast_params *p, float *flat, int grad, int to)
 {
     for (int i = 0; i < ast_params_count(p); i++) {
@@ -117,17 +129,28 @@ void train_ranks_step_begin(ast_trainer *t)
     copy_buffers(ast_model_params(t->model), r->buf_start, 1);
 }
 
+/* The parameters' gradients (grad = 1) or data in a device's memory: one
+ * buffer, parameter after parameter (engine/params.c). */
+static float *device_flat(ast_params *p, int grad)
+{
+    return grad ? ast_params_at(p, 0)->grad : ast_params_at(p, 0)->data;
+}
+
 double train_ranks_reduce(ast_trainer *t, double loss)
 {
     train_ranks *r = &t->ranks;
     if (r->size < 2) return loss;
     ast_params *p = ast_model_params(t->model);
-    float *at = copy_params(p, r->flat, 1, 1);
+    /* On the host the gradients join the buffers' changes and the loss in
+     * one sum; a device's are summed where they are, flat then holding the
+     * rest (the buffers stay on the host, engine/params.c). */
+    float *at = r->device ? r->flat : copy_params(p, r->flat, 1, 1);
+    if (r->device) ast_dist_device_sum_f32(r->device, device_flat(p, 1), r->n_grad, r->flat);
     copy_buffers(p, at, 1);
     for (int64_t j = 0; j < r->n_buf; j++) at[j] -= r->buf_start[j];
     at[r->n_buf] = (float)loss;
-    ast_dist_sum_f32(r->flat, r->n_grad + r->n_buf + 1);
-    at = copy_params(p, r->flat, 1, 0);
+    ast_dist_sum_f32(r->device ? at : r->flat, r->n_buf + 1 + (r->device ? 0 : r->n_grad));
+    if (!r->device) at = copy_params(p, r->flat, 1, 0);
     /* Unchanged buffers stay exactly as they were: their changes sum to 0. */
     for (int64_t j = 0; j < r->n_buf; j++) at[j] = r->buf_start[j] + at[j] / (float)r->size;
     copy_buffers(p, at, 0);
@@ -139,6 +162,10 @@ void train_ranks_step_end(ast_trainer *t)
     train_ranks *r = &t->ranks;
     if (!r->sharded) return;
     ast_params *p = ast_model_params(t->model);
+    if (r->device) {
+        ast_dist_device_allgather_f32(r->device, device_flat(p, 0), r->part, r->flat);
+        return;
+    }
     copy_params(p, r->flat, 0, 1);
     ast_dist_allgather_f32(r->flat, r->part);
     copy_params(p, r->flat, 0, 0);

@@ -28,7 +28,8 @@ typedef struct train_ranks {
     int sharded;            /* ZeRO-1 over more than one rank: the AdamW state is of part[rank] only */
     int64_t *part;          /* [size + 1]: where each rank's part of the flattened parameters starts */
     int64_t n_grad, n_buf;  /* parameter and buffer elements */
-    float *flat;            /* a step's exchange: gradients, buffer changes, loss */
+    const ast_backend *device; /* the ranks' GPUs' backend, NULL on the CPU */
+    float *flat;            /* a step's exchange: gradients (on the CPU), buffer changes, loss; pinned on a device */
     float *buf_start;       /* the buffers when the step began */
 } train_ranks;
 

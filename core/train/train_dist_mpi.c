@@ -86,6 +86,25 @@ void ast_dist_abort(int status)
 int ast_dist_rank(void) { return g_rank; }
 int ast_dist_size(void) { return g_size; }
 
+int ast_dist_local_rank(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"};
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        const char *v = getenv(vars[i]);
+        char *end = NULL;
+        long local = v ? strtol(v, &end, 10) : -1;
+        if (v && end != v && !*end && local >= 0 && local < g_size) return (int)local;
+    }
+    /* Another launcher: the ranks that share this machine's memory, in rank order. */
+    MPI_Comm node;
+    int local = 0;
+    if (g_size < 2) return 0;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local);
+    MPI_Comm_free(&node);
+    return local;
+}
+
 /* Each rank's part of the window [w0, w1) of an array split at `at` (size
  * + 1 offsets), as MPI counts and offsets from w0. */
 static void window_parts(const int64_t *at, int64_t w0, int64_t w1, int *count, int *displ)

@@ -38,6 +38,26 @@ static int device_probe(char *why, size_t n)
 
 static int cuda_available(const ast_backend *b, char *why, size_t n) { return device_probe(why, n); }
 
+/* The GPU of local rank `local` of a run over several processes: the
+ * visible ones are dealt out in turn (CUDA_VISIBLE_DEVICES, or a launcher
+ * that gives each rank its own, leaves one visible). cudaSetDevice holds
+ * for the calling thread, the one that queues every step. */
+static int cuda_bind(const ast_backend *b, int local, unsigned char uuid[16], char *why, size_t n)
+{
+    int count = 0, ordinal;
+    cudaDeviceProp prop;
+    if (!device_probe(why, n) || cudaGetDeviceCount(&count) != cudaSuccess || count < 1) return -1;
+    ordinal = local % count;
+    cudaError_t e = cudaSetDevice(ordinal);
+    if (e == cudaSuccess) e = cudaGetDeviceProperties(&prop, ordinal);
+    if (e != cudaSuccess) {
+        snprintf(why, n, "GPU %d of the %d visible (local rank %d): %s", ordinal, count, local, cudaGetErrorString(e));
+        return -1;
+    }
+    memcpy(uuid, prop.uuid.bytes, 16);
+    return 0;
+}
+
 static void *cuda_alloc(const ast_backend *b, size_t bytes)
 {
     void *p = NULL;
@@ -430,6 +450,7 @@ static const ast_backend cuda = {
     .to_host = cuda_to_host,
     .synchronize = cuda_synchronize,
     .available = cuda_available,
+    .bind = cuda_bind,
     .zero = cuda_zero,
     .accumulate = cuda_accumulate,
     .sum_squares = cuda_sum_squares,
