@@ -43,17 +43,17 @@
 #       (scripts/mpi-scaling.sh), then the quick ablation's runs per hour,
 #       local executor against Slurm executor on a one-node cluster
 #       (scripts/sweep-throughput.sh), into OUT_DIR/cluster.txt.
-#   scripts/device-bench.sh cuda-bundle [BUILD_DIR] [--cluster]
+#   scripts/device-bench.sh cuda-bundle [BUILD_DIR] [--mpi]
 #       here: configures BUILD_DIR (default _build-cuda) --with-cuda, builds
 #       alphast-run, bench_model, the CUDA test programs and the plugins, and
 #       packs them (the executables themselves, not libtool's wrappers) with
 #       every shared library they load but libc, libm and libcuda (the
 #       driver's, which the GPU machine has) into .device/bundle.tar.xz;
 #       fails when that and the tracked tree pass 64 MiB (what a device call
-#       carries). --cluster: BUILD_DIR configured --with-cuda --with-mpi, and
-#       this machine's Open MPI packed as bundle's --cluster does; NCCL (over
-#       200 MiB) is not packed but taken there from the CUDA toolkit or
-#       PyTorch's nvidia-nccl wheel.
+#       carries). --mpi: BUILD_DIR configured --with-cuda --with-mpi, and
+#       this machine's Open MPI packed as bundle's --cluster packs it (without
+#       Slurm); NCCL (over 200 MiB) is not packed but taken there from the
+#       CUDA toolkit or PyTorch's nvidia-nccl wheel.
 #   scripts/device-bench.sh cuda-run OUT_DIR [PARTS...]
 #       there: nvidia-smi -L, then the parts (default: all, in this order;
 #       each fits the device's 600 s per call):
@@ -64,7 +64,7 @@
 #                the four configs at B=4 and B=32 (reference size)
 #         cells  the gated model, G=200, one set of 4k ... 128k cells, both
 #         sample reverse-diffusion throughput, beside the twin's sampler
-#         mpi    (a --cluster bundle) tests/test_mpi_cuda.sh: two MPI ranks
+#         mpi    (a --mpi bundle) tests/test_mpi_cuda.sh: two MPI ranks
 #                on the GPU(s) against one process, kill -9 and resume, a
 #                failing rank, the split evaluation
 #       and a short table last. Logs and JSON in OUT_DIR.
@@ -73,22 +73,34 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 
 # The files of the Debian packages the scale-out runs need, at their paths
 # under DEST/root, and the libraries they and their dlopened plugins load.
-cluster_packages=(openmpi-bin libopenmpi3 openmpi-common libpmix2 slurm-client slurmctld slurmd
-  slurm-wlm-basic-plugins munge libmunge2 iproute2)
-pack_cluster() { # dest
+mpi_packages=(openmpi-bin libopenmpi3 openmpi-common libpmix2)
+cluster_packages=("${mpi_packages[@]}" slurm-client slurmctld slurmd slurm-wlm-basic-plugins munge libmunge2 iproute2)
+pack_cluster() { # dest [packages...] (default: cluster_packages)
   local dest=$1 p f
-  for p in "${cluster_packages[@]}"; do
+  shift
+  local packages=("$@")
+  ((${#packages[@]})) || packages=("${cluster_packages[@]}")
+  for p in "${packages[@]}"; do
     dpkg -L "$p" | grep -vE '/share/(doc|man|lintian|bug)/' | while read -r f; do
       if [ -f "$f" ]; then install -D -m "$(stat -c %a "$f")" "$f" "$dest/root$f"; fi
     done
   done
   # Debian names the daemons through update-alternatives (slurmctld ->
   # slurmctld-wlm), links dpkg -L does not list.
-  for f in "$dest"/root/usr/sbin/*-wlm; do ln -sf "${f##*/}" "${f%-wlm}"; done
+  for f in "$dest"/root/usr/sbin/*-wlm; do if [ -e "$f" ]; then ln -sf "${f##*/}" "${f%-wlm}"; fi; done
   # ldd fails on the scripts and data files among them: only its output counts.
   { find "$dest/root" -type f \( -name '*.so*' -o -perm -u+x \) -exec ldd {} + 2>/dev/null || true; } |
     awk '/=> \// { print $3 }' | grep -vE '/(libc|libm|libpthread|libdl|libresolv|ld-linux)[.-]' |
     sort -u | while read -r lib; do if [ ! -e "$dest/lib/${lib##*/}" ]; then cp -L "$lib" "$dest/lib/"; fi; done
+}
+
+# .device/ (the bundle) stays out of git: in the checkout's exclude file,
+# which a worktree's .git (a file, not a folder) names.
+ignore_device() {
+  local exclude
+  exclude=$(cd "$top" && git rev-parse --path-format=absolute --git-path info/exclude)
+  mkdir -p "$(dirname "$exclude")" "$top/.device"
+  grep -qx '/.device/' "$exclude" 2>/dev/null || echo '/.device/' >>"$exclude"
 }
 
 collect() { # build-dir [--cluster]
@@ -115,8 +127,7 @@ EOF
   ldd "$bundle/bench_model" "$bundle/alphast-run" | awk '/=> \// { print $3 }' | grep -vE '/(libc|libm|libpthread|libdl|ld-linux)[.-]' |
     sort -u | while read -r lib; do cp -L "$lib" "$bundle/lib/"; done
   [ "$cluster" = --cluster ] && pack_cluster "$bundle"
-  mkdir -p "$top/.git/info" "$top/.device"
-  grep -qx '/.device/' "$top/.git/info/exclude" 2>/dev/null || echo '/.device/' >>"$top/.git/info/exclude"
+  ignore_device
   tar -C "$bundle" -cJf "$top/.device/bundle.tar.xz" .
   rm -rf "$bundle"
   du -sh "$top/.device/bundle.tar.xz"
@@ -143,15 +154,15 @@ real_exe() { # build-dir path
   if [ -x "$1/$dir/.libs/$file" ]; then echo "$1/$dir/.libs/$file"; else echo "$1/$2"; fi
 }
 
-cuda_collect() { # build-dir [--cluster]
-  local build=$1 cluster=${2:-}
+cuda_collect() { # build-dir [--mpi]
+  local build=$1 mpi=${2:-}
   if [ ! -f "$build/Makefile" ]; then
     mkdir -p "$build"
-    (cd "$build" && "$top/configure" -q --with-cuda ${cluster:+--with-mpi})
+    (cd "$build" && "$top/configure" -q --with-cuda ${mpi:+--with-mpi})
   fi
-  if [ -n "$cluster" ]; then
+  if [ -n "$mpi" ]; then
     grep -q '^DEFS = .*-DALPHAST_HAVE_MPI=1' "$build/Makefile" ||
-      { echo "cuda-bundle --cluster: $build is not configured --with-mpi" >&2; exit 1; }
+      { echo "cuda-bundle --mpi: $build is not configured --with-mpi" >&2; exit 1; }
   fi
   grep -q '^DEFS = .*-DAST_HAVE_CUDA=1' "$build/Makefile" ||
     { echo "cuda-bundle: $build is not configured --with-cuda (nvcc and cuBLAS in /usr/local/cuda)" >&2; exit 1; }
@@ -165,15 +176,17 @@ cuda_collect() { # build-dir [--cluster]
   cp "$(real_exe "$build" bench/bench_model)" "$bundle/bench_model"
   for exe in "${cuda_tests[@]}"; do cp "$(real_exe "$build" "$exe")" "$bundle/$exe"; done
   find "$build/plugins" -path '*/.libs/*.so' -exec cp {} "$bundle/plugins/" \;
+  # Their debug information would take a fifth of what a call carries; the
+  # symbols (backtraces) stay.
+  strip --strip-debug "$bundle"/alphast-run "$bundle"/bench_model "$bundle"/tests/* "$bundle"/plugins/*.so
   # Every library they load but the C library's, the GPU driver's and the
   # CUDA toolkit's (cuBLAS alone is over the 64 MiB a call carries; the GPU
   # machine has CUDA 13's, found by unpack).
   ldd "$bundle"/alphast-run "$bundle"/bench_model "$bundle"/tests/* "$bundle"/plugins/*.so | awk '/=> \// { print $3 }' |
     grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux|libcuda|libcublas|libcublasLt|libcudart|libnccl)[.-]' | sort -u |
     while read -r lib; do cp -L "$lib" "$bundle/lib/"; done
-  [ "$cluster" = --cluster ] && pack_cluster "$bundle"
-  mkdir -p "$top/.git/info" "$top/.device"
-  grep -qx '/.device/' "$top/.git/info/exclude" 2>/dev/null || echo '/.device/' >>"$top/.git/info/exclude"
+  [ "$mpi" = --mpi ] && pack_cluster "$bundle" "${mpi_packages[@]}"
+  ignore_device
   tar -C "$bundle" -cJf "$top/.device/bundle.tar.xz" .
   rm -rf "$bundle"
   local tracked total
