@@ -49,6 +49,9 @@ int ast_dist_device_start(const ast_backend *b, ast_error *e)
 #if ALPHAST_HAVE_NCCL
     if (train_nccl_start(e) < 0) return -1;
     g_nccl = 1;
+    if (ast_dist_rank() == 0)
+        ast_log(AST_LOG_INFO, "device: %s: %d ranks on GPUs of their own, gradients summed by NCCL", b->name,
+                ast_dist_size());
 #else
     if (ast_dist_rank() == 0)
         ast_log(AST_LOG_WARN, "device: %s: this alphast-run was built without NCCL, so the GPUs' gradients are summed "

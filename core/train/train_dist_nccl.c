@@ -8,9 +8,10 @@
  * algorithm is pinned to Ring with the Simple protocol (what NCCL picks for
  * gradients of megabytes anyway) unless the environment names another, so
  * that NCCL's tuning cannot choose otherwise between runs; NVLink
- * multicast (NVLS), whose switch-side reduction is not promised to repeat,
- * is off. The sums differ in their last bits from the CPU path's
- * rank-order sums in double: the ring adds in float. */
+ * multicast (NVLS), which adds inside the NVSwitch in an order of its own
+ * that nothing here has checked to repeat, is off. The sums differ in
+ * their last bits from the CPU path's rank-order sums in double: the ring
+ * adds in float. */
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <stdio.h>
