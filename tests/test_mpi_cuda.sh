@@ -31,7 +31,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_va
 read -r -a margs <<<"${MPIRUN_ARGS:--np 2 --oversubscribe --mca btl self,vader -x OPENBLAS_NUM_THREADS=1}"
 # A device no build has: each rank of an MPI build names the devices of its build.
 probe=$("$mpirun" "${margs[@]}" "$run" train --device none-such 2>&1 || true)
-grep -q 'rank 1 of 2: .*cuda' <<<"$probe" || skip "$run is not built with both MPI and CUDA: $probe"
+grep -q 'rank 1 of 2: .*cuda' <<<"$probe" || skip "$run is not built with both MPI and CUDA: $(head -1 <<<"$probe")"
 if command -v nvidia-smi >/dev/null; then
   nvidia-smi -L 2>/dev/null | grep -q '^GPU' || skip "no GPU is visible (nvidia-smi -L lists none)"
 else
