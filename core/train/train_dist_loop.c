@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "base/hash.h"
+#include "io/safetensors.h"
 #include "train/train_dist.h"
 #include "train_internal.h"
 
@@ -172,17 +173,17 @@ void train_ranks_step_end(ast_trainer *t)
 }
 
 /* What a rank starts from: weights, buffers, the data stream, the step
- * and the config. */
+ * and the config. The weights are read through a host copy: on a GPU they
+ * are in its memory. */
 static uint64_t start_hash(ast_trainer *t)
 {
     ast_params *p = ast_model_params(t->model);
     uint64_t h = ast_fnv1a(AST_FNV_OFFSET, &t->step, sizeof t->step);
     h = ast_fnv1a(h, t->data_rng.s, sizeof t->data_rng.s);
     if (t->config_yaml) h = ast_fnv1a(h, t->config_yaml, strlen(t->config_yaml));
-    for (int i = 0; i < ast_params_count(p); i++)
-        h = ast_fnv1a(h, ast_params_at(p, i)->data, (size_t)ast_params_at(p, i)->size * sizeof(float));
-    for (int i = 0; i < ast_params_n_buffers(p); i++)
-        h = ast_fnv1a(h, ast_params_buffer_at(p, i)->data, (size_t)ast_params_buffer_at(p, i)->size * sizeof(float));
+    float *host = ast_params_host_copy(p); /* the parameters, then the buffers */
+    h = ast_fnv1a(h, host, (size_t)(t->ranks.n_grad + t->ranks.n_buf) * sizeof *host);
+    free(host);
     return h;
 }
 
