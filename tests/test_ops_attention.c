@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "backend_without.h"
 #include "engine/backend.h"
 #include "gradcheck.h"
 
@@ -31,12 +32,7 @@ static const ast_backend *unfused_backend(void)
 {
     static ast_backend b;
     static ast_op_kernel kernels[AST_N_OPS];
-    b = *ast_backend_cpu();
-    memcpy(kernels, b.kernels, sizeof kernels);
-    kernels[AST_OP_linear_attention] = (ast_op_kernel){0};
-    b.name = "unfused";
-    b.kernels = kernels;
-    return &b;
+    return cpu_backend_without(&b, kernels, AST_OP_linear_attention, "unfused");
 }
 
 /* Set 1's last `pad` cells masked: key bias [B, 1, 1, N]. */

@@ -1,6 +1,9 @@
 # The core tests (their shared helpers are in testkit/testkit.mk).
 
 EXTRA_DIST += tests/lsan.supp
+# Header-only helpers some tests include (the GEMM references, a CPU
+# backend that declines one op).
+EXTRA_DIST += tests/gemm_reference.h tests/backend_without.h
 
 # The layering rule (core/LAYERS): no include points up.
 TESTS += tests/check_layers.sh
