@@ -177,6 +177,49 @@ Test(data, splits_are_spatial_and_sets_are_neighbourhoods)
     ast_dataset_free(&d);
 }
 
+/* A batch's sets are drawn in stream order and then filled in parallel;
+ * a rank fills the expression of its own sets alone. Both must be what
+ * making the sets one after another gives, and leave the stream where it
+ * leaves it (the next draws of a run depend on it), with dropout and
+ * rotation drawing from the stream between the sets. */
+Test(data, batch_of_sets_is_made_set_by_set)
+{
+    ast_data_opts o;
+    ast_data_opts_default(&o);
+    ast_dataset d = read_ok(STARMAP "starmap3d.h5ad", &o);
+    ast_error e;
+    cr_assert(ast_data_preprocess(&d, &o, &e) == 0);
+    ast_split sp[3];
+    cr_assert(ast_data_split(&d, 0.1, 0.1, sp, &e) == 0, "%s", e.msg);
+    enum { B = 6, N = 32, G = 28 };
+    ast_set_sampler s = {&d, &sp[0], N, 2.0f, 1, 0.25f};
+    static float one[B][N * G], one_pos[B][N * 3], one_mask[B][N];
+    static float all[B][N * G], all_pos[B][N * 3], all_mask[B][N];
+    static float part[B][N * G], part_pos[B][N * 3], part_mask[B][N];
+    ast_rng r1, r2, r3;
+    ast_rng_seed(&r1, 11), ast_rng_seed(&r2, 11), ast_rng_seed(&r3, 11);
+    for (int b = 0; b < B; b++)
+        ast_make_set(&s, sp[0].cells[ast_rng_next(&r1) % (uint64_t)sp[0].n], &r1, one[b], one_pos[b], one_mask[b]);
+    ast_sample_sets(&s, &r2, B, all[0], all_pos[0], all_mask[0]);
+    memset(part, 0, sizeof part);
+    ast_sample_sets_of(&s, &r3, B, 2, 4, part[0], part_pos[0], part_mask[0]);
+    cr_assert_eq(memcmp(one, all, sizeof one), 0);
+    cr_assert_eq(memcmp(one_pos, all_pos, sizeof one_pos), 0);
+    cr_assert_eq(memcmp(one_mask, all_mask, sizeof one_mask), 0);
+    cr_assert_eq(memcmp(one_pos, part_pos, sizeof one_pos), 0, "every set's positions, a rank's or not");
+    cr_assert_eq(memcmp(one_mask, part_mask, sizeof one_mask), 0);
+    cr_assert_eq(memcmp(one[2], part[2], 2 * sizeof one[0]), 0, "the rank's sets' expression");
+    int zeros = 0, dropped = 0;
+    for (int i = 0; i < N * G; i++) zeros += part[0][i] == 0.0f && part[5][i] == 0.0f, dropped += one[0][i] == 0.0f;
+    cr_assert_eq(zeros, N * G, "the other sets' expression is not filled");
+    cr_assert_gt(dropped, N * G / 5, "dropout zeroed %d of %d entries", dropped, N * G);
+    uint64_t next1 = ast_rng_next(&r1);
+    cr_assert_eq(ast_rng_next(&r2), next1, "the stream continues where set by set leaves it");
+    cr_assert_eq(ast_rng_next(&r3), next1);
+    ast_split_free(sp);
+    ast_dataset_free(&d);
+}
+
 /* ---- bad input --------------------------------------------------------- */
 
 static char tmpdir[256];

@@ -204,7 +204,12 @@ void ast_make_set(const ast_set_sampler *s, int64_t centre, ast_rng *rng, float 
 /* The dataset indices of the cells ast_make_set puts in the set of
  * `centre`, in set order (room for N); returns their number. */
 int ast_set_cells(const ast_set_sampler *s, int64_t centre, int64_t *cells);
-/* B sets around random centres of the split. */
+/* B sets around random centres of the split, filled in parallel. */
 void ast_sample_sets(const ast_set_sampler *s, ast_rng *rng, int B, float *expr, float *pos, float *mask);
+/* The same draws, but the expression only of sets lo..hi-1 (a rank's share
+ * of the batch); every set's positions and mask are filled, and the stream
+ * ends where ast_sample_sets leaves it. */
+void ast_sample_sets_of(const ast_set_sampler *s, ast_rng *rng, int B, int lo, int hi, float *expr, float *pos,
+                        float *mask);
 
 #endif

@@ -57,32 +57,74 @@ static void random_rotation(ast_rng *rng, float r[9])
     memcpy(r, m, sizeof m);
 }
 
-void ast_make_set(const ast_set_sampler *s, int64_t centre, ast_rng *rng, float *expr, float *pos, float *mask)
+/* What a set takes from the random stream, in the stream's order: its
+ * centre (drawn by the caller), its rotation, then one uniform per entry
+ * of its n x G expression when dropout is on. Taken apart from filling the
+ * set, so the sets of a batch can be drawn in order and then filled in
+ * parallel, and a set another rank trains can be drawn without filling
+ * its expression: either way the stream ends where drawing one set after
+ * another leaves it. */
+typedef struct set_draw {
+    int64_t centre;
+    int n;              /* cells in the set; the rest of N is padding */
+    float rot[9];       /* used when the sampler rotates */
+    ast_rng dropout;    /* the stream where the set's dropout draws start */
+} set_draw;
+
+/* The cells of the split in the centre's slice, at most N: nearest()'s count. */
+static int set_cells_count(const ast_set_sampler *s, int64_t centre)
+{
+    const ast_dataset *d = s->d;
+    int64_t m = 0;
+    for (int64_t i = 0; i < s->split->n && m < s->set_size; i++) m += d->slice[s->split->cells[i]] == d->slice[centre];
+    return (int)m;
+}
+
+static void draw_set(const ast_set_sampler *s, int64_t centre, ast_rng *rng, set_draw *w)
+{
+    *w = (set_draw){.centre = centre, .n = set_cells_count(s, centre)};
+    if (s->rotate) random_rotation(rng, w->rot);
+    if (!(s->expr_dropout > 0.0f)) return;
+    w->dropout = *rng;
+    for (int64_t k = (int64_t)w->n * s->d->n_genes; k > 0; k--) ast_rng_next(rng); /* what uniform01 takes */
+}
+
+/* The set of draw w; its expression too when with_expr (the rows of sets
+ * another rank trains are left as they were). */
+static void fill_set(const ast_set_sampler *s, const set_draw *w, int with_expr, float *expr, float *pos, float *mask)
 {
     const ast_dataset *d = s->d;
     int N = s->set_size, G = d->n_genes;
     int64_t *cells = ast_xmalloc((size_t)N * sizeof *cells);
-    int n = nearest(d, s->split, centre, N, cells);
-    memset(expr, 0, (size_t)N * G * sizeof(float));
+    int n = nearest(d, s->split, w->centre, N, cells);
+    ast_rng dropout = w->dropout;
+    if (with_expr) memset(expr, 0, (size_t)N * G * sizeof(float));
     memset(pos, 0, (size_t)N * 3 * sizeof(float));
     double mean[3] = {0};
     for (int i = 0; i < n; i++)
         for (int k = 0; k < 3; k++) mean[k] += d->pos[cells[i] * 3 + k] / (double)n;
-    float rot[9] = {0};
-    if (s->rotate) random_rotation(rng, rot);
+    const float *rot = w->rot;
     for (int i = 0; i < N; i++) {
         mask[i] = i < n ? 1.0f : 0.0f;
         if (i >= n) continue;
-        ast_data_row(d, cells[i], expr + (int64_t)i * G);
         float v[3];
         for (int k = 0; k < 3; k++) v[k] = (float)((d->pos[cells[i] * 3 + k] - mean[k]) / s->pos_scale);
         for (int k = 0; k < 3; k++)
             pos[i * 3 + k] = s->rotate ? rot[k * 3] * v[0] + rot[k * 3 + 1] * v[1] + rot[k * 3 + 2] * v[2] : v[k];
+        if (!with_expr) continue;
+        ast_data_row(d, cells[i], expr + (int64_t)i * G);
         if (s->expr_dropout > 0.0f)
             for (int g = 0; g < G; g++)
-                if (ast_rng_uniform01(rng) < s->expr_dropout) expr[(int64_t)i * G + g] = 0.0f;
+                if (ast_rng_uniform01(&dropout) < s->expr_dropout) expr[(int64_t)i * G + g] = 0.0f;
     }
     free(cells);
+}
+
+void ast_make_set(const ast_set_sampler *s, int64_t centre, ast_rng *rng, float *expr, float *pos, float *mask)
+{
+    set_draw w;
+    draw_set(s, centre, rng, &w);
+    fill_set(s, &w, 1, expr, pos, mask);
 }
 
 int ast_set_cells(const ast_set_sampler *s, int64_t centre, int64_t *cells)
@@ -90,13 +132,35 @@ int ast_set_cells(const ast_set_sampler *s, int64_t centre, int64_t *cells)
     return nearest(s->d, s->split, centre, s->set_size, cells);
 }
 
+typedef struct fill_job {
+    const ast_set_sampler *s;
+    const set_draw *draws;
+    int lo, hi;
+    float *expr, *pos, *mask;
+} fill_job;
+
+static void fill_sets(void *arg, int64_t first, int64_t end)
+{
+    const fill_job *j = arg;
+    int64_t N = j->s->set_size, G = j->s->d->n_genes;
+    for (int64_t b = first; b < end; b++)
+        fill_set(j->s, &j->draws[b], b >= j->lo && b < j->hi, j->expr + b * N * G, j->pos + b * N * 3, j->mask + b * N);
+}
+
+void ast_sample_sets_of(const ast_set_sampler *s, ast_rng *rng, int B, int lo, int hi, float *expr, float *pos,
+                        float *mask)
+{
+    set_draw *draws = ast_xmalloc((size_t)B * sizeof *draws);
+    for (int b = 0; b < B; b++)
+        draw_set(s, s->split->cells[ast_rng_next(rng) % (uint64_t)s->split->n], rng, &draws[b]);
+    fill_job j = {s, draws, lo, hi, expr, pos, mask};
+    ast_parallel_for(B, 1, fill_sets, &j);
+    free(draws);
+}
+
 void ast_sample_sets(const ast_set_sampler *s, ast_rng *rng, int B, float *expr, float *pos, float *mask)
 {
-    int N = s->set_size, G = s->d->n_genes;
-    for (int b = 0; b < B; b++) {
-        int64_t centre = s->split->cells[ast_rng_next(rng) % (uint64_t)s->split->n];
-        ast_make_set(s, centre, rng, expr + (int64_t)b * N * G, pos + (int64_t)b * N * 3, mask + (int64_t)b * N);
-    }
+    ast_sample_sets_of(s, rng, B, 0, B, expr, pos, mask);
 }
 
 static int cmp_float(const void *a, const void *b)

@@ -74,6 +74,9 @@ size_t ast_ctx_arena_peak(const ast_ctx *c);
  * that allocates from the arena may be called there. */
 void ast_parallel_for(int64_t n, int64_t grain, ast_range_fn fn, void *arg);
 int ast_parallel_threads(void);
+/* memcpy by the thread pool, in 1 MiB pieces (serially below 4 MiB): for
+ * the copies of a whole batch on a step's critical path. */
+void ast_copy_parallel(void *to, const void *from, size_t bytes);
 /* Elements below which an elementwise kernel stays on one thread. */
 #define AST_PAR_GRAIN 16384
 /* The grain, in rows, for kernels whose items are rows of `cols` elements. */

@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "engine/engine.h"
 
@@ -140,4 +141,26 @@ void ast_parallel_for(int64_t n, int64_t grain, ast_range_fn fn, void *arg)
     run_part(&pool.job, 0);
     while (atomic_load_explicit(&pool.remaining, memory_order_acquire) > 0) sched_yield();
     pthread_mutex_unlock(&pool.busy);
+}
+
+typedef struct copy_job {
+    char *to;
+    const char *from;
+    size_t bytes;
+} copy_job;
+
+enum { COPY_CHUNK = 1 << 20 };
+
+static void copy_chunks(void *arg, int64_t lo, int64_t hi)
+{
+    const copy_job *c = arg;
+    size_t start = (size_t)lo * COPY_CHUNK, end = (size_t)hi * COPY_CHUNK;
+    if (end > c->bytes) end = c->bytes;
+    memcpy(c->to + start, c->from + start, end - start);
+}
+
+void ast_copy_parallel(void *to, const void *from, size_t bytes)
+{
+    copy_job c = {to, from, bytes};
+    ast_parallel_for((int64_t)((bytes + COPY_CHUNK - 1) / COPY_CHUNK), 2, copy_chunks, &c);
 }

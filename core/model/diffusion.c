@@ -151,8 +151,8 @@ void ast_apply_noise(const ast_schedule *s, ast_train_mode mode, ast_rng *rng, i
     set_time(s, B, -1, out);
     if (ast_mode_noises(mode, AST_MOD_EXPR))
         noise_modality(s, AST_MOD_EXPR, rng, B, N, G, expr, mask, out->t_int, out->expr);
-    else
-        memcpy(out->expr, expr, (size_t)B * N * G * sizeof(float));
+    else /* a batch's expression: the most bytes of a draw */
+        ast_copy_parallel(out->expr, expr, (size_t)B * N * G * sizeof(float));
     if (ast_mode_noises(mode, AST_MOD_POS))
         noise_modality(s, AST_MOD_POS, rng, B, N, 3, pos, mask, out->t_int, out->pos);
     else

@@ -286,7 +286,10 @@ ast_loss_parts ast_trainer_forward(ast_trainer *t, ast_batch *b)
 
 void train_draw_batch(ast_trainer *t, ast_batch *b)
 {
-    ast_sample_sets(&t->train_sets, &t->data_rng, b->B, b->expr, b->pos, b->mask);
+    /* Each rank fills the expression of its own sets alone: the largest
+     * part of a batch, which no other step of the draw reads (masked
+     * training, whose masks read every set's, runs in one process). */
+    ast_sample_sets_of(&t->train_sets, &t->data_rng, b->B, t->ranks.lo, t->ranks.hi, b->expr, b->pos, b->mask);
     for (int i = 0; i < b->B; i++) b->t_int[i] = 1 + (int)(ast_rng_next(&t->data_rng) % (uint64_t)t->tc.diffusion_steps);
     ast_noised z = {b->z_expr, b->z_pos, b->t, b->t_int};
     ast_apply_noise(&t->sched, t->tc.mode, &t->data_rng, b->B, b->N, b->G, b->expr, b->pos, b->mask, &z);
@@ -297,16 +300,20 @@ void train_draw_batch(ast_trainer *t, ast_batch *b)
     b->masks = ast_masking_draw(t->masking, &t->data_rng, t->step, b->z_expr, b->mask);
 }
 
-/* to = from, two batches of the same sizes and parts (masks aside). */
-static void batch_copy(ast_batch *to, const ast_batch *from)
+/* to = from for sets [lo, hi) (a rank's share), two batches of the same
+ * sizes and parts (masks aside): on the step's critical path, so the
+ * expression (nearly all of the bytes) is copied by the thread pool. */
+static void batch_copy(ast_batch *to, const ast_batch *from, int lo, int hi)
 {
-    size_t cells = (size_t)from->B * from->N, B = (size_t)from->B, f = sizeof(float);
-    memcpy(to->expr, from->expr, cells * from->G * f), memcpy(to->z_expr, from->z_expr, cells * from->G * f);
-    memcpy(to->pos, from->pos, cells * 3 * f), memcpy(to->z_pos, from->z_pos, cells * 3 * f);
-    memcpy(to->mask, from->mask, cells * f), memcpy(to->t, from->t, B * f), memcpy(to->t_int, from->t_int, B * sizeof(int));
+    size_t N = (size_t)from->N, G = (size_t)from->G, B = (size_t)from->B, f = sizeof(float);
+    size_t cell0 = (size_t)lo * N, cells = (size_t)(hi - lo) * N;
+    ast_copy_parallel(to->expr + cell0 * G, from->expr + cell0 * G, cells * G * f);
+    ast_copy_parallel(to->z_expr + cell0 * G, from->z_expr + cell0 * G, cells * G * f);
+    memcpy(to->pos, from->pos, B * N * 3 * f), memcpy(to->z_pos, from->z_pos, B * N * 3 * f);
+    memcpy(to->mask, from->mask, B * N * f), memcpy(to->t, from->t, B * f), memcpy(to->t_int, from->t_int, B * sizeof(int));
     memcpy(to->pos_a, from->pos_a, B * f), memcpy(to->pos_b, from->pos_b, B * f);
-    if (to->prior) memcpy(to->prior, from->prior, cells * 3 * f);
-    if (to->geo) memcpy(to->geo, from->geo, cells * from->N * f);
+    if (to->prior) memcpy(to->prior, from->prior, B * N * 3 * f);
+    if (to->geo) ast_copy_parallel(to->geo + cell0 * N, from->geo + cell0 * N, cells * N * f);
 }
 
 void train_prepare_batch(ast_trainer *t)
@@ -315,7 +322,7 @@ void train_prepare_batch(ast_trainer *t)
         train_draw_batch(t, &t->batch);
         return;
     }
-    batch_copy(&t->batch, &t->ahead);
+    batch_copy(&t->batch, &t->ahead, t->ranks.lo, t->ranks.hi);
     t->drawn_ahead = 0;
 }
 
