@@ -67,6 +67,10 @@
 #         mpi    (a --mpi bundle) tests/test_mpi_cuda.sh: two MPI ranks
 #                on the GPU(s) against one process, kill -9 and resume, a
 #                failing rank, the split evaluation
+#         scaling (a --mpi bundle) one run over 1, 2, ... GPUs, one rank
+#                each (scripts/mpi-scaling.sh DEVICE=cuda), at the reference
+#                size (B=32) and with one set of 32,768 cells per rank; the
+#                configs of CUDA_SCALING_CONFIGS (default baseline gated_moe)
 #       and a short table last. Logs and JSON in OUT_DIR.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -255,6 +259,33 @@ cuda_table() { # out
   return 0
 }
 
+# The GPU scaling runs: each config at the reference size, then the gated
+# model with 32k-cell sets, into OUT/scaling-SHAPE-CONFIG.txt.
+cuda_scaling_part() { # out
+  local out=$1 c shape args steps configs=${CUDA_SCALING_CONFIGS:-baseline gated_moe}
+  for shape in reference cells; do
+    for c in $configs; do
+      case $c in
+        baseline) args=() ;;
+        gated) args=(attention=gated) ;;
+        moe) args=(ffn=moe) ;;
+        gated_moe) args=(attention=gated ffn=moe) ;;
+        *) echo "cuda-run: CUDA_SCALING_CONFIGS: no config '$c'" >&2; return 2 ;;
+      esac
+      steps=30
+      if [ "$shape" = cells ]; then # the gated model alone; 2 s a step at 32k cells
+        c=gated args=() steps=10
+      fi
+      echo "--- scaling, $shape, $c"
+      STEPS=$steps DEVICE=cuda SHAPE=$shape ALPHAST_RUN=$bundle/alphast-run OUT=$out/scaling-$shape-$c \
+        bash "$top/scripts/mpi-scaling.sh" "${args[@]}" 2>&1 | tee "$out/scaling-$shape-$c.txt" ||
+        echo "scaling $shape $c failed"
+      rm -f "$out/scaling-$shape-$c"/*.csv
+      [ "$shape" = cells ] && break
+    done
+  done
+}
+
 cuda_run() { # out parts...
   local out=$1
   shift
@@ -274,7 +305,8 @@ cuda_run() { # out parts...
       sample) cuda_bench_part "$out" sample sample --warmup 3 ;;
       mpi) ALPHAST_RUN=$bundle/alphast-run MPIRUN=$(command -v mpirun) bash "$top/tests/test_mpi_cuda.sh" 2>&1 |
              tee "$out/test_mpi_cuda.log" ;;
-      *) echo "cuda-run: unknown part '$p' (tests train bench cells sample mpi)" >&2; exit 2 ;;
+      scaling) cuda_scaling_part "$out" ;;
+      *) echo "cuda-run: unknown part '$p' (tests train bench cells sample mpi scaling)" >&2; exit 2 ;;
     esac
   done
   cuda_table "$out"

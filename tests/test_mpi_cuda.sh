@@ -126,6 +126,14 @@ tolerance=1e-4
 step "one process against two ranks on the GPU"
 train_ok one one
 train_ok mpi two
+# Which sum the ranks took: on two GPUs or more each rank binds its own and
+# NCCL sums (unless the build has no NCCL, which the log says).
+how=$(grep -oE -m1 'gradients summed by NCCL|ranks share a GPU|built without NCCL' "$tmp/two.log" || true)
+echo "the two ranks: ${how:-no line says how the gradients were summed}"
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+if [ "${gpus:-0}" -ge 2 ] && [ "$how" = "ranks share a GPU" ]; then
+  fail "two ranks share a GPU although $gpus are visible: each rank should bind the GPU of its local rank"
+fi
 a=$(numbers one) b=$(numbers two)
 n=$(grep -c '"kind":"train"' "$tmp/one/metrics.jsonl")
 [ "$n" -eq 30 ] || fail "one: $n steps, not 6 epochs of 5"
