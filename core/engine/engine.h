@@ -20,8 +20,21 @@ typedef struct ast_rng {
 } ast_rng;
 
 void ast_rng_seed(ast_rng *r, uint64_t seed);
-uint64_t ast_rng_next(ast_rng *r);
-float ast_rng_uniform01(ast_rng *r); /* [0, 1) with 24 random bits */
+/* Inline: a batch draws millions (expression dropout, one per entry). */
+static inline uint64_t ast_rng_next(ast_rng *r)
+{
+    uint64_t *s = r->s, x = s[1] * 5;
+    uint64_t result = ((x << 7) | (x >> 57)) * 9, t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = (s[3] << 45) | (s[3] >> 19);
+    return result;
+}
+/* [0, 1) with 24 random bits */
+static inline float ast_rng_uniform01(ast_rng *r) { return (float)(ast_rng_next(r) >> 40) * (1.0f / 16777216.0f); }
 float ast_rng_gauss(ast_rng *r);     /* Box-Muller, N(0, 1) */
 
 /* ---- step context: arena + tape ---------------------------------------- */

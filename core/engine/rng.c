@@ -13,24 +13,6 @@ void ast_rng_seed(ast_rng *r, uint64_t seed)
     r->spare = 0.0f;
 }
 
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-uint64_t ast_rng_next(ast_rng *r)
-{
-    uint64_t *s = r->s;
-    uint64_t result = rotl(s[1] * 5, 7) * 9;
-    uint64_t t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
-}
-
-float ast_rng_uniform01(ast_rng *r) { return (float)(ast_rng_next(r) >> 40) * (1.0f / 16777216.0f); }
-
 float ast_rng_gauss(ast_rng *r)
 {
     if (r->has_spare) {
