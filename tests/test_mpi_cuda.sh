@@ -131,9 +131,15 @@ train_ok mpi two
 how=$(grep -oE -m1 'gradients summed by NCCL|ranks share a GPU|built without NCCL' "$tmp/two.log" || true)
 echo "the two ranks: ${how:-no line says how the gradients were summed}"
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+[ -n "${CUDA_VISIBLE_DEVICES+set}" ] && gpus=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .)
 if [ "${gpus:-0}" -ge 2 ] && [ "$how" = "ranks share a GPU" ]; then
   fail "two ranks share a GPU although $gpus are visible: each rank should bind the GPU of its local rank"
 fi
+# Both replay their steps as CUDA graphs (the ranks' as two: the forward
+# and backward, then the update after the sums).
+for log in one two; do
+  grep -q 'captured as a CUDA graph' "$tmp/$log.log" || { cat "$tmp/$log.log" >&2; fail "$log: the step was not captured"; }
+done
 a=$(numbers one) b=$(numbers two)
 n=$(grep -c '"kind":"train"' "$tmp/one/metrics.jsonl")
 [ "$n" -eq 30 ] || fail "one: $n steps, not 6 epochs of 5"

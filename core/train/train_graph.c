@@ -5,7 +5,11 @@
  * numbers as eager steps: the replay draws the same kernel keys from the
  * same RNG, and the batch, the times' coefficients and the AdamW constants
  * are rewritten in pinned memory before each replay. While a replay runs,
- * the host draws the next step's batch (may_draw_ahead). */
+ * the host draws the next step's batch (may_draw_ahead).
+ * Over several MPI ranks the step is two graphs: the forward and backward,
+ * then, once the ranks have summed the gradients (train_ranks_reduce:
+ * NCCL on the device, MPI for the loss and the buffers' changes), the
+ * monitors and AdamW, in the order the eager step queues them. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +23,6 @@ static const char *config_refusal(const ast_trainer *t)
     if (ast_ctx_backend(t->ctx)->memory == AST_MEM_HOST) return "";
     if (!t->tc.cuda_graph) return "training.cuda_graph is false";
     if (t->tc.accumulate != 1) return "training.accumulate_grad_batches is above 1";
-    if (t->ranks.size > 1) return "the run has several MPI ranks";
     if (getenv("ALPHAST_PROFILE")) return "ALPHAST_PROFILE waits for the device at every op";
     return NULL;
 }
@@ -30,14 +33,33 @@ static void turn_off(train_graph *g, const char *why)
     if (why[0]) ast_log(AST_LOG_INFO, "the training step runs op by op, not as a CUDA graph: %s", why);
 }
 
-/* Forward, backward, clipping and AdamW, queued; the loss tensor's data. */
+static int several_ranks(const ast_trainer *t) { return t->ranks.size > 1; }
+
+/* Forward, backward, clipping and AdamW, queued; the loss tensor's data.
+ * Over several ranks the forward and backward alone (queue_update's part
+ * follows the ranks' sums). */
 static const float *queue_step(ast_trainer *t)
 {
     ast_params_zero_grad(ast_model_params(t->model));
     const float *loss = train_queue_micro_step(t)->data;
+    if (several_ranks(t)) return loss;
     train_monitors_queue(t);
     ast_adamw_queue(t->opt, t->tc.clip_norm, loss);
     return loss;
+}
+
+/* Several ranks: the monitors and AdamW on the summed gradients (the loss
+ * was checked on the host, as the eager step does). */
+static void queue_update(ast_trainer *t)
+{
+    train_monitors_queue(t);
+    ast_adamw_queue(t->opt, t->tc.clip_norm, NULL);
+}
+
+static void drop_graphs(train_graph *g)
+{
+    ast_graph_free(g->graph), ast_graph_free(g->update);
+    g->graph = g->update = NULL;
 }
 
 /* The learning rate is staged each step; the named values are baked in. */
@@ -71,8 +93,7 @@ static int capture(ast_trainer *t, train_graph *g)
 static const float *run_step(ast_trainer *t, train_graph *g)
 {
     if (g->state == TRAIN_GRAPH_ON && !same_scheduled(g, &t->scheduled)) {
-        ast_graph_free(g->graph);
-        g->graph = NULL;
+        drop_graphs(g);
         g->state = TRAIN_GRAPH_PROBED;
     }
     if (g->state == TRAIN_GRAPH_ON) {
@@ -93,6 +114,32 @@ static const float *run_step(ast_trainer *t, train_graph *g)
     }
     if (g->state == TRAIN_GRAPH_UNDECIDED) g->state = TRAIN_GRAPH_WARM;
     return loss;
+}
+
+/* Several ranks, after their sums: the update replayed, captured (the
+ * step whose forward was captured), or queued eagerly. */
+static void run_update(ast_trainer *t, train_graph *g)
+{
+    char why[320];
+    if (g->state == TRAIN_GRAPH_ON && !g->update) {
+        if (ast_graph_begin(t->ctx, why, sizeof why) == 0) {
+            queue_update(t);
+            g->update = ast_graph_end(t->ctx, why, sizeof why);
+        }
+        if (!g->update) { /* this step's forward ran from the graph, its update runs eagerly */
+            drop_graphs(g);
+            turn_off(g, why);
+        }
+    }
+    if (g->state == TRAIN_GRAPH_ON) {
+        ast_graph_replay(g->update);
+        return;
+    }
+    int64_t before = ast_graph_traffic(t->ctx);
+    queue_update(t);
+    /* The probing step (run_step found its forward and backward capturable) counts this part too. */
+    if (g->state == TRAIN_GRAPH_PROBED && ast_graph_traffic(t->ctx) != before)
+        turn_off(g, "the update after the ranks' sums waits for the host (ALPHAST_TRACE_TRAFFIC=1 shows where)");
 }
 
 /* Whether the next step's batch may be drawn now, while the device runs a
@@ -128,19 +175,27 @@ int train_graph_step(ast_trainer *t, double *loss, double *gnorm)
     }
     if (g->state == TRAIN_GRAPH_OFF) return TRAIN_GRAPH_NOT_USED;
     train_prepare_batch(t);
-    ast_adamw_stage(t->opt, t->scheduled.lr);
+    if (several_ranks(t)) train_ranks_step_begin(t);
+    else ast_adamw_stage(t->opt, t->scheduled.lr);
     const float *loss_at = run_step(t, g);
     if (may_draw_ahead(t)) draw_ahead(t);
     const ast_backend *b = ast_ctx_backend(t->ctx);
     float l;
     b->to_host(b, &l, loss_at, sizeof l);
-    *loss = l, *gnorm = ast_adamw_norm(t->opt);
+    *loss = l;
+    if (several_ranks(t)) {
+        *loss = train_ranks_reduce(t, t->ranks.share * (double)l);
+        if (!isfinite(*loss)) return -1;
+        ast_adamw_stage(t->opt, t->scheduled.lr);
+        run_update(t, g);
+    }
+    *gnorm = ast_adamw_norm(t->opt);
     train_monitors_observe(t, AST_PHASE_TRAIN_STEP);
     return isfinite(*loss) && isfinite(*gnorm) ? 0 : -1;
 }
 
 void train_graph_free(train_graph *g)
 {
-    ast_graph_free(g->graph);
+    drop_graphs(g);
     memset(g, 0, sizeof *g);
 }

@@ -17,6 +17,7 @@ typedef enum train_graph_state {
 typedef struct train_graph {
     train_graph_state state;
     ast_graph *graph;
+    ast_graph *update;    /* over several ranks: the monitors and AdamW, after the sums */
     const float *loss_at; /* the loss in the graph's arena */
     /* The scheduled values the graph was captured with: plugins read them
      * on the host, into kernel arguments, so a change means a new capture. */
@@ -33,9 +34,11 @@ typedef struct train_graph {
  * once at the end. 0, -1 when the loss or the gradient's
  * norm is not finite (nothing updated), or TRAIN_GRAPH_NOT_USED when the
  * run cannot use it (the CPU, training.cuda_graph: false, accumulation,
- * MPI, ALPHAST_PROFILE, a step that reads device memory on the host: said
- * once in the log). The monitors observe the step after the loss's read,
- * from what the step copied into pinned memory. */
+ * ALPHAST_PROFILE, a step that reads device memory on the host: said once
+ * in the log). Over several ranks the loss is read and summed over them
+ * between the forward and backward's graph and the update's. The monitors
+ * observe the step after the loss's read, from what the step copied into
+ * pinned memory. */
 int train_graph_step(ast_trainer *t, double *loss, double *gnorm);
 void train_graph_free(train_graph *g);
 
