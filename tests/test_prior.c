@@ -114,6 +114,16 @@ Test(prior, the_cache_returns_what_it_computed)
     cr_assert(hits == 4 && misses == 2, "a new mask is a new set: %lld hits %lld misses", (long long)hits,
               (long long)misses);
     cr_assert_eq(again[(N + 2) * 3], 0.0f);
+    /* One value of the expression changed, in the hash's 32-byte words and
+     * in its tail: another set each time. */
+    int64_t before = misses;
+    size_t at[] = {0, 5, (size_t)N * G - 1};
+    for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+        expr[at[i]] += 1.0f;
+        ast_prior_batch(c, &pc, 1, N, G, expr, mask, again, NULL);
+        ast_prior_cache_stats(c, &hits, &misses);
+        cr_assert_eq(misses, before + 1 + (int64_t)i, "entry %zu changed, yet the set was a hit", at[i]);
+    }
     ast_prior_cache_free(c);
 }
 

@@ -121,9 +121,9 @@ void ast_prior_cache_stats(const ast_prior_cache *c, int64_t *hits, int64_t *mis
 static uint64_t set_key(const ast_prior_config *pc, int N, int G, const float *expr, const float *mask)
 {
     int head[6] = {(int)pc->kind, pc->dims, pc->k, pc->geodesic, N, G};
-    uint64_t h = ast_fnv1a(AST_FNV_OFFSET, head, sizeof head);
-    h = ast_fnv1a(h, expr, (size_t)N * G * sizeof *expr);
-    return mask ? ast_fnv1a(h, mask, (size_t)N * sizeof *mask) : h;
+    uint64_t h = ast_hash64(0, head, sizeof head);
+    h = ast_hash64(h, expr, (size_t)N * G * sizeof *expr);
+    return mask ? ast_hash64(h, mask, (size_t)N * sizeof *mask) : h;
 }
 
 static void evict(ast_prior_cache *c, int at)
