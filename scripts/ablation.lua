@@ -123,12 +123,13 @@ a.sweep{
     base = a.override(data .. ".yaml", budget),  -- next to this script, else the shipped configs/
     configs = configs,
     seeds = {1, 2, 3},
-    jobs = 2,
     -- One run keeps a GPU ~8 % busy (its step waits on the host's prior and
     -- validation): eight share one, two BLAS threads each, 15 runs in 33 s
-    -- on an H200 and its 16 cores (80 % busy) against 42 s four at a time
-    -- and 200+ s one at a time (docs/gpu.md, "Sweeps on GPUs").
-    executor = device == "cuda" and {runs_per_gpu = 8} or nil,
+    -- on an H200 and its 16 cores (80 % busy) against 42 s four at a time,
+    -- 82 s two at a time and 200+ s one at a time (docs/gpu.md, "Sweeps on
+    -- GPUs").
+    jobs = device == "cuda" and 8 or 2,
     threads = device == "cuda" and 2 or nil,
+    executor = device == "cuda" and {runs_per_gpu = 8} or nil,
     report = true,
 }
