@@ -36,7 +36,7 @@ static double *train_losses(const char *graph, const char *const *more, int64_t 
     train_setup s;
     train_setup_open(&s, tiny_yaml, overrides);
     ast_train_result r;
-    double *losses = train_setup_losses(&s, "cuda-graph", n, &r, replayed);
+    double *losses = train_setup_losses(&s, train_tmp_dir("cuda-graph"), n, &r, replayed);
     train_setup_close(&s);
     return losses;
 }
@@ -123,20 +123,8 @@ static double *prior_run_in(const char *dir, ast_schedule_fn schedule, int64_t *
     train_setup s;
     train_setup_open(&s, tiny_yaml, overrides);
     s.tc.schedule = schedule;
-    ast_error e = {""};
-    ast_model *m = ast_model_new(&s.mc, s.tc.seed, &e);
-    cr_assert(m, "%s", e.msg);
-    ast_trainer *t = ast_trainer_new(m, &s.d, s.sp, &s.tc, dir, NULL, &e);
-    cr_assert(t, "%s", e.msg);
-    cr_assert(ast_trainer_resume(t, &e) >= 0, "%s", e.msg);
     ast_train_result r;
-    cr_assert(ast_trainer_run(t, &r, &e) == 0, "%s", e.msg);
-    *n = ast_trainer_n_losses(t);
-    *replayed = ast_trainer_cuda_graph(t);
-    double *losses = malloc((size_t)(*n + 1) * sizeof *losses);
-    memcpy(losses, ast_trainer_losses(t), (size_t)*n * sizeof *losses);
-    ast_trainer_free(t);
-    ast_model_free(m);
+    double *losses = train_setup_losses(&s, dir, n, &r, replayed);
     train_setup_close(&s);
     return losses;
 }

@@ -42,18 +42,7 @@ static double *train_scheduled_in(const char *dir, int epochs, ast_schedule_fn s
     fixture f;
     fixture_open(&f, epochs);
     f.tc.schedule = schedule;
-    ast_error e = {""};
-    ast_model *m = ast_model_new(&f.mc, f.tc.seed, &e);
-    cr_assert(m, "%s", e.msg);
-    ast_trainer *t = ast_trainer_new(m, &f.d, f.sp, &f.tc, dir, NULL, &e);
-    cr_assert(t, "%s", e.msg);
-    cr_assert(ast_trainer_resume(t, &e) >= 0, "%s", e.msg);
-    cr_assert(ast_trainer_run(t, r, &e) == 0, "%s", e.msg);
-    *n = ast_trainer_n_losses(t);
-    double *losses = malloc((size_t)(*n + 1) * sizeof *losses);
-    if (*n) memcpy(losses, ast_trainer_losses(t), (size_t)*n * sizeof *losses); /* NULL after no step */
-    ast_trainer_free(t);
-    ast_model_free(m);
+    double *losses = train_setup_losses(&f, dir, n, r, NULL);
     train_setup_close(&f);
     return losses;
 }

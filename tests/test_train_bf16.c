@@ -56,7 +56,7 @@ static run_losses train_at(const char *precision)
     train_setup_open(&f, tiny_yaml, overrides);
     ast_train_result r;
     run_losses out;
-    out.step = train_setup_losses(&f, "bf16", &out.n, &r, NULL);
+    out.step = train_setup_losses(&f, train_tmp_dir("bf16"), &out.n, &r, NULL);
     out.best_val = r.best_val;
     train_setup_close(&f);
     return out;

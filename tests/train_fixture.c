@@ -39,17 +39,18 @@ char *train_tmp_dir(const char *tag)
     return d;
 }
 
-double *train_setup_losses(const train_setup *s, const char *tag, int64_t *n, ast_train_result *r, int *graph)
+double *train_setup_losses(const train_setup *s, const char *dir, int64_t *n, ast_train_result *r, int *graph)
 {
     ast_error e = {""};
     ast_model *m = ast_model_new(&s->mc, s->tc.seed, &e);
     cr_assert(m, "%s", e.msg);
-    ast_trainer *t = ast_trainer_new(m, &s->d, s->sp, &s->tc, train_tmp_dir(tag), NULL, &e);
+    ast_trainer *t = ast_trainer_new(m, &s->d, s->sp, &s->tc, dir, NULL, &e);
     cr_assert(t, "%s", e.msg);
+    cr_assert(ast_trainer_resume(t, &e) >= 0, "%s", e.msg);
     cr_assert(ast_trainer_run(t, r, &e) == 0, "%s", e.msg);
     *n = ast_trainer_n_losses(t);
     double *losses = malloc((size_t)(*n + 1) * sizeof *losses);
-    memcpy(losses, ast_trainer_losses(t), (size_t)*n * sizeof *losses);
+    if (*n) memcpy(losses, ast_trainer_losses(t), (size_t)*n * sizeof *losses); /* NULL after no step */
     if (graph) *graph = ast_trainer_cuda_graph(t);
     ast_trainer_free(t);
     ast_model_free(m);

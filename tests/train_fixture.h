@@ -31,9 +31,10 @@ void train_setup_close(train_setup *s);
 /* A fresh directory /tmp/alphast-<tag>-XXXXXX (one of 4 rotating buffers). */
 char *train_tmp_dir(const char *tag);
 
-/* Trains s's config from scratch in a fresh directory tagged `tag`: its
- * step losses (malloc'd, *n of them), its result in *r and, unless graph
- * is NULL, whether its step was replayed as a CUDA graph. */
-double *train_setup_losses(const train_setup *s, const char *tag, int64_t *n, ast_train_result *r, int *graph);
+/* Trains s's config in dir (resuming from its checkpoint, if it holds
+ * one; train_tmp_dir for a fresh one): its step losses (malloc'd, *n of
+ * them), its result in *r and, unless graph is NULL, whether its step was
+ * replayed as a CUDA graph. */
+double *train_setup_losses(const train_setup *s, const char *dir, int64_t *n, ast_train_result *r, int *graph);
 
 #endif
