@@ -312,7 +312,7 @@ static void batch_copy(ast_batch *to, const ast_batch *from, int lo, int hi)
     memcpy(to->pos, from->pos, B * N * 3 * f), memcpy(to->z_pos, from->z_pos, B * N * 3 * f);
     memcpy(to->mask, from->mask, B * N * f), memcpy(to->t, from->t, B * f), memcpy(to->t_int, from->t_int, B * sizeof(int));
     memcpy(to->pos_a, from->pos_a, B * f), memcpy(to->pos_b, from->pos_b, B * f);
-    if (to->prior) memcpy(to->prior, from->prior, B * N * 3 * f);
+    if (to->prior) memcpy(to->prior + cell0 * 3, from->prior + cell0 * 3, cells * 3 * f); /* ast_batch_prior's rows */
     if (to->geo) ast_copy_parallel(to->geo + cell0 * N, from->geo + cell0 * N, cells * N * f);
 }
 
