@@ -259,31 +259,33 @@ cuda_table() { # out
   return 0
 }
 
+# One GPU scaling run: scripts/mpi-scaling.sh at SHAPE with the config's
+# overrides, into OUT/scaling-SHAPE-NAME.txt.
+cuda_scaling_run() { # out shape name steps overrides...
+  local out=$1 shape=$2 name=$3 steps=$4
+  shift 4
+  echo "--- scaling, $shape, $name"
+  STEPS=$steps DEVICE=cuda SHAPE=$shape ALPHAST_RUN=$bundle/alphast-run OUT=$out/scaling-$shape-$name \
+    bash "$top/scripts/mpi-scaling.sh" "$@" 2>&1 | tee "$out/scaling-$shape-$name.txt" ||
+    echo "scaling $shape $name failed"
+  rm -f "$out/scaling-$shape-$name"/*.csv
+}
+
 # The GPU scaling runs: each config at the reference size, then the gated
-# model with 32k-cell sets, into OUT/scaling-SHAPE-CONFIG.txt.
+# model (mpi-scaling.sh's SHAPE=cells) with 32k-cell sets.
 cuda_scaling_part() { # out
-  local out=$1 c shape args steps configs=${CUDA_SCALING_CONFIGS:-baseline gated_moe}
-  for shape in reference cells; do
-    for c in $configs; do
-      case $c in
-        baseline) args=() ;;
-        gated) args=(attention=gated) ;;
-        moe) args=(ffn=moe) ;;
-        gated_moe) args=(attention=gated ffn=moe) ;;
-        *) echo "cuda-run: CUDA_SCALING_CONFIGS: no config '$c'" >&2; return 2 ;;
-      esac
-      steps=30
-      if [ "$shape" = cells ]; then # the gated model alone; 2 s a step at 32k cells
-        c=gated args=() steps=10
-      fi
-      echo "--- scaling, $shape, $c"
-      STEPS=$steps DEVICE=cuda SHAPE=$shape ALPHAST_RUN=$bundle/alphast-run OUT=$out/scaling-$shape-$c \
-        bash "$top/scripts/mpi-scaling.sh" "${args[@]}" 2>&1 | tee "$out/scaling-$shape-$c.txt" ||
-        echo "scaling $shape $c failed"
-      rm -f "$out/scaling-$shape-$c"/*.csv
-      [ "$shape" = cells ] && break
-    done
+  local out=$1 c args
+  for c in ${CUDA_SCALING_CONFIGS:-baseline gated_moe}; do
+    case $c in
+      baseline) args=() ;;
+      gated) args=(attention=gated) ;;
+      moe) args=(ffn=moe) ;;
+      gated_moe) args=(attention=gated ffn=moe) ;;
+      *) echo "cuda-run: CUDA_SCALING_CONFIGS: no config '$c'" >&2; return 2 ;;
+    esac
+    cuda_scaling_run "$out" reference "$c" 30 "${args[@]}"
   done
+  cuda_scaling_run "$out" cells gated 10 # 2 s a step at 32k cells
 }
 
 cuda_run() { # out parts...
