@@ -5,7 +5,8 @@ alphast_run_SOURCES = cli/main.c cli/commands.c cli/commands.h \
 	cli/cli.h cli/cli_args.c cli/cmd_plugins.c cli/cmd_train.c \
 	cli/cmd_params.c cli/cmd_forward.c cli/cmd_report.c \
 	cli/cmd_sweep.c cli/sweep_pool.c cli/sweep_pool.h cli/sweep_slurm.c cli/sweep_slurm.h \
-	cli/sweep_status.c cli/sweep_status.h cli/sweep_gpus.c cli/sweep_gpus.h
+	cli/sweep_status.c cli/sweep_status.h cli/sweep_gpus.c cli/sweep_gpus.h \
+	cli/sweep_mps.c cli/sweep_mps.h
 alphast_run_LDADD = libalphast.la
 # Commands on trained runs (evaluation, sampling) and what they share with train.
 alphast_run_SOURCES += cli/run_setup.c cli/run_setup.h cli/cmd_eval.c cli/cmd_sample.c cli/cmd_predict.c \

@@ -17,12 +17,13 @@
 #include "commands.h"
 #include "run_setup.h"
 #include "sweep_gpus.h"
+#include "sweep_mps.h"
 #include "sweep_pool.h"
 #include "sweep_slurm.h"
 #include "sweep_status.h"
 
 enum { OPT_OUT, OPT_JOBS, OPT_THREADS, OPT_FAIL_FAST, OPT_KEEP_GOING, OPT_DRY_RUN, OPT_CFG, OPT_TRUST, OPT_MULTIRUN,
-       OPT_CONFIG, OPT_STATUS, OPT_EXECUTOR, OPT_DEVICE, OPT_GPUS, OPT_RUNS_PER_GPU, OPT_PARTITION, OPT_TIME, OPT_MEM,
+       OPT_CONFIG, OPT_STATUS, OPT_EXECUTOR, OPT_DEVICE, OPT_GPUS, OPT_RUNS_PER_GPU, OPT_MPS, OPT_PARTITION, OPT_TIME, OPT_MEM,
        OPT_CPUS, OPT_TASKS, OPT_SBATCH, OPT_WORKER, N_OPTS };
 /* The Slurm options, in the order of their keys in the script's executor table. */
 #define FIRST_SLURM_OPT OPT_PARTITION
@@ -46,6 +47,8 @@ static const cli_option options[N_OPTS] = {
     [OPT_DEVICE] = CLI_DEVICE_OPTION,
     [OPT_GPUS] = {"gpus", 0, "LIST", "GPUs of the runs on a GPU, one each, round robin: 0,1 (default: the script's, else all)"},
     [OPT_RUNS_PER_GPU] = {"runs-per-gpu", 0, "K", "runs at a time on each GPU (default: the script's, else 1)"},
+    [OPT_MPS] = {"mps", 0, "auto|on|off", "runs sharing a GPU run at once under a CUDA MPS daemon of the sweep's (auto: "
+                                          "when nvidia-cuda-mps-control is on PATH)"},
     [OPT_PARTITION] = {"partition", 0, "NAME", "slurm: the partition (default: the cluster's)"},
     [OPT_TIME] = {"time", 0, "LIMIT", "slurm: a task's time limit (4:00:00, 1-12); SIGUSR1 comes 2 min before"},
     [OPT_MEM] = {"mem", 0, "SIZE", "slurm: memory per node (8G)"},
@@ -58,7 +61,7 @@ static const cli_option options[N_OPTS] = {
 static const cli_spec spec = {
     .name = "sweep",
     .usage = "[--out DIR] [--jobs N] [--threads N] [--fail-fast | --keep-going] [--dry-run] [--cfg]\n"
-             "                         [--device NAME] [--gpus LIST] [--runs-per-gpu K]\n"
+             "                         [--device NAME] [--gpus LIST] [--runs-per-gpu K] [--mps auto|on|off]\n"
              "                         [--trust-script] [--executor slurm [--time LIMIT] ...] SCRIPT.lua\n"
              "   or: alphast-run sweep [options] -m [--config FILE] KEY=V1,V2 KEY2=range(1,4) ...\n"
              "   or: alphast-run sweep --status DIR",
@@ -83,7 +86,9 @@ static const cli_spec spec = {
              "Runs whose device is cuda (the config's device:, or --device cuda for all) each get one\n"
              "GPU (CUDA_VISIBLE_DEVICES), round robin over --gpus (or the script's executor = {gpus =\n"
              "{0, 1}, runs_per_gpu = 2}; by default every GPU nvidia-smi -L lists), --runs-per-gpu at\n"
-             "a time on each; --jobs then defaults to GPUs x runs per GPU (docs/gpu.md).",
+             "a time on each; --jobs then defaults to GPUs x runs per GPU (docs/gpu.md). Runs that\n"
+             "share a GPU run side by side under CUDA's Multi-Process Service: the sweep starts a\n"
+             "daemon of its own for them and quits it at the end (--mps; its log: DIR/mps-control.log).",
     .options = options,
     .n_options = N_OPTS,
     .max_args = CLI_MAX_OVERRIDES,
@@ -222,13 +227,18 @@ static void report_when_complete(const ast_sweep *s, const char *dir)
 }
 
 /* The local executor: the runs in processes here (a Slurm task's too). */
-static int run_here(ast_sweep *s, const sweep_opts *o)
+static int run_here(ast_sweep *s, const sweep_opts *o, sweep_mps_mode mps_mode)
 {
     ast_error e = {""};
     char runs[4200];
     snprintf(runs, sizeof runs, "%s/runs", o->dir);
     sweep_tally tally = {0};
-    sweep_outcome out = ast_make_dirs(runs, &e) < 0 ? SWEEP_ERROR : sweep_pool_run(s, o, &tally, &e);
+    sweep_mps mps;
+    sweep_outcome out = SWEEP_ERROR;
+    if (ast_make_dirs(runs, &e) == 0 && sweep_mps_start(&mps, mps_mode, o->gpus != NULL, o->runs_per_gpu, &e) == 0) {
+        out = sweep_pool_run(s, o, &tally, &e);
+        sweep_mps_stop(&mps, o->dir);
+    }
     /* Slurm's warning before the time limit: the task comes back for what is left. */
     if (o->worker && out == SWEEP_INTERRUPTED && tally.stop_signal == SIGUSR1) sweep_slurm_requeue(s, o->dir);
     if (s->report && (out == SWEEP_ALL_DONE || out == SWEEP_SOME_FAILED)) {
@@ -290,6 +300,9 @@ static int run(const char **v, const char **args, int n_args)
     sweep_opts o = {0};
     int *gpus = NULL;
     int rc = resolve_opts(v, s, &o, &gpus);
+    sweep_mps_mode mps = SWEEP_MPS_AUTO;
+    if (rc == CLI_CONTINUE && v[OPT_MPS] && sweep_mps_mode_parse(v[OPT_MPS], &mps) < 0)
+        rc = cli_usage_error("sweep", "--mps: expected auto, on or off, got '%s'", v[OPT_MPS]);
     char dir[4096];
     snprintf(dir, sizeof dir, "%s%s", v[OPT_OUT] ? "" : "sweeps/", v[OPT_OUT] ? v[OPT_OUT] : s->name);
     o.dir = dir;
@@ -309,7 +322,7 @@ static int run(const char **v, const char **args, int n_args)
         list_runs(s, dir);
         rc = CLI_OK;
     }
-    if (rc == CLI_CONTINUE) rc = run_here(s, &o);
+    if (rc == CLI_CONTINUE) rc = run_here(s, &o, mps);
     ast_sweep_free(s);
     free(gpus);
     return rc;

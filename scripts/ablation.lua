@@ -124,12 +124,12 @@ a.sweep{
     configs = configs,
     seeds = {1, 2, 3},
     -- One run keeps a GPU ~8 % busy (its step waits on the host's prior and
-    -- validation): eight share one, two BLAS threads each, 15 runs in 33 s
-    -- on an H200 and its 16 cores (80 % busy) against 42 s four at a time,
-    -- 82 s two at a time and 200+ s one at a time (docs/gpu.md, "Sweeps on
-    -- GPUs").
-    jobs = device == "cuda" and 8 or 2,
-    threads = device == "cuda" and 2 or nil,
-    executor = device == "cuda" and {runs_per_gpu = 8} or nil,
+    -- validation): all 15 share one, one BLAS thread each, side by side
+    -- under the sweep's CUDA MPS daemon: 19.6 s on an H200 and its 16 cores
+    -- (without MPS they take the GPU in turns: 32.7 s; 8 at a time with 2
+    -- threads 23.9 s with MPS, 32.7 without) (docs/gpu.md, "Sweeps on GPUs").
+    jobs = device == "cuda" and 16 or 2,
+    threads = device == "cuda" and 1 or nil,
+    executor = device == "cuda" and {runs_per_gpu = 16} or nil,
     report = true,
 }

@@ -71,6 +71,8 @@
 #                each (scripts/mpi-scaling.sh DEVICE=cuda), at the reference
 #                size (B=32) and with one set of 32,768 cells per rank; the
 #                configs of CUDA_SCALING_CONFIGS (default baseline gated_moe)
+#         mps    tests/test_sweep_mps.sh, then the quick-start ablation on the
+#                GPU with the sweep's CUDA MPS daemon and without (--mps off)
 #       and a short table last. Logs and JSON in OUT_DIR.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -288,6 +290,33 @@ cuda_scaling_part() { # out
   cuda_scaling_run "$out" cells gated 10 # 2 s a step at 32k cells
 }
 
+# The quick-start ablation (scripts/ablation.lua, 15 runs) on the GPU, with
+# the sweep's CUDA MPS daemon and without: wall time and nvidia-smi's
+# utilisation sampled every 0.5 s.
+cuda_ablation_run() { # out mps
+  local out=$1 mps=$2 t0 t1 rc=0 smi
+  (while sleep 0.5; do nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits; done \
+    >"$out/smi-ablation-mps-$mps.txt" 2>/dev/null) &
+  smi=$!
+  # the configs beside the script, one level under the tree (their data paths
+  # are ../data/...): the bundle's shipped-configs path is this machine's
+  mkdir -p "$top/.ablation-gpu"
+  cp "$top/scripts/ablation.lua" "$top"/configs/*.yaml "$top/.ablation-gpu/"
+  t0=$(date +%s.%N)
+  (cd "$top" && ALPHAST_DEVICE=cuda XDG_CACHE_HOME=$out/cache "$bundle/alphast-run" sweep .ablation-gpu/ablation.lua \
+    --mps "$mps" -o "$out/ablation-mps-$mps" >"$out/ablation-mps-$mps.log" 2>&1) || rc=$?
+  t1=$(date +%s.%N)
+  kill $smi
+  echo "ablation on the GPU, --mps $mps: rc $rc, $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}') s," \
+    "$(awk '{s += $1; n++} END {printf "GPU %.0f %% busy (mean of %d samples)", s / n, n}' "$out/smi-ablation-mps-$mps.txt")"
+}
+
+cuda_mps_part() { # out
+  ALPHAST_RUN=$bundle/alphast-run bash "$top/tests/test_sweep_mps.sh" 2>&1 | tee "$1/test_sweep_mps.log"
+  cuda_ablation_run "$1" auto
+  cuda_ablation_run "$1" off
+}
+
 cuda_run() { # out parts...
   local out=$1
   shift
@@ -308,7 +337,8 @@ cuda_run() { # out parts...
       mpi) ALPHAST_RUN=$bundle/alphast-run MPIRUN=$(command -v mpirun) bash "$top/tests/test_mpi_cuda.sh" 2>&1 |
              tee "$out/test_mpi_cuda.log" ;;
       scaling) cuda_scaling_part "$out" ;;
-      *) echo "cuda-run: unknown part '$p' (tests train bench cells sample mpi scaling)" >&2; exit 2 ;;
+      mps) cuda_mps_part "$out" ;;
+      *) echo "cuda-run: unknown part '$p' (tests train bench cells sample mpi scaling mps)" >&2; exit 2 ;;
     esac
   done
   cuda_table "$out"

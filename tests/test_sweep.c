@@ -1410,6 +1410,59 @@ Test(sweep, a_bad_gpu_list_is_a_usage_error)
     free(text);
 }
 
+/* Runs that share a GPU run under a CUDA MPS daemon of the sweep's own
+ * (cli/sweep_mps.h); asked for with --mps on where its control program is
+ * not on PATH, the sweep stops before any run with one error naming the
+ * program and the way out. (Starting the daemon needs a GPU:
+ * tests/test_sweep_mps.sh, on the device.) */
+Test(sweep, mps_on_without_its_control_program_is_one_clear_error, .timeout = 60)
+{
+    char *dir = tmp_dir(), args[1024], out[256], sweep_dir[128];
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(sweep_dir, sizeof sweep_dir, "%s/sweep", dir);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "PATH=%s " CLI " sweep -m --mps on --gpus 0 --runs-per-gpu 2 --out %s --config " SCRIPTS
+             "tiny.yaml device=cuda training.epochs=1,2 >%s 2>&1", dir, sweep_dir, out);
+    int status = system(cmd);
+    char *text = test_read_file(out);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "%s", text);
+    assert_has(text, "--mps on: nvidia-cuda-mps-control is not on PATH");
+    assert_has(text, "--mps off");
+    free(text);
+    snprintf(args, sizeof args, "%s/runs", sweep_dir);
+    cr_assert(access(args, F_OK) == 0, "the sweep directory is made before the daemon is asked for");
+    snprintf(args, sizeof args, "%s/ledger.jsonl", sweep_dir);
+    cr_assert(access(args, F_OK) != 0, "no run started");
+}
+
+/* With one run per GPU there is nothing to share: --mps on asks for no
+ * daemon (PATH has none) and the runs are placed as without it. */
+Test(sweep, mps_on_with_one_run_per_gpu_starts_no_daemon, .timeout = 120)
+{
+    char *dir = tmp_dir(), out[256], sweep_dir[128], cmd[2048];
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(sweep_dir, sizeof sweep_dir, "%s/sweep", dir);
+    snprintf(cmd, sizeof cmd, "PATH=%s " CLI " sweep -m --mps on --gpus 0 --out %s --config " SCRIPTS
+             "tiny.yaml device=cuda training.epochs=1,2 >%s 2>&1", dir, sweep_dir, out);
+    int status = system(cmd);
+    char *text = test_read_file(out);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "every run fails without a GPU: %s", text);
+    assert_has(text, "2 runs on GPU 0, at most 1 at a time on each");
+    cr_assert(!strstr(text, "nvidia-cuda-mps-control"), "%s", text);
+    free(text);
+}
+
+Test(sweep, a_bad_mps_mode_is_a_usage_error)
+{
+    char *dir = tmp_dir(), args[1024], out[256];
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(args, sizeof args, "sweep -m --mps maybe --config " SCRIPTS "tiny.yaml device=cuda training.epochs=1,2");
+    cr_assert_eq(cli(args, out), 2);
+    char *text = test_read_file(out);
+    assert_has(text, "--mps: expected auto, on or off, got 'maybe'");
+    free(text);
+}
+
 /* --status names the GPU of a running run (here: a live claim of ours). */
 Test(sweep, status_shows_the_gpu_of_a_running_run)
 {

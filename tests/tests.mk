@@ -88,6 +88,10 @@ tests_test_mpi_LDADD = $(TEST_LIBS) $(CJSON_LIBS)
 TESTS += tests/test_mpi_cuda.sh
 endif
 EXTRA_DIST += tests/test_mpi_cuda.sh
+# Runs of a sweep sharing a GPU under its CUDA MPS daemon (docs/gpu.md):
+# skips (77) without a GPU; runs outside make check too, given ALPHAST_RUN.
+TESTS += tests/test_sweep_mps.sh
+EXTRA_DIST += tests/test_sweep_mps.sh
 
 # Sweeps on Slurm (docs/cluster.md): the executor's options, batch script,
 # --status and a warned worker without Slurm (test_slurm); then a one-node
