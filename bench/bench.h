@@ -117,6 +117,8 @@ void bench_plugin_child(const void *job, bench_timing *out);
 
 /* Forward FLOPs of the model on B sets of N cells. */
 double bench_flops_model_forward(const bench_model_case *mc);
+/* FLOPs of the model's training step on them: what the backward must do. */
+double bench_flops_model_step(const bench_model_case *mc);
 /* Forward FLOPs of one layer's attention plugin / FFN plugin on M = B N tokens. */
 double bench_flops_attention(const ast_model_config *cfg, const char *attention, int64_t sets, int64_t cells);
 double bench_flops_ffn(const ast_model_config *cfg, const char *ffn, int num_experts, int top_k, int expert_width,
@@ -140,6 +142,6 @@ void bench_json_gemm(bench_json *j, const char *what, const int shape[5], double
 int bench_json_close(bench_json *j);
 
 /* Prints "alphast / PyTorch" step-time ratios when both result files exist. */
-void bench_print_ratios(const char *ours, const char *theirs);
+int bench_print_ratios(const char *ours, const char *theirs);
 
 #endif

@@ -2,7 +2,7 @@
 # Never built or run by `make check`: the programs are EXTRA_PROGRAMS, built
 # only by these targets. Threads: OPENBLAS_NUM_THREADS (default 2); pass
 # options with BENCH_ARGS='--sections demo --steps 5'.
-EXTRA_PROGRAMS = bench/bench_model bench/parity_setup bench/bench_prior
+EXTRA_PROGRAMS = bench/bench_model bench/parity_setup bench/bench_prior bench/bench_fma
 BENCH_CFLAGS = $(AM_CFLAGS) $(BLAS_CFLAGS) $(CJSON_CFLAGS)
 BENCH_LIBS = libalphast.la $(BLAS_LIBS) $(CJSON_LIBS)
 
@@ -15,6 +15,7 @@ bench_parity_setup_LDADD = libalphast.la
 bench_bench_prior_SOURCES = bench/bench_prior.c bench/bench_child.c bench/bench.h
 bench_bench_prior_CFLAGS = $(BENCH_CFLAGS)
 bench_bench_prior_LDADD = libalphast.la
+bench_bench_fma_SOURCES = bench/bench_fma.c
 CLEANFILES += $(EXTRA_PROGRAMS)
 EXTRA_DIST += bench/torch_twin.py bench/torch_bench.py bench/parity.py bench/predict_stitch.py bench/configs/baseline.yaml \
 	bench/configs/gated.yaml bench/configs/moe.yaml bench/configs/gated_moe.yaml
@@ -46,4 +47,8 @@ parity: alphast-run$(EXEEXT) bench/parity_setup$(EXEEXT) $(plugin_LTLIBRARIES)
 bench-prior: bench/bench_prior$(EXEEXT)
 	$(BENCH_THREADS) ./bench/bench_prior
 
-.PHONY: bench bench-torch parity bench-prior
+# One core's float32 FMA peak; one process per core at once for the machine's.
+bench-fma: bench/bench_fma$(EXEEXT)
+	./bench/bench_fma
+
+.PHONY: bench bench-torch parity bench-prior bench-fma

@@ -227,13 +227,24 @@ static void print_scaling_ratios(const cJSON *a, const cJSON *b)
     }
 }
 
-void bench_print_ratios(const char *ours, const char *theirs)
+/* The most any float32 implementation could beat the twin by: the twin's
+ * time over the GEMM floor, the model's counted GEMM FLOPs at the faster of
+ * the two sides' sgemm peaks (2048^3, the best shape a GEMM library has).
+ * The floor leaves out every elementwise pass, so a speed-up above the
+ * ceiling would need GEMMs faster than the best library's best shape. */
+static double ceiling(double flops, double peak_gflops, double twin_s)
+{
+    return flops > 0 && peak_gflops > 0 && twin_s > 0 ? twin_s / (flops / (peak_gflops * 1e9)) : 0.0;
+}
+
+int bench_print_ratios(const char *ours, const char *theirs)
 {
     cJSON *a = load(ours), *b = load(theirs);
     if (!a || !b) {
         cJSON_Delete(a), cJSON_Delete(b);
-        return;
+        return -1;
     }
+    double pa = num(a, "sgemm_gflops"), pb = num(b, "sgemm_gflops"), peak = pa > pb ? pa : pb;
     printf("\nalphast vs PyTorch twin (%s vs %s; threads %g vs %g; precision %s vs %s; speedup = torch time / "
            "alphast time)\n", ours, theirs, num(a, "threads"), num(b, "threads"), precision(a), precision(b));
     const cJSON *m;
@@ -245,12 +256,17 @@ void bench_print_ratios(const char *ours, const char *theirs)
         double e1 = num(m, "eval_median_s"), e2 = t ? num(t, "eval_median_s") : 0.0;
         if (!t || s1 <= 0 || s2 <= 0) continue;
         if (!header++)
-            printf("%-22s %10s %10s %8s | %10s %10s %8s | %8s %8s\n", "model", "step ms", "torch ms", "speedup",
-                   "eval ms", "torch ms", "speedup", "RSS MB", "torch MB");
-        printf("%-22s %10.2f %10.2f %7.2fx | %10.2f %10.2f %7.2fx | %8.0f %8.0f\n",
-               cJSON_GetObjectItem(m, "name")->valuestring, 1e3 * s1, 1e3 * s2, s2 / s1, 1e3 * e1, 1e3 * e2,
-               e1 > 0 ? e2 / e1 : 0.0, num(m, "peak_rss_mb"), num(t, "peak_rss_mb"));
+            printf("%-22s %10s %10s %8s %8s | %10s %10s %8s %8s | %8s %8s\n", "model", "step ms", "torch ms", "speedup",
+                   "ceiling", "eval ms", "torch ms", "speedup", "ceiling", "RSS MB", "torch MB");
+        printf("%-22s %10.2f %10.2f %7.2fx %7.2fx | %10.2f %10.2f %7.2fx %7.2fx | %8.0f %8.0f\n",
+               cJSON_GetObjectItem(m, "name")->valuestring, 1e3 * s1, 1e3 * s2, s2 / s1,
+               ceiling(num(m, "flops_step"), peak, s2), 1e3 * e1, 1e3 * e2, e1 > 0 ? e2 / e1 : 0.0,
+               ceiling(num(m, "flops_eval"), peak, e2), num(m, "peak_rss_mb"), num(t, "peak_rss_mb"));
     }
+    if (header)
+        printf("ceiling: the most a float32 implementation could beat the twin by = torch time / (the model's GEMM\n"
+               "FLOPs at %.1f GFLOP/s, the faster side's sgemm peak; elementwise work counted as free)\n", peak);
     print_scaling_ratios(a, b);
     cJSON_Delete(a), cJSON_Delete(b);
+    return 0;
 }

@@ -21,6 +21,7 @@ typedef struct bench_args {
     bench_run_opts run;
     double budget_s;      /* per gated-attention size */
     int max_cells;
+    int compare_only; /* print the comparison of --json and --compare, measure nothing */
 } bench_args;
 
 static const char usage[] =
@@ -28,6 +29,7 @@ static const char usage[] =
     "                   [--steps 20] [--warmup 3] [--budget 120] [--max-cells 32768]\n"
     "                   [--json bench/results/alphast.json] [--compare bench/results/pytorch.json]\n"
     "                   [--precision 32-true|bf16-mixed] [--device cpu|cuda] [--sample-align off|on]\n"
+    "       bench_model --compare-only --json ALPHAST.json --compare PYTORCH.json   (no measuring)\n"
     "Threads: OPENBLAS_NUM_THREADS (default 2). --precision bf16-mixed runs the GEMMs of linear, matmul\n"
     "and bmm in bf16 (training.precision's mode; torch_bench.py --precision bf16-mixed is autocast).\n"
     "--device cuda runs every case on the CUDA backend, each timed step ending synchronised; arena MB\n"
@@ -55,9 +57,13 @@ static int listed(const char *list, const char *name)
 static int parse_args(int argc, char **argv, bench_args *a)
 {
     *a = (bench_args){"demo,reference,gated,moe,sample", "baseline,gated,moe,gated_moe", "bench/results/alphast.json",
-                      "bench/results/pytorch.json", "32-true", "cpu", {.warmup = 3, .steps = 20, .seed = 42}, 120.0, 32768};
+                      "bench/results/pytorch.json", "32-true", "cpu", {.warmup = 3, .steps = 20, .seed = 42}, 120.0, 32768, 0};
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(k, "--compare-only")) {
+            a->compare_only = 1;
+            continue;
+        }
         if (!v) return -1;
         if (!strcmp(k, "--sections")) a->sections = v;
         else if (!strcmp(k, "--configs")) a->configs = v;
@@ -320,6 +326,12 @@ int main(int argc, char **argv)
     if (parse_args(argc, argv, &a)) {
         fputs(usage, stderr);
         return 2;
+    }
+    if (a.compare_only) {
+        if (!bench_print_ratios(a.json, a.compare)) return 0;
+        fprintf(stderr, "bench: cannot read %s or %s as bench JSON; pass both with --json and --compare\n", a.json,
+                a.compare);
+        return 1;
     }
     char bf16[256], precision[300] = "32-true";
     if (a.run.precision == AST_PRECISION_BF16) {

@@ -240,7 +240,7 @@ void bench_model_child(const void *arg, bench_timing *out)
     time_steps(model_eval_fn, &s, job->run.warmup, job->run.steps, 0, &st);
     out->eval_median_s = st.median;
     out->flops_eval = bench_flops_model_forward(mc);
-    out->flops_step = BENCH_STEP_FLOPS(out->flops_eval);
+    out->flops_step = bench_flops_model_step(mc);
     out->params = ast_model_param_count(s.m);
     out->active_params = ast_model_active_param_count(s.m);
     out->arena_peak = ast_ctx_arena_peak(s.c);
