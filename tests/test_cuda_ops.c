@@ -306,6 +306,8 @@ Test(cuda_ops, softmax_and_norms)
         {"softmax [3,37,65] axis -1", run_softmax, (int[]){-1}, 1, {WIDE(3, 37, 65)}, cf_sum_tol(65)},
         {"softmax [3,37,65] axis 1", run_softmax, (int[]){1}, 1, {X(3, 37, 65)}, cf_sum_tol(37)},
         {"softmax [5,7] axis 0", run_softmax, (int[]){0}, 1, {X(5, 7)}, cf_sum_tol(5)},
+        /* the linear attention's keys over the cells: many lanes per column */
+        {"softmax [4,512,256] axis 1", run_softmax, (int[]){1}, 1, {X(4, 512, 256)}, cf_sum_tol(512)},
         {"softmax [4,5000] axis -1", run_softmax, (int[]){-1}, 1, {WIDE(4, 5000)}, cf_sum_tol(5000)},
         {"softmax [3,1] axis -1", run_softmax, (int[]){-1}, 1, {X(3, 1)}, cf_sum_tol(1)},
         {"softmax [0,7] axis -1", run_softmax, (int[]){-1}, 1, {X(0, 7)}, cf_sum_tol(1)},

@@ -17,15 +17,19 @@ template <int G> __global__ void sum_rows_kernel(const float *x, float *y, int64
     }
 }
 
-/* Another axis: a thread per output (o, j) walks the axis; neighbouring
- * threads read neighbouring floats, so every step is one coalesced load. */
+/* Another axis: a block per tile of columns, lanes down each column
+ * (row_reduce.cuh's column_combine): a mean over 512 cells of [B, 512, 3]
+ * positions is 3 B columns, the MoE's load over 2,048 tokens one per expert. */
 __global__ void sum_columns_kernel(const float *x, float *y, int64_t outer, int64_t len, int64_t inner)
 {
-    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < outer * inner; t += (int64_t)gridDim.x * blockDim.x) {
-        int64_t o = t / inner, j = t % inner;
+    __shared__ float sh[AST_COL_LANES][AST_COL_TILE];
+    for (int64_t b = blockIdx.x; b < outer * column_tiles(inner); b += gridDim.x) {
+        int on;
+        int64_t base = column_base(b, len, inner, &on);
         float s = 0.0f;
-        for (int64_t k = 0; k < len; k++) s += x[(o * len + k) * inner + j];
-        y[t] = s;
+        for (int64_t k = threadIdx.y; on && k < len; k += AST_COL_LANES) s += x[base + k * inner];
+        s = column_combine(s, sh, ast_add_op());
+        if (on && threadIdx.y == 0) y[b / column_tiles(inner) * inner + base % inner] = s;
     }
 }
 
@@ -56,9 +60,7 @@ static void sum_axis_forward(ast_ctx *c, ast_node *n)
     if (n->out->size && inner == 1) {
         AST_ROW_LAUNCH(sum_rows_kernel, outer, len, x, y, outer, len);
     } else if (n->out->size) {
-        sum_columns_kernel<<<ast_cuda_blocks(n->out->size), AST_CUDA_THREADS, 0, AST_CUDA_STREAM>>>(x, y, outer, len,
-                                                                                                 inner);
-        AST_CUDA_LAUNCHED();
+        AST_COLUMN_LAUNCH(sum_columns_kernel, outer, inner, x, y, outer, len, inner);
     }
 }
 

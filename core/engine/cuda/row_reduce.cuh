@@ -1,7 +1,8 @@
 /* engine/cuda/row_reduce.cuh: what the row kernels of ops_norm.cu,
  * ops_reduce.cu and ops_loss.cu share: a group of G threads per row (a warp,
  * or a whole block for long rows) and reductions over that group in a fixed
- * tree, so a result has the same bits on every run (no atomics). */
+ * tree, so a result has the same bits on every run (no atomics); and the
+ * same for the columns of an [outer, len, inner] view (another axis). */
 #ifndef ALPHAST_CUDA_ROW_REDUCE_CUH
 #define ALPHAST_CUDA_ROW_REDUCE_CUH
 
@@ -68,6 +69,53 @@ static inline unsigned row_blocks(int64_t rows, int g)
         else                                                                                        \
             kernel<AST_ROW_BLOCK><<<row_blocks(rows, AST_ROW_BLOCK), AST_ROW_BLOCK, 0, AST_CUDA_STREAM>>>(__VA_ARGS__); \
         AST_CUDA_LAUNCHED();                                                                        \
+    } while (0)
+
+/* ---- columns ----------------------------------------------------------------- */
+
+/* A block per (o, tile of AST_COL_TILE columns) of an [outer, len, inner]
+ * view, AST_COL_LANES threads down each column: lane ty reads rows ty, ty +
+ * AST_COL_LANES, ..., neighbouring threads neighbouring floats. A thread
+ * per column leaves the GPU idle where columns are few (a sum over 512
+ * cells of [4, 512, 3] positions is 12 columns). Blocks loop over the tiles
+ * (column_tiles): every thread of a block takes the same number of turns. */
+#define AST_COL_TILE 32
+#define AST_COL_LANES 16
+
+/* The lanes' values of each column combined by op in a fixed tree order,
+ * returned to every lane; sh is the block's [AST_COL_LANES][AST_COL_TILE]. */
+template <typename T, typename Op> __device__ T column_combine(T v, T (*sh)[AST_COL_TILE], Op op)
+{
+    int tx = threadIdx.x, ty = threadIdx.y;
+    sh[ty][tx] = v;
+    __syncthreads();
+    for (int half = AST_COL_LANES / 2; half > 0; half /= 2) {
+        if (ty < half) sh[ty][tx] = op(sh[ty][tx], sh[ty + half][tx]);
+        __syncthreads();
+    }
+    T r = sh[0][tx];
+    __syncthreads(); /* sh is written again by the next combine */
+    return r;
+}
+
+__host__ __device__ inline int64_t column_tiles(int64_t inner) { return (inner + AST_COL_TILE - 1) / AST_COL_TILE; }
+
+/* Tile b's column: its offset in the view's first row of that o, and
+ * whether this lane's column exists (the last tile may be short). */
+__device__ inline int64_t column_base(int64_t b, int64_t len, int64_t inner, int *on)
+{
+    int64_t tiles = column_tiles(inner), j = b % tiles * AST_COL_TILE + threadIdx.x;
+    *on = j < inner;
+    return b / tiles * len * inner + j;
+}
+
+/* kernel<<<...>>>(args) over the outer x tiles blocks of the view. */
+#define AST_COLUMN_LAUNCH(kernel, outer, inner, ...)                                                      \
+    do {                                                                                                  \
+        int64_t blocks_ = (outer) * column_tiles(inner);                                                 \
+        kernel<<<(unsigned)(blocks_ < (1 << 20) ? blocks_ : (1 << 20)), dim3(AST_COL_TILE, AST_COL_LANES), 0, \
+                 AST_CUDA_STREAM>>>(__VA_ARGS__);                                                         \
+        AST_CUDA_LAUNCHED();                                                                              \
     } while (0)
 
 #endif
