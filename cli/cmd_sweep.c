@@ -263,7 +263,7 @@ static int submit_array(const char **v, const char **args, int n_args, const ast
     if (s->trusted) ast_strlist_push(&worker, "--trust-script");
     if (v[OPT_MULTIRUN]) ast_strlist_push(&worker, "-m");
     if (v[OPT_CONFIG]) ast_strlist_push(&worker, "--config"), ast_strlist_push(&worker, v[OPT_CONFIG]);
-    for (int k = OPT_DEVICE; k <= OPT_RUNS_PER_GPU; k++) /* each task places its runs on the GPUs it was given */
+    for (int k = OPT_DEVICE; k <= OPT_MPS; k++) /* each task places its runs on the GPUs it was given */
         if (v[k]) {
             char flag[32];
             snprintf(flag, sizeof flag, "--%s", options[k].name);

@@ -235,13 +235,13 @@ Test(slurm, dry_run_prints_the_batch_script_and_writes_nothing, .timeout = 30)
 {
     char *dir = tmp_dir(), args[1024], sweep_dir[256], *out = NULL;
     snprintf(sweep_dir, sizeof sweep_dir, "%s/sw", dir);
-    snprintf(args, sizeof args, "sweep --dry-run --out %s --time 1:00:00 --tasks 3 --jobs 2 --threads 2 " SCRIPTS "slurm.lua",
-             sweep_dir);
+    snprintf(args, sizeof args, "sweep --dry-run --out %s --time 1:00:00 --tasks 3 --jobs 2 --threads 2 --mps off " SCRIPTS
+             "slurm.lua", sweep_dir);
     cr_assert_eq(cli(args, &out), 0, "%s", out);
     /* The script's options, the command line's over them. */
     const char *parts[] = {"#SBATCH --array=0-2\n", "#SBATCH --time=1:00:00\n", "#SBATCH --partition=debug\n",
                            "#SBATCH --mem=1G\n", "#SBATCH --cpus-per-task=1\n", "#SBATCH --comment=from-the-script\n",
-                           "'--jobs' '2'", "'--threads' '2'", "'" SCRIPTS "slurm.lua'",
+                           "'--jobs' '2'", "'--threads' '2'", "'--mps' 'off'", "'" SCRIPTS "slurm.lua'",
                            "4 of 4 runs not done", "nothing written or submitted"};
     for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) assert_has(out, parts[i]);
     assert_has(out, "'--out' '");
