@@ -51,8 +51,9 @@ static int control(const char *program, const char *arg, const char *input)
     }
     close(fd[0]);
     if (pid > 0 && input) {
-        signal(SIGPIPE, SIG_IGN);
-        if (write(fd[1], input, strlen(input)) < 0) { /* it ended early: its status says why */ }
+        void (*was)(int) = signal(SIGPIPE, SIG_IGN); /* it may end before reading: its status says why */
+        if (write(fd[1], input, strlen(input)) < 0) { /* reported by the status below */ }
+        signal(SIGPIPE, was);
     }
     close(fd[1]);
     int status = 0;
