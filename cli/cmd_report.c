@@ -1,6 +1,5 @@
 /* `alphast-run report SWEEP_DIR [--out DIR|-] [--baseline NAME]`: the
  * ablation report of a sweep, as Markdown and as one HTML page. */
-#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,20 +34,6 @@ static const cli_spec spec = {
     .max_args = 1,
 };
 
-/* Removes dir and the files the report wrote into it. */
-static void remove_dir(const char *dir)
-{
-    DIR *d = opendir(dir);
-    char path[4096 + 256 + 2];
-    for (struct dirent *ent; d && (ent = readdir(d));) {
-        if (!strcmp(ent->d_name, ".") || !strcmp(ent->d_name, "..")) continue;
-        snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
-        unlink(path);
-    }
-    if (d) closedir(d);
-    rmdir(dir);
-}
-
 static int copy_to_stdout(const char *path, ast_error *e)
 {
     FILE *in = fopen(path, "rb");
@@ -78,7 +63,7 @@ static int report_to_stdout(const char *sweep_dir, const char *baseline, ast_err
     ast_report_opts o = {dir, baseline};
     snprintf(html, sizeof html, "%s/report.html", dir);
     int rc = ast_report_write(sweep_dir, &o, e) < 0 ? -1 : copy_to_stdout(html, e);
-    remove_dir(dir);
+    ast_remove_flat_dir(dir); /* and the files the report wrote into it */
     return rc;
 }
 

@@ -1,5 +1,4 @@
 /* The sweep's own CUDA MPS control daemon (sweep_mps.h). */
-#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,10 +16,10 @@
 
 int sweep_mps_mode_parse(const char *text, sweep_mps_mode *mode)
 {
-    static const char *const names[] = {"auto", "on", "off"};
-    for (int i = 0; i < 3; i++)
-        if (!strcmp(text, names[i])) return *mode = (sweep_mps_mode)i, 0;
-    return -1;
+    static const char *const names[] = {"auto", "on", "off"}; /* sweep_mps_mode's order */
+    int i = ast_name_index(text, names, 3);
+    if (i >= 0) *mode = (sweep_mps_mode)i;
+    return i >= 0 ? 0 : -1;
 }
 
 /* The first PATH entry holding an executable `name`, into out. */
@@ -70,20 +69,14 @@ static void set_dirs(const char *dir)
     setenv("CUDA_MPS_LOG_DIRECTORY", path, 1);
 }
 
-/* Removes dir's two subdirectories' files, then them and dir. */
+/* Removes dir's two subdirectories with their files, then dir. */
 static void remove_dirs(const char *dir)
 {
-    static const char *const subs[] = {"pipe", "log"};
-    char sub[128], path[512];
-    for (int i = 0; i < 2; i++) {
-        snprintf(sub, sizeof sub, "%s/%s", dir, subs[i]);
-        DIR *d = opendir(sub);
-        for (struct dirent *ent; d && (ent = readdir(d));)
-            if (strcmp(ent->d_name, ".") && strcmp(ent->d_name, ".."))
-                snprintf(path, sizeof path, "%s/%s", sub, ent->d_name), unlink(path);
-        if (d) closedir(d);
-        rmdir(sub);
-    }
+    char sub[128];
+    snprintf(sub, sizeof sub, "%s/pipe", dir);
+    ast_remove_flat_dir(sub);
+    snprintf(sub, sizeof sub, "%s/log", dir);
+    ast_remove_flat_dir(sub);
     rmdir(dir);
 }
 

@@ -71,6 +71,15 @@ static int cli(const char *args, const char *out_file)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/* cli() with PATH set to `path` only: programs the sweep looks for there are absent. */
+static int cli_with_path(const char *path, const char *args, const char *out_file)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "PATH=%s %s %s >%s 2>&1", path, CLI, args, out_file);
+    int status = system(cmd);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 /* `alphast-run ARGS...` with stderr on a terminal `width` columns wide
  * (a pty); what the terminal received, into out. */
 static void cli_on_terminal(char *const argv[], int width, char *out, size_t n)
@@ -1399,15 +1408,25 @@ Test(sweep, runs_on_cuda_are_placed_on_the_given_gpus_one_at_a_time, .timeout = 
     cr_assert(on[0] > 0 && on[1] > 0, "round robin: %d on GPU 3, %d on GPU 5", on[0], on[1]);
 }
 
-Test(sweep, a_bad_gpu_list_is_a_usage_error)
+/* The GPU options' bad values: usage errors (exit 2) naming what is wrong. */
+Test(sweep, bad_gpu_options_are_usage_errors)
 {
+    static const struct {
+        const char *option, *expect;
+    } cases[] = {
+        {"--gpus 0,x", "--gpus 0,x: expected GPU numbers separated by commas"},
+        {"--mps maybe", "--mps: expected auto, on or off, got 'maybe'"},
+    };
     char *dir = tmp_dir(), args[1024], out[256];
     snprintf(out, sizeof out, "%s/out", dir);
-    snprintf(args, sizeof args, "sweep -m --gpus 0,x --config " SCRIPTS "tiny.yaml device=cuda training.epochs=1,2");
-    cr_assert_eq(cli(args, out), 2);
-    char *text = test_read_file(out);
-    assert_has(text, "--gpus 0,x: expected GPU numbers separated by commas");
-    free(text);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        snprintf(args, sizeof args, "sweep -m %s --config " SCRIPTS "tiny.yaml device=cuda training.epochs=1,2",
+                 cases[i].option);
+        cr_assert_eq(cli(args, out), 2, "%s", cases[i].option);
+        char *text = test_read_file(out);
+        assert_has(text, cases[i].expect);
+        free(text);
+    }
 }
 
 /* Runs that share a GPU run under a CUDA MPS daemon of the sweep's own
@@ -1420,12 +1439,11 @@ Test(sweep, mps_on_without_its_control_program_is_one_clear_error, .timeout = 60
     char *dir = tmp_dir(), args[1024], out[256], sweep_dir[128];
     snprintf(out, sizeof out, "%s/out", dir);
     snprintf(sweep_dir, sizeof sweep_dir, "%s/sweep", dir);
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "PATH=%s " CLI " sweep -m --mps on --gpus 0 --runs-per-gpu 2 --out %s --config " SCRIPTS
-             "tiny.yaml device=cuda training.epochs=1,2 >%s 2>&1", dir, sweep_dir, out);
-    int status = system(cmd);
+    snprintf(args, sizeof args, "sweep -m --mps on --gpus 0 --runs-per-gpu 2 --out %s --config " SCRIPTS
+             "tiny.yaml device=cuda training.epochs=1,2", sweep_dir);
+    int rc = cli_with_path(dir, args, out);
     char *text = test_read_file(out);
-    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "%s", text);
+    cr_assert_eq(rc, 1, "%s", text);
     assert_has(text, "--mps on: nvidia-cuda-mps-control is not on PATH");
     assert_has(text, "--mps off");
     free(text);
@@ -1439,27 +1457,16 @@ Test(sweep, mps_on_without_its_control_program_is_one_clear_error, .timeout = 60
  * daemon (PATH has none) and the runs are placed as without it. */
 Test(sweep, mps_on_with_one_run_per_gpu_starts_no_daemon, .timeout = 120)
 {
-    char *dir = tmp_dir(), out[256], sweep_dir[128], cmd[2048];
+    char *dir = tmp_dir(), args[1024], out[256], sweep_dir[128];
     snprintf(out, sizeof out, "%s/out", dir);
     snprintf(sweep_dir, sizeof sweep_dir, "%s/sweep", dir);
-    snprintf(cmd, sizeof cmd, "PATH=%s " CLI " sweep -m --mps on --gpus 0 --out %s --config " SCRIPTS
-             "tiny.yaml device=cuda training.epochs=1,2 >%s 2>&1", dir, sweep_dir, out);
-    int status = system(cmd);
+    snprintf(args, sizeof args, "sweep -m --mps on --gpus 0 --out %s --config " SCRIPTS "tiny.yaml device=cuda "
+             "training.epochs=1,2", sweep_dir);
+    int rc = cli_with_path(dir, args, out);
     char *text = test_read_file(out);
-    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "every run fails without a GPU: %s", text);
+    cr_assert_eq(rc, 1, "every run fails without a GPU: %s", text);
     assert_has(text, "2 runs on GPU 0, at most 1 at a time on each");
     cr_assert(!strstr(text, "nvidia-cuda-mps-control"), "%s", text);
-    free(text);
-}
-
-Test(sweep, a_bad_mps_mode_is_a_usage_error)
-{
-    char *dir = tmp_dir(), args[1024], out[256];
-    snprintf(out, sizeof out, "%s/out", dir);
-    snprintf(args, sizeof args, "sweep -m --mps maybe --config " SCRIPTS "tiny.yaml device=cuda training.epochs=1,2");
-    cr_assert_eq(cli(args, out), 2);
-    char *text = test_read_file(out);
-    assert_has(text, "--mps: expected auto, on or off, got 'maybe'");
     free(text);
 }
 

@@ -63,6 +63,9 @@ const char *ast_build_dir(void);
 const char *ast_shipped_file(const char *rel, char *buf, size_t n);
 /* mkdir -p: 0, or -1 with e set. */
 int ast_make_dirs(const char *dir, ast_error *e);
+/* Removes a directory of files (no subdirectories): its files, then it.
+ * Best effort: what cannot be removed stays. */
+void ast_remove_flat_dir(const char *dir);
 /* The index of s among the n names, or -1: the parse side of a name table. */
 int ast_name_index(const char *s, const char *const *names, int n);
 

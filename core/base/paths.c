@@ -1,6 +1,7 @@
 /* Where the running program finds the build tree and the files alphast
  * ships (configs/, data/): the source tree when it runs uninstalled, the
  * install directories otherwise. */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -54,4 +55,17 @@ int ast_make_dirs(const char *dir, ast_error *e)
         return -1;
     }
     return 0;
+}
+
+void ast_remove_flat_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    char path[4096 + 256 + 2];
+    for (struct dirent *ent; d && (ent = readdir(d));) {
+        if (!strcmp(ent->d_name, ".") || !strcmp(ent->d_name, "..")) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
+        unlink(path);
+    }
+    if (d) closedir(d);
+    rmdir(dir);
 }
