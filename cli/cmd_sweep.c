@@ -23,8 +23,8 @@
 #include "sweep_status.h"
 
 enum { OPT_OUT, OPT_JOBS, OPT_THREADS, OPT_FAIL_FAST, OPT_KEEP_GOING, OPT_DRY_RUN, OPT_CFG, OPT_TRUST, OPT_MULTIRUN,
-       OPT_CONFIG, OPT_STATUS, OPT_EXECUTOR, OPT_DEVICE, OPT_GPUS, OPT_RUNS_PER_GPU, OPT_MPS, OPT_PARTITION, OPT_TIME, OPT_MEM,
-       OPT_CPUS, OPT_TASKS, OPT_SBATCH, OPT_WORKER, N_OPTS };
+       OPT_CONFIG, OPT_STATUS, OPT_EXECUTOR, OPT_DEVICE, OPT_GPUS, OPT_RUNS_PER_GPU, OPT_MPS, OPT_PARTITION, OPT_TIME,
+       OPT_MEM, OPT_CPUS, OPT_TASKS, OPT_SBATCH, OPT_WORKER, N_OPTS };
 /* The Slurm options, in the order of their keys in the script's executor table. */
 #define FIRST_SLURM_OPT OPT_PARTITION
 #define LAST_SLURM_OPT OPT_SBATCH
@@ -263,7 +263,7 @@ static int submit_array(const char **v, const char **args, int n_args, const ast
     if (s->trusted) ast_strlist_push(&worker, "--trust-script");
     if (v[OPT_MULTIRUN]) ast_strlist_push(&worker, "-m");
     if (v[OPT_CONFIG]) ast_strlist_push(&worker, "--config"), ast_strlist_push(&worker, v[OPT_CONFIG]);
-    for (int k = OPT_DEVICE; k <= OPT_MPS; k++) /* each task places its runs on the GPUs it was given */
+    for (int k = OPT_DEVICE; k <= OPT_MPS; k++) /* each task places its runs on the GPUs it was given, as asked */
         if (v[k]) {
             char flag[32];
             snprintf(flag, sizeof flag, "--%s", options[k].name);

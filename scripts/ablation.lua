@@ -125,9 +125,9 @@ a.sweep{
     seeds = {1, 2, 3},
     -- One run keeps a GPU ~8 % busy (its step waits on the host's prior and
     -- validation): all 15 share one, one BLAS thread each, side by side
-    -- under the sweep's CUDA MPS daemon: 19.6 s on an H200 and its 16 cores
-    -- (without MPS they take the GPU in turns: 32.7 s; 8 at a time with 2
-    -- threads 23.9 s with MPS, 32.7 without) (docs/gpu.md, "Sweeps on GPUs").
+    -- under the sweep's CUDA MPS daemon: 19.6-23.2 s on an H200 and its 16
+    -- cores (without MPS they take the GPU in turns: 32.1-32.7 s; 8 at a time
+    -- with 2 threads 23.9 s with MPS) (docs/gpu.md, "Sweeps on GPUs").
     jobs = device == "cuda" and 16 or 2,
     threads = device == "cuda" and 1 or nil,
     executor = device == "cuda" and {runs_per_gpu = 16} or nil,
